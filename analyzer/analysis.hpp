@@ -1,0 +1,101 @@
+#pragma once
+// The whole static analysis of one model on one device: per-node costs, roofline placement,
+// totals, memory plan and coverage. Reports format this and never recompute it.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzer/cost.hpp"
+#include "analyzer/device.hpp"
+#include "analyzer/graph.hpp"
+#include "analyzer/liveness.hpp"
+#include "analyzer/onnx_loader.hpp"
+#include "analyzer/roofline.hpp"
+
+namespace rooflens {
+
+struct AnalysisOptions {
+  std::optional<Precision> precision;  // --dtype; nullopt: the file's dtypes
+  std::string device = "H100-SXM";
+  bool strict = false;  // a node without a rule is an error
+};
+
+enum class NodeStatus {
+  costed,      // a rule priced it
+  folded,      // all inputs known before the run: a runtime pre-computes it, nothing on the GPU
+  not_costed,  // no rule, or shapes unknown: listed, never counted as zero
+};
+std::string_view status_name(NodeStatus s);
+
+struct NodeResult {
+  int index = 0;
+  std::string name;
+  std::string op;  // display name, "com.microsoft.Attention" for other domains
+  std::optional<OpFamily> family;
+  NodeStatus status = NodeStatus::not_costed;
+  std::string reason;  // why not costed
+  Precision precision = Precision::fp32;
+  NodeCost cost;
+  int64_t params = 0;  // float weights first read by this node
+  RooflinePoint roof;
+  std::vector<std::string> input_shapes, output_shapes;
+};
+
+struct OpTypeSummary {
+  std::string op;
+  int count = 0;
+  double predicted_s = 0;
+  int64_t flops = 0;
+  int64_t bytes = 0;
+};
+
+struct Totals {
+  int64_t flops = 0, macs = 0, dense_flops = 0;
+  int64_t read_act = 0, read_weight = 0, written = 0;
+  int64_t params = 0;           // learnable float weights
+  int64_t buffers = 0;          // float non-learnable state (BatchNorm running mean/var)
+  int64_t weight_bytes = 0;     // params + buffers in the run dtype
+  int64_t int_constants = 0;    // integer/bool initializers (shapes, indices, masks)
+  int64_t int_constant_bytes = 0;
+  double predicted_s = 0;
+  int64_t batch = 1;
+  std::string batch_source;
+  double throughput = 0;  // batch / predicted_s, samples per second
+};
+
+struct Coverage {
+  int total = 0, costed = 0, folded = 0, not_costed = 0;
+  std::map<std::string, int> missing;  // op -> count
+  std::string line() const;            // "412/415 nodes costed; not costed: RotaryEmbedding x3"
+};
+
+struct ModelInput {
+  std::string name;
+  DType dtype;
+  Shape shape;
+};
+
+struct Analysis {
+  std::string model;
+  std::string producer;
+  int64_t opset = 0;
+  std::vector<ModelInput> inputs;
+  std::vector<std::pair<std::string, int64_t>> bound_dims;
+  Device device;
+  std::string dtype_label;  // "bf16 (--dtype)" or "file (float32)"
+  std::vector<NodeResult> nodes;
+  Totals totals;
+  MemoryPlan memory;
+  std::vector<std::string> peak_tensor_names;  // matches memory.live_at_peak
+  std::string peak_node_name;
+  std::vector<OpTypeSummary> by_op;   // sorted by predicted time
+  std::vector<std::pair<std::string, double>> by_family;
+  Coverage coverage;
+  std::vector<std::string> notes;
+};
+
+Analysis analyze_graph(Graph graph, const AnalysisOptions& options);
+Analysis analyze_onnx(const std::string& path, const LoadOptions& load, const AnalysisOptions& options);
+
+}  // namespace rooflens

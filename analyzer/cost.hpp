@@ -1,0 +1,30 @@
+#pragma once
+// What one node costs. Filled by the op's rule; never recomputed downstream.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace rooflens {
+
+// Kernel classes: the roofline picks the compute unit from this, and reports group by it.
+enum class OpFamily { gemm, conv, attention, elementwise, norm, softmax, reduce, pooling, data_movement, view };
+std::string_view family_name(OpFamily f);
+
+struct NodeCost {
+  int64_t flops = 0;
+  std::optional<int64_t> macs;         // GEMM and conv only
+  std::optional<int64_t> dense_flops;  // attention: the figure without the causal skip
+  int64_t read_act = 0;     // bytes of activations read
+  int64_t read_weight = 0;  // bytes of weights/constants read
+  int64_t written = 0;      // bytes written
+  // Thread blocks a typical kernel for this node launches; below one wave the roofs are not
+  // reachable. 0 means "derive from the bytes written".
+  int64_t parallel_tiles = 0;
+  bool tensor_cores = false;  // runs on the matrix units (GEMM, conv, attention)
+  std::string note;           // e.g. "causal: executed half of the dense scores; fused traffic"
+
+  int64_t bytes() const { return read_act + read_weight + written; }
+};
+
+}  // namespace rooflens

@@ -1,0 +1,55 @@
+#pragma once
+// The one place each cost formula lives. ONNX rules, config lowering, the roofline and the
+// harness all call these; nothing else multiplies dims into FLOPs.
+#include <cstdint>
+
+namespace rooflens {
+
+// FLOP convention: one multiply or one add. A multiply-accumulate is 2 FLOPs.
+struct GemmDims {
+  int64_t batch = 1;
+  int64_t m = 0, n = 0, k = 0;
+};
+int64_t gemm_macs(const GemmDims& d);
+int64_t gemm_flops(const GemmDims& d);  // 2 * macs
+// Thread blocks a GEMM library launches: 64x64 output tiles, and split-K (one block per 512
+// of K, up to 8) when the output alone is too small to fill the chip.
+int64_t gemm_tiles(const GemmDims& d);
+
+// Direct convolution counted as its implicit GEMM: every output element of every output
+// channel takes (in_channels / groups) * kernel_elements MACs.
+int64_t conv_macs(int64_t batch, int64_t out_channels, int64_t out_spatial, int64_t in_channels_per_group,
+                  int64_t kernel_elements);
+
+// Softmax over one element: max, subtract, exp, sum, divide.
+inline constexpr int64_t kSoftmaxFlopsPerElement = 5;
+
+struct AttentionDims {
+  int64_t batch = 1;
+  int64_t q_heads = 1;
+  int64_t kv_heads = 1;  // GQA/MQA when < q_heads; does not change FLOPs, only K/V bytes
+  int64_t q_len = 1;
+  int64_t kv_len = 1;  // past + new keys
+  int64_t head_dim_qk = 1;
+  int64_t head_dim_v = 1;
+  bool causal = false;
+  int64_t window = 0;  // sliding/local window: each query sees at most this many keys (0 = all)
+};
+
+struct AttentionWork {
+  int64_t scores_dense = 0;     // batch*heads*q_len*kv_len
+  int64_t scores_executed = 0;  // causal: only the unmasked (query, key) pairs
+  int64_t flops = 0;            // executed: QK^T, scale, softmax, PV over executed scores
+  int64_t dense_flops = 0;      // the same over every score (what FlopCounterMode reports)
+};
+
+// Causal pairs when the q_len queries are the last q_len positions of kv_len keys:
+// q_len*(kv_len-q_len) + q_len*(q_len+1)/2. Equals q_len*kv_len when not causal.
+// With a window W > 0 (causal only), a query sees min(visible, W) keys.
+int64_t attention_pairs(int64_t q_len, int64_t kv_len, bool causal, int64_t window = 0);
+AttentionWork attention_core(const AttentionDims& d);
+
+// Thread blocks of an element-wise style kernel: 2048 elements (256 threads x 8) per block.
+int64_t elementwise_tiles(int64_t elements);
+
+}  // namespace rooflens

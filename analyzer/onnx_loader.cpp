@@ -1,0 +1,500 @@
+#include "analyzer/onnx_loader.hpp"
+
+#include <fcntl.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+#include <fmt/format.h>
+#include <functional>
+#include <queue>
+#include <set>
+
+#include "analyzer/checked.hpp"
+#include "analyzer/errors.hpp"
+
+namespace rooflens {
+namespace {
+
+constexpr int64_t kMinOpset = 7;
+constexpr int64_t kMaxOpset = 23;
+constexpr int kMaxFunctionDepth = 16;
+
+float half_to_float(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: renormalize
+      exp = 127 - 15 + 1;
+      while ((mant & 0x400) == 0) { mant <<= 1; --exp; }
+      bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+float bf16_to_float(uint16_t b) {
+  uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+template <typename T>
+T read_raw(const std::string& raw, size_t i) {
+  T v;
+  std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+// Contents of a small, inline tensor; nullopt when too large, external or of an odd type.
+std::optional<Value> decode_value(const onnx::TensorProto& t, DType dtype, int64_t count) {
+  if (count > kMaxFoldedElements) return std::nullopt;
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
+  const std::string& raw = t.raw_data();
+  bool has_raw = t.has_raw_data();
+  auto raw_ok = [&](size_t width) { return raw.size() >= static_cast<size_t>(count) * width; };
+  Value v;
+  switch (dtype) {
+    case DType::f32:
+      v.is_float = true;
+      if (has_raw) {
+        if (!raw_ok(4)) return std::nullopt;
+        for (int64_t i = 0; i < count; ++i) v.reals.push_back(read_raw<float>(raw, i));
+      } else {
+        for (float f : t.float_data()) v.reals.push_back(f);
+      }
+      break;
+    case DType::f64:
+      v.is_float = true;
+      if (has_raw) {
+        if (!raw_ok(8)) return std::nullopt;
+        for (int64_t i = 0; i < count; ++i) v.reals.push_back(read_raw<double>(raw, i));
+      } else {
+        for (double d : t.double_data()) v.reals.push_back(d);
+      }
+      break;
+    case DType::f16: case DType::bf16: {
+      v.is_float = true;
+      auto conv = dtype == DType::f16 ? half_to_float : bf16_to_float;
+      if (has_raw) {
+        if (!raw_ok(2)) return std::nullopt;
+        for (int64_t i = 0; i < count; ++i) v.reals.push_back(conv(read_raw<uint16_t>(raw, i)));
+      } else {
+        for (int32_t x : t.int32_data()) v.reals.push_back(conv(static_cast<uint16_t>(x)));
+      }
+      break;
+    }
+    case DType::i64:
+      if (has_raw) {
+        if (!raw_ok(8)) return std::nullopt;
+        for (int64_t i = 0; i < count; ++i) v.ints.push_back(read_raw<int64_t>(raw, i));
+      } else {
+        for (int64_t x : t.int64_data()) v.ints.push_back(x);
+      }
+      break;
+    case DType::i32: case DType::i16: case DType::i8: case DType::u8: case DType::u16:
+    case DType::boolean: {
+      int width = dtype_bits(dtype) / 8;
+      if (has_raw) {
+        if (!raw_ok(width)) return std::nullopt;
+        for (int64_t i = 0; i < count; ++i) {
+          switch (dtype) {
+            case DType::i32: v.ints.push_back(read_raw<int32_t>(raw, i)); break;
+            case DType::i16: v.ints.push_back(read_raw<int16_t>(raw, i)); break;
+            case DType::u16: v.ints.push_back(read_raw<uint16_t>(raw, i)); break;
+            case DType::i8: v.ints.push_back(read_raw<int8_t>(raw, i)); break;
+            default: v.ints.push_back(read_raw<uint8_t>(raw, i)); break;
+          }
+        }
+      } else {
+        for (int32_t x : t.int32_data()) v.ints.push_back(x);
+      }
+      break;
+    }
+    case DType::u32: case DType::u64:
+      if (has_raw) return std::nullopt;
+      for (uint64_t x : t.uint64_data()) v.ints.push_back(static_cast<int64_t>(x));
+      break;
+    default:
+      return std::nullopt;
+  }
+  if (static_cast<int64_t>(v.size()) != count) return std::nullopt;
+  return v;
+}
+
+DType checked_dtype(int32_t code, const std::string& what) {
+  auto d = dtype_from_onnx(code);
+  if (!d || *d == DType::undefined) throw InputError(fmt::format("{}: unknown element type {}", what, code));
+  return *d;
+}
+
+Shape checked_dims(const google::protobuf::RepeatedField<int64_t>& dims, const std::string& what) {
+  Shape s(dims.begin(), dims.end());
+  for (int64_t d : s)
+    if (d < 0) throw InputError(fmt::format("{}: negative dim {}", what, d));
+  checked_product(s, what + " size");
+  return s;
+}
+
+Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& where) {
+  Attribute r;
+  using A = onnx::AttributeProto;
+  switch (a.type()) {
+    case A::INT: r.kind = Attribute::Kind::i; r.i = a.i(); break;
+    case A::FLOAT: r.kind = Attribute::Kind::f; r.f = a.f(); break;
+    case A::STRING: r.kind = Attribute::Kind::s; r.s = a.s(); break;
+    case A::INTS: r.kind = Attribute::Kind::ints; r.ints.assign(a.ints().begin(), a.ints().end()); break;
+    case A::FLOATS: r.kind = Attribute::Kind::floats; r.floats.assign(a.floats().begin(), a.floats().end()); break;
+    case A::STRINGS: r.kind = Attribute::Kind::strings; r.strings.assign(a.strings().begin(), a.strings().end()); break;
+    case A::TENSOR: {
+      r.kind = Attribute::Kind::tensor;
+      r.tensor_dtype = checked_dtype(a.t().data_type(), where);
+      r.tensor_dims = checked_dims(a.t().dims(), where);
+      r.tensor_value = decode_value(a.t(), r.tensor_dtype, checked_product(r.tensor_dims));
+      break;
+    }
+    case A::GRAPH: case A::GRAPHS: r.kind = Attribute::Kind::graph; break;
+    default: r.kind = Attribute::Kind::other; break;
+  }
+  return r;
+}
+
+void parse_model(const std::string& path, onnx::ModelProto& model) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  if (S_ISDIR(st.st_mode)) throw InputError(fmt::format("{}: is a directory, not an ONNX file", path));
+  if (!S_ISREG(st.st_mode)) throw InputError(fmt::format("{}: not a regular file", path));
+  if (st.st_size == 0) throw InputError(fmt::format("{}: empty file, not an ONNX model", path));
+  if (st.st_size >= INT_MAX)
+    throw InputError(fmt::format("{}: {} bytes; a protobuf file must be under 2 GiB (keep the weights "
+                                 "as external data)", path, st.st_size));
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  bool ok;
+  {
+    // Parse straight from the file: no second copy of the bytes, so RSS stays near the file size.
+    google::protobuf::io::FileInputStream raw(fd);
+    google::protobuf::io::CodedInputStream coded(&raw);
+    coded.SetTotalBytesLimit(INT_MAX);
+    ok = model.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
+  }
+  ::close(fd);
+  if (!ok)
+    throw InputError(fmt::format("{}: not a valid ONNX model (protobuf parse failed: truncated or "
+                                 "not ONNX)", path));
+  if (!model.has_graph() || model.graph().node_size() == 0)
+    throw InputError(fmt::format("{}: not an ONNX model (no graph nodes)", path));
+  if (model.ir_version() <= 0)
+    throw InputError(fmt::format("{}: not an ONNX model (ir_version missing)", path));
+}
+
+class Converter {
+ public:
+  Converter(const std::string& path, const LoadOptions& opts, Graph& g) : path_(path), opts_(opts), g_(g) {}
+
+  void run(onnx::ModelProto& m) {
+    g_.source = path_;
+    g_.ir_version = m.ir_version();
+    g_.producer = m.producer_name() + (m.producer_version().empty() ? "" : " " + m.producer_version());
+    for (const auto& o : m.opset_import()) g_.opsets[o.domain() == "ai.onnx" ? "" : o.domain()] = o.version();
+    if (!g_.opsets.count("")) throw InputError(fmt::format("{}: model imports no default-domain opset", path_));
+    int64_t v = g_.opsets[""];
+    if (v < kMinOpset || v > kMaxOpset)
+      throw InputError(fmt::format("{}: default-domain opset {} is outside the supported range {}-{}",
+                                   path_, v, kMinOpset, kMaxOpset));
+    for (const auto& f : m.functions()) functions_[f.domain() + "::" + f.name()] = &f;
+
+    const auto& graph = m.graph();
+    for (const auto& init : graph.initializer()) add_initializer(init);
+    for (const auto& s : graph.sparse_initializer())
+      throw InputError(fmt::format("{}: sparse initializer '{}' is not supported", path_, s.values().name()));
+    for (const auto& in : graph.input()) add_input(in);
+    bind_and_infer_fallback(m);
+    for (const auto& node : graph.node()) add_node(node, "", {}, 0);
+    for (const auto& out : graph.output()) {
+      int t = g_.find(out.name());
+      if (t < 0) throw InputError(fmt::format("{}: graph output '{}' names no tensor", path_, out.name()));
+      g_.tensors[t].is_graph_output = true;
+      g_.outputs.push_back(t);
+    }
+    check_dangling();
+    topological_sort();
+    // Values read by the ONNX library's inference, used where our rules have no shape logic.
+  }
+
+  std::map<std::string, std::pair<DType, Shape>> fallback;
+
+ private:
+  void add_initializer(const onnx::TensorProto& init) {
+    std::string what = fmt::format("{}: initializer '{}'", path_, init.name());
+    if (g_.find(init.name()) >= 0) throw InputError(what + " is defined twice");
+    Tensor t;
+    t.name = init.name();
+    t.dtype = checked_dtype(init.data_type(), what);
+    t.shape = checked_dims(init.dims(), what);
+    t.role = is_float(t.dtype) ? TensorRole::weight : TensorRole::constant;
+    t.is_static = true;
+    t.external_data = init.data_location() == onnx::TensorProto::EXTERNAL;
+    t.value = decode_value(init, t.dtype, t.elements());
+    g_.add_tensor(std::move(t));
+  }
+
+  void add_input(const onnx::ValueInfoProto& in) {
+    if (g_.find(in.name()) >= 0) return;  // IR < 4 lists initializers as inputs too
+    std::string what = fmt::format("{}: input '{}'", path_, in.name());
+    if (!in.type().has_tensor_type()) throw InputError(what + " is not a tensor (sequences and maps are not supported)");
+    const auto& tt = in.type().tensor_type();
+    Tensor t;
+    t.name = in.name();
+    t.role = TensorRole::input;
+    t.dtype = checked_dtype(tt.elem_type(), what);
+    if (!tt.has_shape()) throw InputError(what + " has no shape in the model");
+    Shape s;
+    for (int i = 0; i < tt.shape().dim_size(); ++i) {
+      const auto& d = tt.shape().dim(i);
+      int64_t value;
+      if (d.has_dim_value()) {
+        value = d.dim_value();
+      } else if (d.has_dim_param() && !d.dim_param().empty()) {
+        auto it = opts_.dims.find(d.dim_param());
+        if (it == opts_.dims.end())
+          throw InputError(fmt::format("{} dim {} '{}' is symbolic; bind it with --dim {}=N", what, i,
+                                       d.dim_param(), d.dim_param()));
+        value = it->second;
+        bound_.insert(d.dim_param());
+      } else {
+        throw InputError(fmt::format("{} dim {} has neither a size nor a name; the model cannot be "
+                                     "bound", what, i));
+      }
+      if (value <= 0) throw InputError(fmt::format("{} dim {} is {}; dims must be positive", what, i, value));
+      s.push_back(value);
+    }
+    checked_product(s, what + " size");
+    t.shape = std::move(s);
+    g_.inputs.push_back(g_.add_tensor(std::move(t)));
+  }
+
+  // The ONNX library's own shape inference, run once with the bound dims, fills `fallback`
+  // for ops whose shapes our rules do not compute. It knows opsets up to its own release, so
+  // failures here are expected and harmless.
+  void bind_and_infer_fallback(onnx::ModelProto& m) {
+    for (const auto& [name, value] : opts_.dims)
+      if (!bound_.count(name))
+        throw InputError(fmt::format("{}: --dim {} names no symbolic input dim of this model", path_, name));
+    for (const auto& [name, value] : opts_.dims) g_.bound_dims.emplace_back(name, value);
+    auto* graph = m.mutable_graph();
+    for (auto& in : *graph->mutable_input()) {
+      if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) continue;
+      for (auto& d : *in.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
+        if (d.has_dim_param() && opts_.dims.count(d.dim_param())) d.set_dim_value(opts_.dims.at(d.dim_param()));
+    }
+    // Weights are not needed any more; dropping their bytes returns the memory before inference.
+    for (auto& init : *graph->mutable_initializer())
+      if (is_float(static_cast<DType>(init.data_type())) && init.raw_data().size() > 4096) init.clear_raw_data();
+    try {
+      onnx::ShapeInferenceOptions options(false, 0, true);
+      onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), options);
+    } catch (const std::exception& e) {
+      g_.notes.push_back(fmt::format("ONNX library shape inference stopped: {}", e.what()));
+    }
+    for (const auto& vi : graph->value_info()) {
+      if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) continue;
+      const auto& tt = vi.type().tensor_type();
+      Shape s;
+      bool concrete = true;
+      for (const auto& d : tt.shape().dim()) {
+        if (d.has_dim_value() && d.dim_value() >= 0) s.push_back(d.dim_value());
+        else if (d.has_dim_param() && opts_.dims.count(d.dim_param())) s.push_back(opts_.dims.at(d.dim_param()));
+        else concrete = false;
+      }
+      auto dt = dtype_from_onnx(tt.elem_type());
+      if (concrete && dt && *dt != DType::undefined) fallback[vi.name()] = {*dt, s};
+    }
+  }
+
+  int tensor_for(const std::string& name) {
+    int t = g_.find(name);
+    if (t >= 0) return t;
+    Tensor x;
+    x.name = name;
+    return g_.add_tensor(std::move(x));
+  }
+
+  // `prefix` and `rename` scope a model-local function's body when it is inlined.
+  void add_node(const onnx::NodeProto& np, const std::string& prefix,
+                const std::map<std::string, std::string>& rename, int depth) {
+    std::string domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    auto fn = functions_.find(np.domain() + "::" + np.op_type());
+    std::string node_name = prefix + (np.name().empty() ? fmt::format("{}_{}", np.op_type(), counter_++) : np.name());
+    auto map_name = [&](const std::string& n) {
+      if (n.empty()) return n;
+      auto it = rename.find(n);
+      return it != rename.end() ? it->second : prefix + n;
+    };
+    if (fn != functions_.end()) {
+      if (depth >= kMaxFunctionDepth)
+        throw InputError(fmt::format("{}: model-local functions nest deeper than {}", path_, kMaxFunctionDepth));
+      inline_function(*fn->second, np, node_name + "/", map_name, depth);
+      return;
+    }
+    if (!g_.opsets.count(domain))
+      throw InputError(fmt::format("{}: node '{}' uses domain '{}', which the model does not import",
+                                   path_, node_name, domain));
+    if (!is_known_domain(domain))
+      throw InputError(fmt::format("{}: node '{}' uses unknown domain '{}' (known: ai.onnx, ai.onnx.ml, "
+                                   "com.microsoft)", path_, node_name, domain));
+    Node n;
+    n.name = node_name;
+    n.op_type = np.op_type();
+    n.domain = domain;
+    n.opset = g_.opsets[domain];
+    int index = static_cast<int>(g_.nodes.size());
+    for (const auto& in : np.input()) {
+      std::string mapped = map_name(in);
+      n.inputs.push_back(mapped.empty() ? -1 : tensor_for(mapped));
+    }
+    for (const auto& out : np.output()) {
+      std::string mapped = map_name(out);
+      if (mapped.empty()) { n.outputs.push_back(-1); continue; }
+      int t = tensor_for(mapped);
+      Tensor& x = g_.tensors[t];
+      if (x.producer >= 0 || x.role != TensorRole::activation)
+        throw InputError(fmt::format("{}: tensor '{}' is produced twice (node '{}')", path_, mapped, node_name));
+      x.producer = index;
+      n.outputs.push_back(t);
+    }
+    for (const auto& a : np.attribute()) {
+      std::string where = fmt::format("{}: node '{}' attribute '{}'", path_, node_name, a.name());
+      Attribute attr = a.has_ref_attr_name() && !a.ref_attr_name().empty() ? resolve_ref(a) : convert_attribute(a, where);
+      n.attrs.emplace(a.name(), std::move(attr));
+    }
+    g_.nodes.push_back(std::move(n));
+  }
+
+  Attribute resolve_ref(const onnx::AttributeProto& a) {
+    auto it = call_attrs_.find(a.ref_attr_name());
+    return it == call_attrs_.end() ? Attribute{} : it->second;
+  }
+
+  void inline_function(const onnx::FunctionProto& f, const onnx::NodeProto& call, const std::string& prefix,
+                       const std::function<std::string(const std::string&)>& outer, int depth) {
+    std::map<std::string, std::string> rename;
+    for (int i = 0; i < f.input_size(); ++i)
+      rename[f.input(i)] = i < call.input_size() ? outer(call.input(i)) : "";
+    for (int i = 0; i < f.output_size(); ++i)
+      rename[f.output(i)] = i < call.output_size() ? outer(call.output(i)) : prefix + f.output(i);
+    auto saved = call_attrs_;
+    call_attrs_.clear();
+    for (const auto& a : call.attribute()) call_attrs_[a.name()] = convert_attribute(a, prefix + a.name());
+    for (const auto& o : f.opset_import())
+      if (!g_.opsets.count(o.domain())) g_.opsets[o.domain()] = o.version();
+    for (const auto& body : f.node()) add_node(body, prefix, rename, depth + 1);
+    call_attrs_ = saved;
+  }
+
+  void check_dangling() {
+    for (const Node& n : g_.nodes)
+      for (int t : n.inputs)
+        if (t >= 0 && g_.tensors[t].producer < 0 && g_.tensors[t].role == TensorRole::activation)
+          throw InputError(fmt::format("{}: node '{}' input '{}' names no tensor (not a graph input, "
+                                       "initializer or node output)", path_, n.name, g_.tensors[t].name));
+    for (int t : g_.outputs)
+      if (g_.tensors[t].producer < 0 && g_.tensors[t].role == TensorRole::activation)
+        throw InputError(fmt::format("{}: graph output '{}' is produced by no node", path_, g_.tensors[t].name));
+  }
+
+  // Kahn's algorithm, stable: nodes keep file order where the edges allow. A leftover node
+  // means a cycle.
+  void topological_sort() {
+    size_t n = g_.nodes.size();
+    std::vector<int> pending(n, 0);
+    std::vector<std::vector<int>> users(n);
+    for (size_t i = 0; i < n; ++i)
+      for (int t : g_.nodes[i].inputs)
+        if (t >= 0 && g_.tensors[t].producer >= 0) {
+          ++pending[i];
+          users[g_.tensors[t].producer].push_back(static_cast<int>(i));
+        }
+    std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+    for (size_t i = 0; i < n; ++i)
+      if (pending[i] == 0) ready.push(static_cast<int>(i));
+    std::vector<int> order;
+    order.reserve(n);
+    while (!ready.empty()) {
+      int i = ready.top();
+      ready.pop();
+      order.push_back(i);
+      for (int u : users[i])
+        if (--pending[u] == 0) ready.push(u);
+    }
+    if (order.size() != n) {
+      for (size_t i = 0; i < n; ++i)
+        if (pending[i] > 0)
+          throw InputError(fmt::format("{}: the graph has a cycle through node '{}'", path_, g_.nodes[i].name));
+    }
+    std::vector<Node> sorted;
+    sorted.reserve(n);
+    std::vector<int> new_index(n);
+    for (size_t k = 0; k < n; ++k) new_index[order[k]] = static_cast<int>(k);
+    for (int i : order) sorted.push_back(std::move(g_.nodes[i]));
+    g_.nodes = std::move(sorted);
+    for (Tensor& t : g_.tensors)
+      if (t.producer >= 0) t.producer = new_index[t.producer];
+    for (size_t k = 0; k < n; ++k)
+      for (int t : g_.nodes[k].inputs)
+        if (t >= 0) g_.tensors[t].consumers.push_back(static_cast<int>(k));
+  }
+
+  const std::string& path_;
+  const LoadOptions& opts_;
+  Graph& g_;
+  std::set<std::string> bound_;
+  std::map<std::string, const onnx::FunctionProto*> functions_;
+  std::map<std::string, Attribute> call_attrs_;
+  int counter_ = 0;
+};
+
+}  // namespace
+
+bool is_known_domain(const std::string& d) {
+  return d.empty() || d == "ai.onnx" || d == "ai.onnx.ml" || d == "com.microsoft" ||
+         d == "ai.onnx.preview.training";
+}
+
+Graph load_onnx(const std::string& path, const LoadOptions& options) {
+  Graph g;
+  std::map<std::string, std::pair<DType, Shape>> fallback;
+  {
+    auto model = std::make_unique<onnx::ModelProto>();
+    parse_model(path, *model);
+    Converter c(path, options, g);
+    c.run(*model);
+    fallback = std::move(c.fallback);
+  }  // the proto (and any inline weights) is freed here
+  // Record the library's shapes on tensors our inference may not reach; ours override later.
+  for (auto& [name, ds] : fallback) {
+    int t = g.find(name);
+    if (t >= 0 && g.tensors[t].role == TensorRole::activation && !g.tensors[t].shape) {
+      g.tensors[t].dtype = ds.first;
+      g.tensors[t].shape = ds.second;
+      g.tensors[t].value.reset();
+    }
+  }
+  return g;
+}
+
+}  // namespace rooflens

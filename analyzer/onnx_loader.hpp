@@ -1,0 +1,22 @@
+#pragma once
+// Reads an ONNX file into the Graph IR. Weights are never needed: only initializer dims and
+// dtypes are read, so a model whose external-data file is missing still loads.
+#include <map>
+#include <string>
+
+#include "analyzer/graph.hpp"
+
+namespace rooflens {
+
+struct LoadOptions {
+  std::map<std::string, int64_t> dims;  // --dim NAME=VALUE, binds symbolic input dims
+};
+
+// Throws InputError (file missing, not ONNX, truncated, dangling input, cycle, unsupported
+// opset or domain, unbound symbolic dim, overflowing dims).
+Graph load_onnx(const std::string& path, const LoadOptions& options);
+
+// Domains rooflens knows; a node in any other domain is refused.
+bool is_known_domain(const std::string& domain);
+
+}  // namespace rooflens

@@ -1,0 +1,59 @@
+#include "analyzer/roofline.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "analyzer/errors.hpp"
+#include "analyzer/formulas.hpp"
+
+namespace rooflens {
+
+std::string_view bound_name(Bound b) {
+  switch (b) {
+    case Bound::compute: return "compute";
+    case Bound::memory: return "memory";
+    case Bound::latency: return "latency";
+    case Bound::none: return "-";
+  }
+  return "-";
+}
+
+ComputeUnit compute_unit(const Device& d, Precision p, bool tensor_cores) {
+  std::string key(precision_name(p));
+  if (tensor_cores && p != Precision::fp32) {
+    auto it = d.tensor_flops.find(key);
+    if (it == d.tensor_flops.end())
+      throw InputError(fmt::format("device {} has no {} tensor-core rate; choose another --dtype or device", d.id, key));
+    return {"tensor " + key, it->second};
+  }
+  // CUDA cores: half types at their own rate where published; fp8/int8 element-wise work runs
+  // after conversion, at the fp16 rate; anything unpublished falls back to the fp32 rate.
+  std::string k = key == "tf32" ? "fp32" : (key == "fp8" || key == "int8") ? "fp16" : key;
+  auto it = d.cuda_core_flops.find(k);
+  if (it == d.cuda_core_flops.end()) it = d.cuda_core_flops.find("fp32");
+  if (it != d.cuda_core_flops.end()) return {"cuda " + it->first, it->second};
+  throw InputError(fmt::format("device {} lists no CUDA-core rate", d.id));
+}
+
+RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d) {
+  RooflinePoint r;
+  int64_t bytes = c.bytes();
+  r.intensity = bytes > 0 ? static_cast<double>(c.flops) / static_cast<double>(bytes) : 0;
+  if (c.flops == 0 && bytes == 0) return r;  // nothing runs on the GPU
+  ComputeUnit unit = compute_unit(d, p, c.tensor_cores);
+  r.compute_roof = unit.flops;
+  r.unit = unit.name;
+  r.t_compute = static_cast<double>(c.flops) / unit.flops;
+  r.t_memory = static_cast<double>(bytes) / d.hbm_bandwidth;
+  int64_t tiles = c.parallel_tiles > 0 ? c.parallel_tiles : elementwise_tiles(std::max<int64_t>(c.written / 2, 1));
+  r.wave_fraction = std::min(1.0, static_cast<double>(tiles) / static_cast<double>(d.sm_count));
+  double ideal = std::max(r.t_compute, r.t_memory);
+  r.predicted = std::max(ideal / r.wave_fraction, d.launch_floor_s);
+  r.roof_fraction = ideal / r.predicted;
+  if (r.roof_fraction < kLatencyThreshold) r.bound = Bound::latency;
+  else r.bound = r.t_compute >= r.t_memory ? Bound::compute : Bound::memory;
+  return r;
+}
+
+}  // namespace rooflens

@@ -1,0 +1,38 @@
+#pragma once
+// Predicted time and bound class of one node on one device (design notes §3).
+#include <string>
+#include <string_view>
+
+#include "analyzer/cost.hpp"
+#include "analyzer/device.hpp"
+
+namespace rooflens {
+
+enum class Bound { compute, memory, latency, none };
+std::string_view bound_name(Bound b);
+
+// A node whose best roof would be used less than this fraction is latency-bound.
+inline constexpr double kLatencyThreshold = 0.6;
+
+struct RooflinePoint {
+  double compute_roof = 0;  // FLOP/s of the unit the node runs on
+  std::string unit;         // e.g. "tensor bf16", "cuda fp32"
+  double t_compute = 0;     // FLOPs / compute roof, whole chip
+  double t_memory = 0;      // bytes / HBM bandwidth, whole chip
+  double wave_fraction = 1; // thread blocks / SMs, capped at 1: below one wave the roofs shrink
+  double predicted = 0;     // max(t_compute, t_memory) / wave_fraction, at least the launch floor
+  double roof_fraction = 0; // max(t_compute, t_memory) / predicted
+  double intensity = 0;     // FLOPs per byte
+  Bound bound = Bound::none;
+};
+
+// The unit and rate a node computes at; InputError when the device lacks that precision.
+struct ComputeUnit {
+  std::string name;
+  double flops;
+};
+ComputeUnit compute_unit(const Device& d, Precision p, bool tensor_cores);
+
+RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d);
+
+}  // namespace rooflens

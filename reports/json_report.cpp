@@ -1,0 +1,131 @@
+#include <nlohmann/json.hpp>
+
+#include "reports/sink.hpp"
+
+namespace rooflens::reports {
+namespace {
+
+using nlohmann::json;
+
+json device_json(const Device& d) {
+  return json{{"id", d.id},
+              {"name", d.name},
+              {"roofs", d.roofs},
+              {"sm_count", d.sm_count},
+              {"memory_bytes", d.memory_bytes},
+              {"hbm_bandwidth", d.hbm_bandwidth},
+              {"l2_bytes", d.l2_bytes ? json(*d.l2_bytes) : json(nullptr)},
+              {"nvlink_bandwidth", d.nvlink_bandwidth ? json(*d.nvlink_bandwidth) : json(nullptr)},
+              {"launch_floor_s", d.launch_floor_s},
+              {"tensor_flops", d.tensor_flops},
+              {"cuda_core_flops", d.cuda_core_flops},
+              {"sources", d.sources}};
+}
+
+json node_json(const NodeResult& n) {
+  json j{{"index", n.index},
+         {"name", n.name},
+         {"op", n.op},
+         {"family", n.family ? json(std::string(family_name(*n.family))) : json(nullptr)},
+         {"status", std::string(status_name(n.status))},
+         {"precision", std::string(precision_name(n.precision))},
+         {"input_shapes", n.input_shapes},
+         {"output_shapes", n.output_shapes}};
+  if (n.status == NodeStatus::not_costed) {
+    j["reason"] = n.reason;
+    return j;
+  }
+  const NodeCost& c = n.cost;
+  const RooflinePoint& r = n.roof;
+  j.update(json{{"flops", c.flops},
+                {"macs", c.macs ? json(*c.macs) : json(nullptr)},
+                {"dense_flops", c.dense_flops ? json(*c.dense_flops) : json(nullptr)},
+                {"bytes_read_activations", c.read_act},
+                {"bytes_read_weights", c.read_weight},
+                {"bytes_written", c.written},
+                {"params", n.params},
+                {"intensity", r.intensity},
+                {"tensor_cores", c.tensor_cores},
+                {"unit", r.unit},
+                {"compute_roof", r.compute_roof},
+                {"t_compute_s", r.t_compute},
+                {"t_memory_s", r.t_memory},
+                {"wave_fraction", r.wave_fraction},
+                {"predicted_s", r.predicted},
+                {"roof_fraction", r.roof_fraction},
+                {"bound", std::string(bound_name(r.bound))},
+                {"note", c.note}});
+  return j;
+}
+
+}  // namespace
+
+void JsonSink::write(std::ostream& out, const Analysis& a) const {
+  json inputs = json::array();
+  for (const auto& in : a.inputs) inputs.push_back({{"name", in.name}, {"dtype", dtype_name(in.dtype)}, {"shape", in.shape}});
+  json bound = json::object();
+  for (auto& [k, v] : a.bound_dims) bound[k] = v;
+  json nodes = json::array();
+  for (const auto& n : a.nodes) nodes.push_back(node_json(n));
+  const Totals& t = a.totals;
+  json by_op = json::array();
+  for (const auto& s : a.by_op)
+    by_op.push_back({{"op", s.op}, {"count", s.count}, {"predicted_s", s.predicted_s}, {"flops", s.flops}, {"bytes", s.bytes}});
+  json by_family = json::object();
+  for (auto& [f, s] : a.by_family) by_family[f] = s;
+  json live = json::array();
+  for (size_t i = 0; i < a.memory.live_at_peak.size(); ++i)
+    live.push_back({{"tensor", a.peak_tensor_names[i]}, {"bytes", a.memory.live_at_peak[i].bytes}});
+  int64_t total_mem = t.weight_bytes + a.memory.peak_bytes;
+  json j{
+      {"schema_version", kJsonSchemaVersion},
+      {"tool", {{"name", "rooflens"}, {"command", "analyze"}}},
+      {"model", {{"path", a.model}, {"producer", a.producer}, {"opset", a.opset}, {"inputs", inputs}, {"bound_dims", bound}}},
+      {"device", device_json(a.device)},
+      {"dtype", a.dtype_label},
+      {"conventions",
+       {{"flop", "one multiply or one add; a GEMM M x K x N is 2*M*N*K FLOPs"},
+        {"attention", "causal attention counts executed (unmasked) scores; dense_flops keeps every score"},
+        {"bytes", "unfused: every node reads its inputs and writes its outputs through DRAM"},
+        {"latency_threshold", kLatencyThreshold}}},
+      {"nodes", nodes},
+      {"totals",
+       {{"flops", t.flops},
+        {"macs", t.macs},
+        {"dense_flops", t.dense_flops},
+        {"bytes_read_activations", t.read_act},
+        {"bytes_read_weights", t.read_weight},
+        {"bytes_written", t.written},
+        {"params", t.params},
+        {"buffers", t.buffers},
+        {"weight_bytes", t.weight_bytes},
+        {"int_constants", t.int_constants},
+        {"int_constant_bytes", t.int_constant_bytes},
+        {"predicted_s", t.predicted_s},
+        {"batch", t.batch},
+        {"batch_source", t.batch_source},
+        {"throughput_per_s", t.throughput}}},
+      {"memory",
+       {{"weight_bytes", t.weight_bytes},
+        {"peak_activation_bytes", a.memory.peak_bytes},
+        {"peak_node", a.peak_node_name},
+        {"live_at_peak", live},
+        {"total_bytes", total_mem},
+        {"device_memory_bytes", a.device.memory_bytes},
+        {"fits", total_mem <= a.device.memory_bytes},
+        {"unknown_tensors", a.memory.unknown_tensors},
+        {"live_bytes_per_node", a.memory.live_bytes}}},
+      {"by_op", by_op},
+      {"by_family", by_family},
+      {"coverage",
+       {{"total", a.coverage.total},
+        {"costed", a.coverage.costed},
+        {"folded", a.coverage.folded},
+        {"not_costed", a.coverage.not_costed},
+        {"missing", a.coverage.missing},
+        {"line", a.coverage.line()}}},
+      {"notes", a.notes}};
+  out << j.dump(1) << '\n';
+}
+
+}  // namespace rooflens::reports

@@ -1,0 +1,108 @@
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "reports/format.hpp"
+#include "reports/sink.hpp"
+
+namespace rooflens::reports {
+namespace {
+
+// "12.3Mi": byte counts squeezed for the node table (binary units, no "B").
+std::string short_bytes(int64_t b) {
+  std::string s = human_bytes(static_cast<double>(b));
+  auto sp = s.find(' ');
+  std::string num = s.substr(0, sp), unit = s.substr(sp + 1);
+  return unit == "B" ? num : num + unit.substr(0, 2);
+}
+
+std::string short_count(int64_t c) { return c ? human_count(static_cast<double>(c)) : "0"; }
+
+void header(std::ostream& out, const Analysis& a) {
+  fmt::print(out, "model    {}  ({}, opset {})\n", a.model, a.producer.empty() ? "unknown producer" : a.producer, a.opset);
+  for (const auto& in : a.inputs) fmt::print(out, "input    {} {}{}\n", in.name, dtype_name(in.dtype), shape_string(in.shape));
+  if (!a.bound_dims.empty()) {
+    std::vector<std::string> parts;
+    for (auto& [k, v] : a.bound_dims) parts.push_back(fmt::format("{}={}", k, v));
+    fmt::print(out, "bound    {}\n", fmt::join(parts, " "));
+  }
+  const Device& d = a.device;
+  auto tensor = d.tensor_flops.count("bf16") ? d.tensor_flops.at("bf16") : 0.0;
+  fmt::print(out, "device   {} ({}; {} roofs: {} bf16 tensor, {} fp32 CUDA core, {} HBM)\n", d.id, d.name, d.roofs,
+             human_rate(tensor, "FLOP"), human_rate(d.cuda_core_flops.count("fp32") ? d.cuda_core_flops.at("fp32") : 0, "FLOP"),
+             human_rate(d.hbm_bandwidth, "B"));
+  fmt::print(out, "dtype    {}\n", a.dtype_label);
+}
+
+void node_table(std::ostream& out, const Analysis& a, int top_n) {
+  std::vector<const NodeResult*> rows;
+  for (const auto& n : a.nodes)
+    if (n.status == NodeStatus::costed) rows.push_back(&n);
+  std::stable_sort(rows.begin(), rows.end(), [](auto* x, auto* y) { return x->roof.predicted > y->roof.predicted; });
+  if (static_cast<int>(rows.size()) > top_n) rows.resize(top_n);
+  double total = a.totals.predicted_s;
+  fmt::print(out, "\nTop {} nodes by predicted time (bytes in KiB/MiB/GiB: Ki, Mi, Gi)\n", rows.size());
+  fmt::print(out, "{:<20} {:<10} {:>6} {:>6} {:>7} {:>7} {:>7} {:>6} {:>5} {:>8} {:>7} {:>4}\n", "node", "op", "FLOPs",
+             "MACs", "rd act", "rd wt", "write", "params", "AI", "time", "bound", "%");
+  for (const NodeResult* n : rows) {
+    const NodeCost& c = n->cost;
+    fmt::print(out, "{:<20} {:<10} {:>6} {:>6} {:>7} {:>7} {:>7} {:>6} {:>5.1f} {:>8} {:>7} {:>4.1f}\n", fit(n->name, 20),
+               fit(n->op, 10), short_count(c.flops), c.macs ? short_count(*c.macs) : "-", short_bytes(c.read_act),
+               short_bytes(c.read_weight), short_bytes(c.written), short_count(n->params), n->roof.intensity,
+               human_time(n->roof.predicted), bound_name(n->roof.bound), total > 0 ? 100 * n->roof.predicted / total : 0);
+  }
+}
+
+void totals(std::ostream& out, const Analysis& a) {
+  const Totals& t = a.totals;
+  fmt::print(out, "\nTotals\n");
+  fmt::print(out, "  params      {} learnable", with_commas(t.params));
+  if (t.buffers) fmt::print(out, " + {} buffers (BatchNorm running stats)", with_commas(t.buffers));
+  fmt::print(out, "; {} integer constants ({})\n", t.int_constants, human_bytes(static_cast<double>(t.int_constant_bytes)));
+  fmt::print(out, "  FLOPs       {}", human_count(static_cast<double>(t.flops)));
+  if (t.macs) fmt::print(out, "  (GEMM/conv MACs {})", human_count(static_cast<double>(t.macs)));
+  if (t.dense_flops != t.flops) fmt::print(out, "  dense-attention convention: {}", human_count(static_cast<double>(t.dense_flops)));
+  fmt::print(out, "\n  bytes       read {} activations + {} weights, written {} (unfused: every node to DRAM)\n",
+             human_bytes(static_cast<double>(t.read_act)), human_bytes(static_cast<double>(t.read_weight)),
+             human_bytes(static_cast<double>(t.written)));
+  int64_t total_mem = t.weight_bytes + a.memory.peak_bytes;
+  fmt::print(out, "  memory      weights {} + peak activations {} = {} of {} on {}\n",
+             human_bytes(static_cast<double>(t.weight_bytes)), human_bytes(static_cast<double>(a.memory.peak_bytes)),
+             human_bytes(static_cast<double>(total_mem)), human_bytes(static_cast<double>(a.device.memory_bytes)), a.device.id);
+  if (a.memory.peak_node >= 0) {
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < a.memory.live_at_peak.size() && i < 3; ++i)
+      parts.push_back(fmt::format("{} {}", fit(a.peak_tensor_names[i], 28), human_bytes(static_cast<double>(a.memory.live_at_peak[i].bytes))));
+    fmt::print(out, "  peak at     {}: {}\n", fit(a.peak_node_name, 30), fmt::join(parts, ", "));
+  }
+  if (a.memory.unknown_tensors)
+    fmt::print(out, "  note        {} activations of unknown shape are not in the peak\n", a.memory.unknown_tensors);
+  fmt::print(out, "  predicted   {} for batch {} ({}) -> {:.1f} samples/s\n", human_time(t.predicted_s), t.batch,
+             t.batch_source.empty() ? "no batch dim" : t.batch_source, t.throughput);
+}
+
+void by_op(std::ostream& out, const Analysis& a) {
+  fmt::print(out, "\nTime by op type\n{:<28} {:>6} {:>9} {:>6} {:>8} {:>9}\n", "op", "count", "time", "%", "FLOPs", "bytes");
+  double total = a.totals.predicted_s;
+  for (const auto& s : a.by_op)
+    fmt::print(out, "{:<28} {:>6} {:>9} {:>6.1f} {:>8} {:>9}\n", fit(s.op, 28), s.count, human_time(s.predicted_s),
+               total > 0 ? 100 * s.predicted_s / total : 0, short_count(s.flops), human_bytes(static_cast<double>(s.bytes)));
+  std::vector<std::string> fam;
+  for (auto& [f, t] : a.by_family) fam.push_back(fmt::format("{} {:.1f}%", f, total > 0 ? 100 * t / total : 0));
+  fmt::print(out, "by class: {}\n", fmt::join(fam, ", "));
+}
+
+}  // namespace
+
+void TableSink::write(std::ostream& out, const Analysis& a) const {
+  header(out, a);
+  node_table(out, a, top_n_);
+  totals(out, a);
+  by_op(out, a);
+  for (const auto& note : a.notes) fmt::print(out, "note: {}\n", note);
+  fmt::print(out, "\ncoverage: {}\n", a.coverage.line());
+}
+
+}  // namespace rooflens::reports
