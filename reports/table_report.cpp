@@ -30,9 +30,10 @@ void header(std::ostream& out, const Analysis& a) {
   }
   const Device& d = a.device;
   auto tensor = d.tensor_flops.count("bf16") ? d.tensor_flops.at("bf16") : 0.0;
-  fmt::print(out, "device   {} ({}; {} roofs: {} bf16 tensor, {} fp32 CUDA core, {} HBM)\n", d.id, d.name, d.roofs,
-             human_rate(tensor, "FLOP"), human_rate(d.cuda_core_flops.count("fp32") ? d.cuda_core_flops.at("fp32") : 0, "FLOP"),
-             human_rate(d.hbm_bandwidth, "B"));
+  fmt::print(out, "device   {}: {} ({} roofs)\n", d.id, d.name, d.roofs);
+  fmt::print(out, "roofs    {} bf16 tensor, {} fp32 CUDA core, {} HBM, launch floor {}\n", human_rate(tensor, "FLOP"),
+             human_rate(d.cuda_core_flops.count("fp32") ? d.cuda_core_flops.at("fp32") : 0, "FLOP"),
+             human_rate(d.hbm_bandwidth, "B"), human_time(d.launch_floor_s));
   fmt::print(out, "dtype    {}\n", a.dtype_label);
 }
 
@@ -44,11 +45,11 @@ void node_table(std::ostream& out, const Analysis& a, int top_n) {
   if (static_cast<int>(rows.size()) > top_n) rows.resize(top_n);
   double total = a.totals.predicted_s;
   fmt::print(out, "\nTop {} nodes by predicted time (bytes in KiB/MiB/GiB: Ki, Mi, Gi)\n", rows.size());
-  fmt::print(out, "{:<20} {:<10} {:>6} {:>6} {:>7} {:>7} {:>7} {:>6} {:>5} {:>8} {:>7} {:>4}\n", "node", "op", "FLOPs",
+  fmt::print(out, "{:<19} {:<10} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>5} {:>8} {:>7} {:>4}\n", "node", "op", "FLOPs",
              "MACs", "rd act", "rd wt", "write", "params", "AI", "time", "bound", "%");
   for (const NodeResult* n : rows) {
     const NodeCost& c = n->cost;
-    fmt::print(out, "{:<20} {:<10} {:>6} {:>6} {:>7} {:>7} {:>7} {:>6} {:>5.1f} {:>8} {:>7} {:>4.1f}\n", fit(n->name, 20),
+    fmt::print(out, "{:<19} {:<10} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>5.1f} {:>8} {:>7} {:>4.1f}\n", fit(n->name, 19),
                fit(n->op, 10), short_count(c.flops), c.macs ? short_count(*c.macs) : "-", short_bytes(c.read_act),
                short_bytes(c.read_weight), short_bytes(c.written), short_count(n->params), n->roof.intensity,
                human_time(n->roof.predicted), bound_name(n->roof.bound), total > 0 ? 100 * n->roof.predicted / total : 0);
@@ -64,7 +65,7 @@ void totals(std::ostream& out, const Analysis& a) {
   fmt::print(out, "  FLOPs       {}", human_count(static_cast<double>(t.flops)));
   if (t.macs) fmt::print(out, "  (GEMM/conv MACs {})", human_count(static_cast<double>(t.macs)));
   if (t.dense_flops != t.flops) fmt::print(out, "  dense-attention convention: {}", human_count(static_cast<double>(t.dense_flops)));
-  fmt::print(out, "\n  bytes       read {} activations + {} weights, written {} (unfused: every node to DRAM)\n",
+  fmt::print(out, "\n  bytes       read {} activations + {} weights, written {} (unfused)\n",
              human_bytes(static_cast<double>(t.read_act)), human_bytes(static_cast<double>(t.read_weight)),
              human_bytes(static_cast<double>(t.written)));
   int64_t total_mem = t.weight_bytes + a.memory.peak_bytes;
@@ -72,10 +73,18 @@ void totals(std::ostream& out, const Analysis& a) {
              human_bytes(static_cast<double>(t.weight_bytes)), human_bytes(static_cast<double>(a.memory.peak_bytes)),
              human_bytes(static_cast<double>(total_mem)), human_bytes(static_cast<double>(a.device.memory_bytes)), a.device.id);
   if (a.memory.peak_node >= 0) {
-    std::vector<std::string> parts;
-    for (size_t i = 0; i < a.memory.live_at_peak.size() && i < 3; ++i)
-      parts.push_back(fmt::format("{} {}", fit(a.peak_tensor_names[i], 28), human_bytes(static_cast<double>(a.memory.live_at_peak[i].bytes))));
-    fmt::print(out, "  peak at     {}: {}\n", fit(a.peak_node_name, 30), fmt::join(parts, ", "));
+    fmt::print(out, "  peak at     node {} (step {} of {})\n", fit(a.peak_node_name, 60), a.memory.peak_node + 1, a.nodes.size());
+    std::string line = "  live then  ";
+    size_t shown = 0;
+    for (; shown < a.memory.live_at_peak.size(); ++shown) {
+      std::string item = fmt::format(" {} {}", fit(a.peak_tensor_names[shown], 26),
+                                     human_bytes(static_cast<double>(a.memory.live_at_peak[shown].bytes)));
+      if (line.size() + item.size() + 12 > 100) break;
+      line += item + ",";
+    }
+    line.pop_back();
+    if (shown < a.memory.live_at_peak.size()) line += fmt::format(" +{} more", a.memory.live_at_peak.size() - shown);
+    fmt::print(out, "{}\n", line);
   }
   if (a.memory.unknown_tensors)
     fmt::print(out, "  note        {} activations of unknown shape are not in the peak\n", a.memory.unknown_tensors);

@@ -90,8 +90,8 @@ NodeCost cost_conv(const CostContext& ctx) {
   if (ctx.has_input(2)) c.flops = checked_add(c.flops, ctx.out_elements(0), "conv FLOPs");
   ctx.read_all_inputs(c);
   ctx.write_all_outputs(c);
-  // Implicit GEMM: M = batch * output pixels, N = output channels.
-  c.parallel_tiles = gemm_tiles(GemmDims{1, checked_mul(g.batch, out_sp), g.out_channels, 1});
+  // Implicit GEMM: M = batch * output pixels, N = output channels, K = reduction per output.
+  c.parallel_tiles = gemm_tiles(GemmDims{1, checked_mul(g.batch, out_sp), g.out_channels, checked_mul(g.in_channels / g.groups, k)});
   // Depthwise convolutions (one input channel per group) have no reduction for the matrix units.
   c.tensor_cores = g.in_channels / g.groups > 1;
   return c;

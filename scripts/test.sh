@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The whole CPU test suite: set-up, build, then every test labelled cpu. GPU tests (label gpu)
+# run on the GPU machine: scripts/test.sh gpu.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+label="${1:-cpu}"
+scripts/setup.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+cmake --build build -j"$(nproc)"
+ctest --test-dir build -L "$label" --output-on-failure

@@ -1,0 +1,129 @@
+// Bad input through the real `rooflens` binary: exit code 2 and exactly one line on stderr,
+// never a crash, never a partial output file.
+#include <catch2/catch.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "model_builder.hpp"
+
+using namespace rooflens;
+using namespace rooflens::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct RunResult {
+  int code;
+  std::string err;
+};
+
+fs::path scratch() {
+  static fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("rooflens_cli_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+RunResult run(const std::string& args) {
+  fs::path err = scratch() / "stderr.txt";
+  std::string cmd = std::string(ROOFLENS_BIN) + " " + args + " > /dev/null 2> " + err.string();
+  int status = std::system(cmd.c_str());
+  std::ifstream in(err);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
+}
+
+void expect_clean_failure(const std::string& args, const std::string& needle) {
+  INFO(args);
+  RunResult r = run(args);
+  CHECK(r.code == 2);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.err.find(needle) != std::string::npos);
+}
+
+std::string save(const ModelBuilder& b, const std::string& name) {
+  fs::path p = scratch() / name;
+  fs::rename(b.save(), p);
+  return p.string();
+}
+
+std::string write_file(const std::string& name, const std::string& bytes) {
+  fs::path p = scratch() / name;
+  std::ofstream(p, std::ios::binary) << bytes;
+  return p.string();
+}
+
+}  // namespace
+
+TEST_CASE("files that are not ONNX models", "[cli][errors]") {
+  expect_clean_failure("analyze /nonexistent/model.onnx", "cannot open");
+  expect_clean_failure("analyze " + write_file("text.onnx", "this is not a protobuf\n"), "not a valid ONNX model");
+  expect_clean_failure("analyze " + write_file("empty.onnx", ""), "empty file");
+  expect_clean_failure("analyze " + scratch().string(), "is a directory");
+  std::ifstream in(data_path("samples/resnet50-opset17.onnx"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(bytes.size() > 20000);
+  expect_clean_failure("analyze " + write_file("truncated.onnx", bytes.substr(0, 20000)), "not a valid ONNX model");
+}
+
+TEST_CASE("graphs that are broken", "[cli][errors]") {
+  ModelBuilder cycle;
+  cycle.input("x", DType::f32, {4}).node("Add", {"x", "b"}, {"a"}).node("Relu", {"a"}, {"b"}).output("b");
+  expect_clean_failure("analyze " + save(cycle, "cycle.onnx"), "cycle");
+
+  ModelBuilder dangling;
+  dangling.input("x", DType::f32, {4}).node("Relu", {"ghost"}, {"y"}).output("y");
+  expect_clean_failure("analyze " + save(dangling, "dangling.onnx"), "input 'ghost' names no tensor");
+
+  ModelBuilder huge;
+  huge.input("x", DType::f32, {4}).weight("w", DType::f32, {1LL << 40, 1LL << 40}).node("Relu", {"x"}, {"y"}).output("y");
+  expect_clean_failure("analyze " + save(huge, "overflow.onnx"), "overflows 64 bits");
+
+  ModelBuilder domain;
+  domain.import("com.example.custom", 1);
+  domain.input("x", DType::f32, {4}).node("Magic", {"x"}, {"y"}, {}, "com.example.custom").output("y");
+  expect_clean_failure("analyze " + save(domain, "domain.onnx"), "unknown domain 'com.example.custom'");
+
+  ModelBuilder negative;
+  negative.input("x", DType::f32, {int64_t{-3}}).node("Relu", {"x"}, {"y"}).output("y");
+  expect_clean_failure("analyze " + save(negative, "negative.onnx"), "dims must be positive");
+}
+
+TEST_CASE("flags that are wrong", "[cli][errors]") {
+  std::string gpt = data_path("samples/gpt2-style-opset17.onnx");
+  expect_clean_failure("analyze " + gpt + " --dim batch=1", "--dim seq=N");
+  expect_clean_failure("analyze " + gpt + " --dim batch=1 --dim seq=abc", "not an integer");
+  std::string r50 = data_path("samples/resnet50-opset17.onnx");
+  expect_clean_failure("analyze " + r50 + " --dtype fp64", "--dtype fp64");
+  expect_clean_failure("analyze " + r50 + " --device TPU", "unknown device 'TPU'");
+  expect_clean_failure("analyze " + r50 + " --dtype fp8 --device A100", "no fp8");
+  expect_clean_failure("analyze " + r50 + " --bogus", "bogus");
+  fs::path out = scratch() / "no_such_dir" / "out.json";
+  expect_clean_failure("analyze " + r50 + " --json " + out.string(), "does not exist");
+  CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("strict mode turns not-costed nodes into an error", "[cli][errors]") {
+  ModelBuilder b;
+  b.input("x", DType::f32, {4, 4}).node("NonZero", {"x"}, {"y"}).output("y");
+  std::string path = save(b, "nonzero.onnx");
+  CHECK(run("analyze " + path).code == 0);
+  expect_clean_failure("analyze " + path + " --strict", "not costed: NonZero x1");
+}
+
+TEST_CASE("a good run writes complete JSON and CSV and exits 0", "[cli]") {
+  fs::path json = scratch() / "r50.json", csv = scratch() / "r50.csv";
+  RunResult r = run("analyze " + data_path("samples/resnet50-opset17.onnx") + " --json " + json.string() + " --csv " + csv.string());
+  CHECK(r.code == 0);
+  CHECK(r.err.empty());
+  CHECK(fs::file_size(json) > 10000);
+  CHECK(fs::file_size(csv) > 1000);
+  CHECK(run("devices").code == 0);
+}

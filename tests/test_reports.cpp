@@ -1,0 +1,101 @@
+// JSON, CSV and terminal reports carry the analysis unchanged; files appear whole or not at all.
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "analyzer/errors.hpp"
+#include "model_builder.hpp"
+#include "reports/atomic_file.hpp"
+#include "reports/sink.hpp"
+
+using namespace rooflens;
+using namespace rooflens::test;
+
+namespace {
+
+Analysis small_model() {
+  ModelBuilder b;
+  b.input("x", DType::f32, {std::string("batch"), int64_t{64}}).weight("w", DType::f32, {64, 32});
+  b.node("MatMul", {"x", "w"}, {"y"}).node("Relu", {"y"}, {"z"}).node("NonZero", {"z"}, {"nz"});
+  b.output("z").output("nz");
+  return analyze_model(b, {{"batch", 8}});
+}
+
+}  // namespace
+
+TEST_CASE("JSON holds every node and totals that add up", "[reports]") {
+  Analysis a = small_model();
+  std::ostringstream s;
+  reports::JsonSink().write(s, a);
+  auto j = nlohmann::json::parse(s.str());
+  CHECK(j["schema_version"] == "1.0");
+  REQUIRE(j["nodes"].size() == 3);
+  int64_t flops = 0;
+  for (const auto& n : j["nodes"])
+    if (n["status"] == "costed") flops += n["flops"].get<int64_t>();
+  CHECK(flops == j["totals"]["flops"].get<int64_t>());
+  CHECK(j["totals"]["flops"] == 2 * 8 * 64 * 32 + 8 * 32);
+  const auto& nz = j["nodes"][2];
+  CHECK(nz["status"] == "not costed");
+  CHECK_FALSE(nz.contains("flops"));  // unknown is never zero
+  CHECK(j["coverage"]["line"] == "2/3 nodes costed; not costed: NonZero x1");
+  CHECK(j["model"]["bound_dims"]["batch"] == 8);
+  CHECK(j["device"]["sources"]["hbm_bandwidth"].get<std::string>().find("datasheet") != std::string::npos);
+}
+
+TEST_CASE("CSV has a header and one row per node with the same column count", "[reports]") {
+  Analysis a = small_model();
+  std::ostringstream s;
+  reports::CsvSink().write(s, a);
+  std::istringstream lines(s.str());
+  std::string line;
+  std::vector<std::string> rows;
+  while (std::getline(lines, line)) rows.push_back(line);
+  REQUIRE(rows.size() == 4);
+  auto columns = [](const std::string& l) {
+    int n = 1;
+    bool quoted = false;
+    for (char c : l) {
+      if (c == '"') quoted = !quoted;
+      else if (c == ',' && !quoted) ++n;
+    }
+    return n;
+  };
+  for (const auto& r : rows) CHECK(columns(r) == columns(rows[0]));
+  CHECK(rows[1].rfind("0,y,MatMul,gemm,costed,fp32,\"[8,64] [64,32]\",\"[8,32]\",32768,16384,", 0) == 0);
+}
+
+TEST_CASE("the terminal report fits 100 columns and ends with the coverage line", "[reports]") {
+  LoadOptions load;
+  Analysis a = analyze_onnx(data_path("samples/resnet50-opset17.onnx"), load, AnalysisOptions{});
+  std::ostringstream s;
+  reports::TableSink(15).write(s, a);
+  std::istringstream lines(s.str());
+  std::string line, last;
+  while (std::getline(lines, line)) {
+    CHECK(line.size() <= 100);
+    if (!line.empty()) last = line;
+  }
+  CHECK(last == "coverage: 122/122 nodes costed; every node costed");
+  CHECK(s.str().find("Time by op type") != std::string::npos);
+}
+
+TEST_CASE("outputs are written whole or not at all", "[reports]") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("rooflens_atomic_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::path target = dir / "out.json";
+  CHECK_THROWS(reports::write_atomically(target.string(), [](std::ostream& o) {
+    o << "{\"half\":";
+    throw InputError("interrupted");
+  }));
+  CHECK_FALSE(fs::exists(target));
+  CHECK(fs::is_empty(dir));  // no temp file left behind
+  reports::write_atomically(target.string(), [](std::ostream& o) { o << "{}"; });
+  CHECK(fs::file_size(target) == 2);
+  CHECK_THROWS_AS(reports::write_atomically((dir / "missing" / "x.json").string(), [](std::ostream&) {}), InputError);
+  fs::remove_all(dir);
+}
