@@ -190,8 +190,8 @@ Analysis analyze_graph(Graph g, const AnalysisOptions& opt) {
       (buffers.count(static_cast<int>(t)) ? T.buffers : T.params) += x.elements();
       T.weight_bytes = checked_add(T.weight_bytes, storage_bytes(storage && is_float(x.dtype) ? *storage : x.dtype, x.elements()));
     } else if (x.role == TensorRole::constant) {
-      ++T.int_constants;
-      T.int_constant_bytes += storage_bytes(x.dtype, x.elements());
+      ++T.constants;
+      T.constant_bytes += storage_bytes(x.dtype, x.elements());
     }
   }
   if (!a.inputs.empty() && !a.inputs[0].shape.empty()) {

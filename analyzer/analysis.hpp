@@ -56,8 +56,8 @@ struct Totals {
   int64_t params = 0;           // learnable float weights
   int64_t buffers = 0;          // float non-learnable state (BatchNorm running mean/var)
   int64_t weight_bytes = 0;     // params + buffers in the run dtype
-  int64_t int_constants = 0;    // integer/bool initializers (shapes, indices, masks)
-  int64_t int_constant_bytes = 0;
+  int64_t constants = 0;    // non-parameter initializers: integer/bool tensors, float scalars
+  int64_t constant_bytes = 0;
   double predicted_s = 0;
   int64_t batch = 1;
   std::string batch_source;

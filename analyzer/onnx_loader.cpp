@@ -246,7 +246,8 @@ class Converter {
     t.name = init.name();
     t.dtype = checked_dtype(init.data_type(), what);
     t.shape = checked_dims(init.dims(), what);
-    t.role = is_float(t.dtype) ? TensorRole::weight : TensorRole::constant;
+    // Float scalars (eps, scales) are constants, not parameters.
+    t.role = is_float(t.dtype) && !t.shape->empty() ? TensorRole::weight : TensorRole::constant;
     t.is_static = true;
     t.external_data = init.data_location() == onnx::TensorProto::EXTERNAL;
     t.value = decode_value(init, t.dtype, t.elements());

@@ -61,7 +61,7 @@ void totals(std::ostream& out, const Analysis& a) {
   fmt::print(out, "\nTotals\n");
   fmt::print(out, "  params      {} learnable", with_commas(t.params));
   if (t.buffers) fmt::print(out, " + {} buffers (BatchNorm running stats)", with_commas(t.buffers));
-  fmt::print(out, "; {} integer constants ({})\n", t.int_constants, human_bytes(static_cast<double>(t.int_constant_bytes)));
+  fmt::print(out, "; {} constants ({})\n", t.constants, human_bytes(static_cast<double>(t.constant_bytes)));
   fmt::print(out, "  FLOPs       {}", human_count(static_cast<double>(t.flops)));
   if (t.macs) fmt::print(out, "  (GEMM/conv MACs {})", human_count(static_cast<double>(t.macs)));
   if (t.dense_flops != t.flops) fmt::print(out, "  dense-attention convention: {}", human_count(static_cast<double>(t.dense_flops)));

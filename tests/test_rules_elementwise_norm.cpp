@@ -33,6 +33,8 @@ TEST_CASE("activation FLOPs follow docs/ops.md", "[rules][elementwise]") {
   CHECK(node_named(a, "sig").cost.flops == 40);   // neg, exp, add, divide
   CHECK(node_named(a, "relu").cost.flops == 10);
   CHECK(node_named(a, "clip").cost.flops == 20);  // max and min
+  CHECK(a.totals.params == 0);     // float scalars are constants, not parameters
+  CHECK(a.totals.constants == 2);
 }
 
 TEST_CASE("variadic Sum and Mean, Cast and comparisons", "[rules][elementwise]") {
