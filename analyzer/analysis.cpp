@@ -131,7 +131,7 @@ Analysis analyze_graph(Graph g, const AnalysisOptions& opt) {
       r.status = NodeStatus::folded;
     } else if (!inf.unresolved[i].empty() || !rule) {
       r.status = NodeStatus::not_costed;
-      r.reason = rule ? inf.unresolved[i] : "no rooflens rule for this op";
+      r.reason = !inf.unresolved[i].empty() ? inf.unresolved[i] : "no rooflens rule for this op";
     } else {
       bool inputs_known = true;
       for (int t : n.inputs)

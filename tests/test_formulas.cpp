@@ -13,7 +13,7 @@ TEST_CASE("GEMM counts a multiply-accumulate as two FLOPs", "[formulas]") {
   CHECK(gemm_macs(GemmDims{5, 2, 3, 4}) == 120);
 }
 
-TEST_CASE("conv MACs match ResNet-50's stem (7x7, 3->64, 112x112 out)", "[formulas]") {
+TEST_CASE("conv MACs match ResNet-50's stem (7x7 - 3->64 - 112x112 out)", "[formulas]") {
   // 64 * 112 * 112 * 3 * 49 = 118,013,952
   CHECK(conv_macs(1, 64, 112 * 112, 3, 49) == 118013952);
 }
@@ -29,7 +29,7 @@ TEST_CASE("causal attention executes the unmasked pairs only", "[formulas]") {
   CHECK(attention_pairs(4096, 4096, true) == 4096LL * 4097 / 2);
 }
 
-TEST_CASE("attention core FLOPs: QK^T, scale, softmax, PV per score", "[formulas]") {
+TEST_CASE("attention core FLOPs: QK^T - scale - softmax - PV per score", "[formulas]") {
   AttentionDims d;
   d.batch = 1;
   d.q_heads = d.kv_heads = 2;

@@ -37,7 +37,7 @@ TEST_CASE("ResNet-50 has 4.09 GMACs (8.18 GFLOPs) in Conv+Gemm from both exporte
   }
 }
 
-TEST_CASE("ResNet-50 exported with BatchNorm unfolded has torch's 25,557,032 params", "[real]") {
+TEST_CASE("ResNet-50 exported with BatchNorm unfolded has torch's 25 557 032 params", "[real]") {
   Analysis a = analyze_file("tests/data/onnx/resnet50-bn-unfolded.onnx");
   CHECK(a.totals.params == 25557032);  // sum(p.numel() for p in resnet50().parameters())
   // Running mean and var of every BatchNorm: 2 * (sum of BN channels = 26,560).

@@ -44,7 +44,7 @@ TEST_CASE("GroupQueryAttention decode step reads the whole KV cache", "[rules][a
   CHECK(o.cost.written == (64 + 160 + 160) * 2);
 }
 
-TEST_CASE("ONNX Attention (opset 23), 4-D, causal, GQA", "[rules][attention]") {
+TEST_CASE("ONNX Attention (opset 23) - 4-D - causal - GQA", "[rules][attention]") {
   ModelBuilder b(23);
   b.input("Q", DType::bf16, {1, 4, 6, 8}).input("K", DType::bf16, {1, 2, 6, 8}).input("V", DType::bf16, {1, 2, 6, 8});
   b.node("Attention", {"Q", "K", "V"}, {"Y"}, {{"is_causal", int64_t{1}}}).output("Y");

@@ -18,7 +18,7 @@ TEST_CASE("Gather as an embedding lookup reads only the gathered rows", "[rules]
   CHECK(e.params == 64000);
 }
 
-TEST_CASE("Slice reads the slice, Transpose and Concat copy", "[rules][data]") {
+TEST_CASE("Slice reads the slice - Transpose and Concat copy", "[rules][data]") {
   ModelBuilder b;
   b.input("x", DType::f32, {10, 20}).ints("s", {2}).ints("e", {5}).ints("ax", {0});
   b.node("Slice", {"x", "s", "e", "ax"}, {"sl"});
@@ -46,7 +46,7 @@ TEST_CASE("Reshape with 0 and -1 is a zero-byte view", "[rules][data]") {
   CHECK(y.roof.predicted == 0);
 }
 
-TEST_CASE("Pad, Expand, Resize and Split shapes", "[rules][data]") {
+TEST_CASE("Pad - Expand - Resize and Split shapes", "[rules][data]") {
   ModelBuilder b(13);
   b.input("x", DType::f32, {1, 3, 4, 4}).ints("pads", {0, 0, 1, 1, 0, 0, 1, 1}).node("Pad", {"x", "pads"}, {"p"});
   b.input("r", DType::f32, {1, 4}).ints("to", {3, 4}).node("Expand", {"r", "to"}, {"ex"});
@@ -76,7 +76,7 @@ TEST_CASE("Split into num_outputs (opset 18) gives the last part the rest", "[ru
   CHECK(node_named(a, "a").output_shapes == std::vector<std::string>{"[3]", "[3]", "[1]"});
 }
 
-TEST_CASE("a data-dependent shape is not costed, and neither is what follows; never zero", "[rules][coverage]") {
+TEST_CASE("a data-dependent shape is not costed and neither is what follows - never zero", "[rules][coverage]") {
   ModelBuilder b;
   b.input("x", DType::f32, {4, 4}).node("NonZero", {"x"}, {"nz"}).node("Transpose", {"nz"}, {"t"}).output("t");
   Analysis a = analyze_model(b);

@@ -37,7 +37,7 @@ TEST_CASE("activation FLOPs follow docs/ops.md", "[rules][elementwise]") {
   CHECK(a.totals.constants == 2);
 }
 
-TEST_CASE("variadic Sum and Mean, Cast and comparisons", "[rules][elementwise]") {
+TEST_CASE("variadic Sum and Mean - Cast and comparisons", "[rules][elementwise]") {
   ModelBuilder b;
   b.input("a", DType::f32, {5}).input("b", DType::f32, {5}).input("c", DType::f32, {5});
   b.node("Sum", {"a", "b", "c"}, {"s"}).node("Mean", {"a", "b", "c"}, {"m"});
@@ -75,7 +75,7 @@ TEST_CASE("LayerNormalization and RMS norm", "[rules][norm]") {
   CHECK(*node_named(a, "ln").family == OpFamily::norm);
 }
 
-TEST_CASE("BatchNormalization folds to a scale and shift; its statistics are buffers", "[rules][norm]") {
+TEST_CASE("BatchNormalization folds to a scale and shift and its statistics are buffers", "[rules][norm]") {
   ModelBuilder b;
   b.input("x", DType::f32, {1, 4, 2, 2});
   for (const char* w : {"s", "bb", "mean", "var"}) b.weight(w, DType::f32, {4});
@@ -86,7 +86,7 @@ TEST_CASE("BatchNormalization folds to a scale and shift; its statistics are buf
   CHECK(a.totals.buffers == 8);
 }
 
-TEST_CASE("Softmax counts max, subtract, exp, sum and divide", "[rules][softmax]") {
+TEST_CASE("Softmax counts max - subtract - exp - sum and divide", "[rules][softmax]") {
   ModelBuilder b;
   b.input("x", DType::f32, {2, 3, 8}).node("Softmax", {"x"}, {"y"}, {{"axis", int64_t{-1}}}).output("y");
   Analysis a = analyze_model(b);
@@ -123,7 +123,7 @@ TEST_CASE("TopK outputs k values and int64 indices", "[rules][reduce]") {
   CHECK(n.cost.written == 8 * 4 + 8 * 8);
 }
 
-TEST_CASE("MaxPool floor and ceil modes, GlobalAveragePool", "[rules][pooling]") {
+TEST_CASE("MaxPool floor and ceil modes - GlobalAveragePool", "[rules][pooling]") {
   ModelBuilder b;
   b.input("x", DType::f32, {1, 1, 4, 4}).input("odd", DType::f32, {1, 1, 5, 5}).input("g", DType::f32, {1, 2, 3, 3});
   std::vector<Attr> k2s2{{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}};

@@ -39,7 +39,7 @@ TEST_CASE("MatMul with mismatched inner dims is an input error", "[rules][gemm]"
   CHECK_THROWS_WITH(analyze_model(b), Catch::Contains("inner dims differ"));
 }
 
-TEST_CASE("Gemm: transB, bias add and alpha scaling", "[rules][gemm]") {
+TEST_CASE("Gemm: transB - bias add and alpha scaling", "[rules][gemm]") {
   ModelBuilder b;
   b.input("a", DType::f32, {4, 8}).weight("w", DType::f32, {16, 8}).weight("c", DType::f32, {16});
   b.node("Gemm", {"a", "w", "c"}, {"y"}, {{"transB", int64_t{1}}});
@@ -65,7 +65,7 @@ TEST_CASE("Einsum batched contraction", "[rules][gemm]") {
   CHECK(z.cost.flops == 240);
 }
 
-TEST_CASE("Conv: ResNet stem with bias, strides and pads", "[rules][conv]") {
+TEST_CASE("Conv: ResNet stem with bias - strides and pads", "[rules][conv]") {
   ModelBuilder b;
   b.input("x", DType::f32, {1, 3, 224, 224}).weight("w", DType::f32, {64, 3, 7, 7}).weight("b", DType::f32, {64});
   b.node("Conv", {"x", "w", "b"}, {"y"}, {{"strides", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{3, 3, 3, 3}}});
@@ -81,7 +81,7 @@ TEST_CASE("Conv: ResNet stem with bias, strides and pads", "[rules][conv]") {
   CHECK(y.cost.tensor_cores);
 }
 
-TEST_CASE("Conv: depthwise, dilated and SAME padding", "[rules][conv]") {
+TEST_CASE("Conv: depthwise - dilated and SAME padding", "[rules][conv]") {
   ModelBuilder b;
   b.input("x", DType::f32, {1, 32, 56, 56}).weight("dw", DType::f32, {32, 1, 3, 3});
   b.node("Conv", {"x", "dw"}, {"d"}, {{"group", int64_t{32}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}});

@@ -51,7 +51,7 @@ TEST_CASE("a dim binding that names no input dim is refused", "[folding][errors]
                     Catch::Contains("--dim sequence names no symbolic input dim"));
 }
 
-TEST_CASE("Slice with attributes (opset 9) and with inputs, negative steps", "[folding]") {
+TEST_CASE("Slice with attributes (opset 9) and with inputs - negative steps", "[folding]") {
   ModelBuilder old(9);
   old.input("x", DType::f32, {8, 6});
   old.node("Slice", {"x"}, {"y"}, {{"starts", std::vector<int64_t>{1}}, {"ends", std::vector<int64_t>{-1}}, {"axes", std::vector<int64_t>{0}}});
@@ -64,7 +64,7 @@ TEST_CASE("Slice with attributes (opset 9) and with inputs, negative steps", "[f
   CHECK(node_named(analyze_model(rev), "y").output_shapes[0] == "[8,3]");  // indices 5, 3, 1
 }
 
-TEST_CASE("Range, ConstantOfShape and Where fold when their inputs are known", "[folding]") {
+TEST_CASE("Range - ConstantOfShape and Where fold when their inputs are known", "[folding]") {
   ModelBuilder b;
   b.input("x", DType::f32, {std::string("n"), int64_t{3}});
   b.int_scalar("zero", 0).int_scalar("one", 1);
