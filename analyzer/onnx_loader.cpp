@@ -59,79 +59,44 @@ T read_raw(const std::string& raw, size_t i) {
   return v;
 }
 
+// Appends `count` elements: from raw_data (stored as Raw) when present, else from the typed
+// repeated field. False when raw_data is too short.
+template <typename Raw, typename Field, typename Convert, typename Out>
+bool append_elements(const onnx::TensorProto& t, int64_t count, const Field& typed, Convert convert, Out& out) {
+  if (!t.has_raw_data()) {
+    for (auto x : typed) out.push_back(convert(static_cast<Raw>(x)));
+    return true;
+  }
+  if (t.raw_data().size() < static_cast<size_t>(count) * sizeof(Raw)) return false;
+  for (int64_t i = 0; i < count; ++i) out.push_back(convert(read_raw<Raw>(t.raw_data(), i)));
+  return true;
+}
+
 // Contents of a small, inline tensor; nullopt when too large, external or of an odd type.
 std::optional<Value> decode_value(const onnx::TensorProto& t, DType dtype, int64_t count) {
   if (count > kMaxFoldedElements) return std::nullopt;
   if (t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
-  const std::string& raw = t.raw_data();
-  bool has_raw = t.has_raw_data();
-  auto raw_ok = [&](size_t width) { return raw.size() >= static_cast<size_t>(count) * width; };
   Value v;
+  v.is_float = is_float(dtype);
+  auto real = [](auto x) { return static_cast<double>(x); };
+  auto integer = [](auto x) { return static_cast<int64_t>(x); };
+  bool ok;
   switch (dtype) {
-    case DType::f32:
-      v.is_float = true;
-      if (has_raw) {
-        if (!raw_ok(4)) return std::nullopt;
-        for (int64_t i = 0; i < count; ++i) v.reals.push_back(read_raw<float>(raw, i));
-      } else {
-        for (float f : t.float_data()) v.reals.push_back(f);
-      }
-      break;
-    case DType::f64:
-      v.is_float = true;
-      if (has_raw) {
-        if (!raw_ok(8)) return std::nullopt;
-        for (int64_t i = 0; i < count; ++i) v.reals.push_back(read_raw<double>(raw, i));
-      } else {
-        for (double d : t.double_data()) v.reals.push_back(d);
-      }
-      break;
-    case DType::f16: case DType::bf16: {
-      v.is_float = true;
-      auto conv = dtype == DType::f16 ? half_to_float : bf16_to_float;
-      if (has_raw) {
-        if (!raw_ok(2)) return std::nullopt;
-        for (int64_t i = 0; i < count; ++i) v.reals.push_back(conv(read_raw<uint16_t>(raw, i)));
-      } else {
-        for (int32_t x : t.int32_data()) v.reals.push_back(conv(static_cast<uint16_t>(x)));
-      }
-      break;
-    }
-    case DType::i64:
-      if (has_raw) {
-        if (!raw_ok(8)) return std::nullopt;
-        for (int64_t i = 0; i < count; ++i) v.ints.push_back(read_raw<int64_t>(raw, i));
-      } else {
-        for (int64_t x : t.int64_data()) v.ints.push_back(x);
-      }
-      break;
-    case DType::i32: case DType::i16: case DType::i8: case DType::u8: case DType::u16:
-    case DType::boolean: {
-      int width = dtype_bits(dtype) / 8;
-      if (has_raw) {
-        if (!raw_ok(width)) return std::nullopt;
-        for (int64_t i = 0; i < count; ++i) {
-          switch (dtype) {
-            case DType::i32: v.ints.push_back(read_raw<int32_t>(raw, i)); break;
-            case DType::i16: v.ints.push_back(read_raw<int16_t>(raw, i)); break;
-            case DType::u16: v.ints.push_back(read_raw<uint16_t>(raw, i)); break;
-            case DType::i8: v.ints.push_back(read_raw<int8_t>(raw, i)); break;
-            default: v.ints.push_back(read_raw<uint8_t>(raw, i)); break;
-          }
-        }
-      } else {
-        for (int32_t x : t.int32_data()) v.ints.push_back(x);
-      }
-      break;
-    }
-    case DType::u32: case DType::u64:
-      if (has_raw) return std::nullopt;
-      for (uint64_t x : t.uint64_data()) v.ints.push_back(static_cast<int64_t>(x));
-      break;
-    default:
-      return std::nullopt;
+    case DType::f32: ok = append_elements<float>(t, count, t.float_data(), real, v.reals); break;
+    case DType::f64: ok = append_elements<double>(t, count, t.double_data(), real, v.reals); break;
+    case DType::f16: ok = append_elements<uint16_t>(t, count, t.int32_data(), half_to_float, v.reals); break;
+    case DType::bf16: ok = append_elements<uint16_t>(t, count, t.int32_data(), bf16_to_float, v.reals); break;
+    case DType::i64: ok = append_elements<int64_t>(t, count, t.int64_data(), integer, v.ints); break;
+    case DType::i32: ok = append_elements<int32_t>(t, count, t.int32_data(), integer, v.ints); break;
+    case DType::i16: ok = append_elements<int16_t>(t, count, t.int32_data(), integer, v.ints); break;
+    case DType::u16: ok = append_elements<uint16_t>(t, count, t.int32_data(), integer, v.ints); break;
+    case DType::i8: ok = append_elements<int8_t>(t, count, t.int32_data(), integer, v.ints); break;
+    case DType::u8: case DType::boolean: ok = append_elements<uint8_t>(t, count, t.int32_data(), integer, v.ints); break;
+    case DType::u32: ok = append_elements<uint32_t>(t, count, t.uint64_data(), integer, v.ints); break;
+    case DType::u64: ok = append_elements<uint64_t>(t, count, t.uint64_data(), integer, v.ints); break;
+    default: return std::nullopt;
   }
-  if (static_cast<int64_t>(v.size()) != count) return std::nullopt;
+  if (!ok || static_cast<int64_t>(v.size()) != count) return std::nullopt;
   return v;
 }
 

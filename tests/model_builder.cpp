@@ -72,6 +72,15 @@ ModelBuilder& ModelBuilder::int_scalar(const std::string& name, int64_t value) {
   return *this;
 }
 
+ModelBuilder& ModelBuilder::floats(const std::string& name, std::vector<float> values) {
+  auto* init = model_.mutable_graph()->add_initializer();
+  init->set_name(name);
+  init->set_data_type(onnx::TensorProto::FLOAT);
+  init->add_dims(static_cast<int64_t>(values.size()));
+  for (float v : values) init->add_float_data(v);
+  return *this;
+}
+
 ModelBuilder& ModelBuilder::scalar(const std::string& name, float value) {
   auto* init = model_.mutable_graph()->add_initializer();
   init->set_name(name);

@@ -31,6 +31,7 @@ class ModelBuilder {
   ModelBuilder& ints(const std::string& name, std::vector<int64_t> values);  // 1-D int64 initializer
   ModelBuilder& scalar(const std::string& name, float value);                // float scalar initializer
   ModelBuilder& int_scalar(const std::string& name, int64_t value);          // 0-d int64 initializer
+  ModelBuilder& floats(const std::string& name, std::vector<float> values);  // 1-D float32 initializer
   ModelBuilder& node(const std::string& op, std::vector<std::string> inputs, std::vector<std::string> outputs,
                      std::vector<Attr> attrs = {}, const std::string& domain = "");
   onnx::ModelProto& proto() { return model_; }

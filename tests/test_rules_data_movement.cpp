@@ -51,11 +51,7 @@ TEST_CASE("Pad - Expand - Resize and Split shapes", "[rules][data]") {
   b.input("x", DType::f32, {1, 3, 4, 4}).ints("pads", {0, 0, 1, 1, 0, 0, 1, 1}).node("Pad", {"x", "pads"}, {"p"});
   b.input("r", DType::f32, {1, 4}).ints("to", {3, 4}).node("Expand", {"r", "to"}, {"ex"});
   b.input("img", DType::f32, {1, 1, 4, 4});
-  auto* scales = b.proto().mutable_graph()->add_initializer();
-  scales->set_name("scales");
-  scales->set_data_type(1);
-  scales->add_dims(4);
-  for (float f : {1.f, 1.f, 2.f, 2.f}) scales->add_float_data(f);
+  b.floats("scales", {1, 1, 2, 2});
   b.node("Resize", {"img", "", "scales"}, {"up"}, {{"mode", std::string("linear")}});
   b.input("sp", DType::f32, {5, 6}).ints("parts", {2, 3}).node("Split", {"sp", "parts"}, {"s0", "s1"});
   for (const char* o : {"p", "ex", "up", "s0", "s1"}) b.output(o);

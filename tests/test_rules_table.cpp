@@ -186,11 +186,7 @@ TEST_CASE("rules whose arguments are constants", "[rules][table]") {
 
   ModelBuilder up(9);
   up.input("x", DType::f32, {1, 1, 2, 2});
-  auto* scales = up.proto().mutable_graph()->add_initializer();
-  scales->set_name("scales");
-  scales->set_data_type(1);
-  scales->add_dims(4);
-  for (float f : {1.f, 1.f, 2.f, 2.f}) scales->add_float_data(f);
+  up.floats("scales", {1, 1, 2, 2});
   up.node("Upsample", {"x", "scales"}, {"u"}).output("u");
   Analysis u = analyze_model(up);
   CHECK(node_named(u, "u").output_shapes[0] == "[1,1,4,4]");
