@@ -152,7 +152,7 @@ Analysis analyze_graph(Graph g, const AnalysisOptions& opt) {
         for (int o : origins.of(t)) {
           if (claimed[o]) continue;
           claimed[o] = true;
-          if (!buffers.count(o)) r.params += g.tensors[o].elements();
+          if (!buffers.count(o) && g.tensors[o].is_param) r.params += g.tensors[o].elements();
         }
       }
       Totals& T = a.totals;
@@ -187,7 +187,7 @@ Analysis analyze_graph(Graph g, const AnalysisOptions& opt) {
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     const Tensor& x = g.tensors[t];
     if (x.role == TensorRole::weight) {
-      (buffers.count(static_cast<int>(t)) ? T.buffers : T.params) += x.elements();
+      if (x.is_param) (buffers.count(static_cast<int>(t)) ? T.buffers : T.params) += x.elements();
       T.weight_bytes = checked_add(T.weight_bytes, storage_bytes(storage && is_float(x.dtype) ? *storage : x.dtype, x.elements()));
     } else if (x.role == TensorRole::constant) {
       ++T.constants;

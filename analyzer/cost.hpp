@@ -8,7 +8,7 @@
 namespace rooflens {
 
 // Kernel classes: the roofline picks the compute unit from this, and reports group by it.
-enum class OpFamily { gemm, conv, attention, elementwise, norm, softmax, reduce, pooling, data_movement, view };
+enum class OpFamily { gemm, conv, attention, elementwise, norm, softmax, reduce, pooling, data_movement, view, communication };
 std::string_view family_name(OpFamily f);
 
 struct NodeCost {
@@ -22,6 +22,8 @@ struct NodeCost {
   // reachable. 0 means "derive from the bytes written".
   int64_t parallel_tiles = 0;
   bool tensor_cores = false;  // runs on the matrix units (GEMM, conv, attention)
+  int64_t collective_bytes = 0;  // a collective (all-reduce) over this many bytes per rank
+  int64_t collective_ranks = 0;  // ... among this many GPUs
   std::string note;           // e.g. "causal: executed half of the dense scores; fused traffic"
 
   int64_t bytes() const { return read_act + read_weight + written; }

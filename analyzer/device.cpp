@@ -30,6 +30,7 @@ std::vector<Device> parse_devices() {
     d.hbm_bandwidth = j.at("hbm_bandwidth");
     if (!j.at("l2_bytes").is_null()) d.l2_bytes = j.at("l2_bytes").get<int64_t>();
     if (!j.at("nvlink_bandwidth").is_null()) d.nvlink_bandwidth = j.at("nvlink_bandwidth").get<double>();
+    if (!j.at("pcie_bandwidth").is_null()) d.pcie_bandwidth = j.at("pcie_bandwidth").get<double>();
     d.launch_floor_s = j.at("launch_floor_s");
     d.tensor_flops = j.at("tensor_flops").get<std::map<std::string, double>>();
     d.cuda_core_flops = j.at("cuda_core_flops").get<std::map<std::string, double>>();

@@ -16,7 +16,8 @@ struct Device {
   int64_t memory_bytes = 0;
   double hbm_bandwidth = 0;             // bytes/s
   std::optional<int64_t> l2_bytes;      // nullopt: not published
-  std::optional<double> nvlink_bandwidth;
+  std::optional<double> nvlink_bandwidth;  // both directions together, as NVIDIA quotes it
+  std::optional<double> pcie_bandwidth;    // per direction
   double launch_floor_s = 0;
   std::map<std::string, double> tensor_flops;     // tf32, bf16, fp16, fp8, int8
   std::map<std::string, double> cuda_core_flops;  // fp64, fp32, fp16, bf16

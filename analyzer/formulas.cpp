@@ -1,6 +1,7 @@
 #include "analyzer/formulas.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "analyzer/checked.hpp"
 
@@ -49,6 +50,18 @@ AttentionWork attention_core(const AttentionDims& d) {
   w.flops = checked_mul(w.scores_executed, per_score, "attention FLOPs");
   w.dense_flops = checked_mul(w.scores_dense, per_score, "attention FLOPs");
   return w;
+}
+
+double expected_distinct_experts(int64_t experts, int64_t k, int64_t tokens) {
+  if (experts <= 0) return 0;
+  double miss = 1.0 - static_cast<double>(k) / static_cast<double>(experts);
+  return static_cast<double>(experts) * (1.0 - std::pow(miss, static_cast<double>(tokens)));
+}
+
+double ring_allreduce_seconds(int64_t bytes, int64_t ranks, double link_bandwidth) {
+  if (ranks <= 1) return 0;
+  double n = static_cast<double>(ranks);
+  return 2.0 * (n - 1) / n * static_cast<double>(bytes) / link_bandwidth + 2.0 * (n - 1) * kCollectiveStepLatency;
 }
 
 int64_t elementwise_tiles(int64_t elements) { return ceil_div(elements, 2048); }

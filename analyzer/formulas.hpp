@@ -49,6 +49,15 @@ struct AttentionWork {
 int64_t attention_pairs(int64_t q_len, int64_t kv_len, bool causal, int64_t window = 0);
 AttentionWork attention_core(const AttentionDims& d);
 
+// Expected number of distinct experts that `tokens` tokens touch when each picks `k` of `experts`
+// uniformly: E * (1 - (1 - k/E)^T). Decode reads only these experts' weights.
+double expected_distinct_experts(int64_t experts, int64_t k, int64_t tokens);
+
+// Ring all-reduce of `bytes` per rank among `ranks` GPUs over links of `link_bandwidth` bytes/s
+// per direction: 2(N-1)/N of the data crosses each link, in 2(N-1) steps of fixed latency.
+inline constexpr double kCollectiveStepLatency = 1.0e-6;  // seconds per ring step (NVLink order)
+double ring_allreduce_seconds(int64_t bytes, int64_t ranks, double link_bandwidth);
+
 // Thread blocks of an element-wise style kernel: 2048 elements (256 threads x 8) per block.
 int64_t elementwise_tiles(int64_t elements);
 

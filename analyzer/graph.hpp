@@ -30,6 +30,8 @@ struct Tensor {
   // by any real runtime, so the nodes producing them cost nothing on the GPU.
   bool is_static = false;
   bool external_data = false;  // initializer whose bytes live in a side file (never read)
+  bool is_param = true;        // weights only: false for stored non-learnable tensors
+  bool is_kv_cache = false;    // a KV cache input: reported as KV cache, not as activations
   int producer = -1;           // node index, -1 for inputs and initializers
   std::vector<int> consumers;  // node indices, in order, may repeat
   bool is_graph_output = false;

@@ -24,7 +24,7 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<bool>& is_view, std::op
   std::vector<int64_t> size(count, 0);
   for (size_t t = 0; t < count; ++t) {
     const Tensor& x = g.tensors[t];
-    if (x.is_static || x.role == TensorRole::weight || x.role == TensorRole::constant) continue;
+    if (x.is_static || x.is_kv_cache || x.role == TensorRole::weight || x.role == TensorRole::constant) continue;
     if (x.producer < 0 && x.role != TensorRole::input) continue;
     if (!x.shape) {
       ++plan.unknown_tensors;

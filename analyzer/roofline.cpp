@@ -14,6 +14,7 @@ std::string_view bound_name(Bound b) {
     case Bound::compute: return "compute";
     case Bound::memory: return "memory";
     case Bound::latency: return "latency";
+    case Bound::communication: return "comm";
     case Bound::none: return "-";
   }
   return "-";
@@ -36,8 +37,21 @@ ComputeUnit compute_unit(const Device& d, Precision p, bool tensor_cores) {
   throw InputError(fmt::format("device {} lists no CUDA-core rate", d.id));
 }
 
+double link_bandwidth(const Device& d) {
+  if (d.nvlink_bandwidth) return *d.nvlink_bandwidth / 2;  // NVIDIA quotes both directions together
+  if (d.pcie_bandwidth) return *d.pcie_bandwidth;
+  throw InputError(fmt::format("device {} lists no GPU-to-GPU link bandwidth", d.id));
+}
+
 RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d) {
   RooflinePoint r;
+  if (c.collective_ranks > 1) {
+    r.unit = d.nvlink_bandwidth ? "nvlink" : "pcie";
+    r.predicted = ring_allreduce_seconds(c.collective_bytes, c.collective_ranks, link_bandwidth(d));
+    r.roof_fraction = 1;
+    r.bound = Bound::communication;
+    return r;
+  }
   int64_t bytes = c.bytes();
   r.intensity = bytes > 0 ? static_cast<double>(c.flops) / static_cast<double>(bytes) : 0;
   if (c.flops == 0 && bytes == 0) return r;  // nothing runs on the GPU

@@ -8,7 +8,7 @@
 
 namespace rooflens {
 
-enum class Bound { compute, memory, latency, none };
+enum class Bound { compute, memory, latency, communication, none };
 std::string_view bound_name(Bound b);
 
 // A node whose best roof would be used less than this fraction is latency-bound.
@@ -34,5 +34,8 @@ struct ComputeUnit {
 ComputeUnit compute_unit(const Device& d, Precision p, bool tensor_cores);
 
 RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d);
+
+// Bytes/s per direction between GPUs: NVLink where the device has it, else PCIe.
+double link_bandwidth(const Device& d);
 
 }  // namespace rooflens

@@ -21,6 +21,7 @@ std::string_view family_name(OpFamily f) {
     case OpFamily::pooling: return "pooling";
     case OpFamily::data_movement: return "data_movement";
     case OpFamily::view: return "view";
+    case OpFamily::communication: return "communication";
   }
   return "?";
 }
@@ -131,6 +132,7 @@ const RuleRegistry& builtin_rules() {
     register_reduce_rules(r);
     register_pooling_rules(r);
     register_data_movement_rules(r);
+    register_transformer_rules(r);
     return r;
   }();
   return registry;

@@ -103,5 +103,6 @@ void register_attention_rules(RuleRegistry& r);
 void register_reduce_rules(RuleRegistry& r);
 void register_pooling_rules(RuleRegistry& r);
 void register_data_movement_rules(RuleRegistry& r);
+void register_transformer_rules(RuleRegistry& r);  // rotary embedding, MoE, all-reduce
 
 }  // namespace rooflens

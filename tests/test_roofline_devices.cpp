@@ -71,7 +71,7 @@ TEST_CASE("the device database holds the required GPUs with a source for each nu
     CHECK(d.hbm_bandwidth > 0);
     CHECK(d.launch_floor_s > 0);
     CHECK(d.tensor_flops.at("bf16") > d.cuda_core_flops.at("fp32"));
-    for (const char* key : {"rates", "hbm_bandwidth", "sm_count", "memory_bytes", "l2_bytes", "nvlink_bandwidth", "launch_floor_s"})
+    for (const char* key : {"rates", "hbm_bandwidth", "sm_count", "memory_bytes", "l2_bytes", "nvlink_bandwidth", "pcie_bandwidth", "launch_floor_s"})
       CHECK_FALSE(d.sources.at(key).empty());
   }
   CHECK(find_device("h100").id == "H100-SXM");  // aliases, any case

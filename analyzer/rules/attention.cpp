@@ -203,7 +203,10 @@ NodeCost cost_attention(const CostContext& ctx, LayoutFn layout) {
     c.flops = checked_add(c.flops, extra);
     c.dense_flops = checked_add(*c.dense_flops, extra);
   }
-  ctx.read_all_inputs(c);
+  // kv_shared (lowered MLA): the values are a prefix of the keys' latent, read once with them.
+  bool shared = ctx.node().attr_int("kv_shared", 0) != 0;
+  for (size_t i = 0; i < ctx.node().inputs.size(); ++i)
+    if (!(shared && (i == 2 || i == 5))) ctx.read_input(c, i);
   ctx.write_all_outputs(c);
   c.parallel_tiles = checked_mul(checked_mul(L.core.batch, L.core.q_heads), ceil_div(L.core.q_len, 128));
   c.tensor_cores = true;

@@ -60,6 +60,8 @@ constexpr ElementwiseOp kOps[] = {
     {"com.microsoft", "BiasGelu", Arity::binary, 6, false},   // bias add + erf form
     {"com.microsoft", "QuickGelu", Arity::unary, 6, false},   // x * sigmoid(alpha * x)
     {"com.microsoft", "Gelu", Arity::unary, 5, false},
+    // x * sigmoid(alpha * x) (ONNX opset 24; SiLU when alpha = 1): sigmoid 4, scale, multiply.
+    {"", "Swish", Arity::unary, 5, false},
 };
 
 // Gelu's tanh approximation: x^3 (2), * 0.044715, + x, * sqrt(2/pi), tanh, + 1, * x, * 0.5.

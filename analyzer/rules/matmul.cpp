@@ -63,6 +63,10 @@ NodeCost cost_matmul(const CostContext& ctx) {
   c.macs = gemm_macs(s.dims);
   c.flops = gemm_flops(s.dims);
   if (n.domain == "com.microsoft" && n.attr_float("alpha", 1.0) != 1.0) c.flops = checked_add(c.flops, ctx.out_elements(0));
+  // Weight-only quantization (lowered configs): integer weights with their scales as a third
+  // input; dequantizing is one multiply per weight element.
+  if (n.domain.empty() && n.op_type == "MatMul" && ctx.has_input(2) && !is_float(ctx.input(1).dtype))
+    c.flops = checked_add(c.flops, ctx.in_elements(1));
   ctx.read_all_inputs(c);
   ctx.write_all_outputs(c);
   c.parallel_tiles = gemm_tiles(s.dims);
