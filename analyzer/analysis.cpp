@@ -16,6 +16,7 @@ namespace {
 // The precision a node computes in: --dtype if given, else its first float operand's dtype.
 Precision node_precision(const Graph& g, const Node& n, const std::optional<Precision>& forced) {
   if (forced) return *forced;
+  if (int t = n.input(0); t >= 0 && (g.tensors[t].dtype == DType::i8 || g.tensors[t].dtype == DType::u8)) return Precision::int8;
   for (int t : n.inputs)
     if (t >= 0 && is_float(g.tensors[t].dtype)) return precision_of(g.tensors[t].dtype);
   for (int t : n.outputs)
@@ -82,7 +83,7 @@ std::string Coverage::line() const {
   return s + "; not costed: " + fmt::format("{}", fmt::join(parts, ", "));
 }
 
-Analysis analyze_graph(Graph g, const AnalysisOptions& opt) {
+Analysis analyze_graph(Graph g, const AnalysisOptions& opt, Graph* inferred) {
   const RuleRegistry& rules = builtin_rules();
   Analysis a;
   a.device = find_device(opt.device);
@@ -94,7 +95,7 @@ Analysis analyze_graph(Graph g, const AnalysisOptions& opt) {
   a.opset = g.default_opset();
   a.bound_dims = g.bound_dims;
   a.notes = g.notes;
-  for (int t : g.inputs) a.inputs.push_back({g.tensors[t].name, g.tensors[t].dtype, *g.tensors[t].shape});
+  for (int t : g.inputs) a.inputs.push_back({g.tensors[t].name, g.tensors[t].dtype, *g.tensors[t].shape, g.tensors[t].is_kv_cache});
   std::set<DType> file_floats;
   for (const Tensor& t : g.tensors)
     if (is_float(t.dtype) && (t.role == TensorRole::weight || t.role == TensorRole::input)) file_floats.insert(t.dtype);
@@ -148,7 +149,7 @@ Analysis analyze_graph(Graph g, const AnalysisOptions& opt) {
     }
     if (r.status == NodeStatus::costed) {
       for (int t : n.inputs) {
-        if (t < 0 || !g.tensors[t].is_static || !is_float(g.tensors[t].dtype)) continue;
+        if (t < 0 || !g.tensors[t].is_static) continue;
         for (int o : origins.of(t)) {
           if (claimed[o]) continue;
           claimed[o] = true;
@@ -207,6 +208,7 @@ Analysis analyze_graph(Graph g, const AnalysisOptions& opt) {
   std::sort(a.by_op.begin(), a.by_op.end(), [](auto& x, auto& y) { return x.predicted_s > y.predicted_s; });
   for (auto& [k, v] : by_family) a.by_family.emplace_back(k, v);
   std::sort(a.by_family.begin(), a.by_family.end(), [](auto& x, auto& y) { return x.second > y.second; });
+  if (inferred) *inferred = std::move(g);
   return a;
 }
 

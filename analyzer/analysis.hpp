@@ -2,6 +2,7 @@
 // The whole static analysis of one model on one device: per-node costs, roofline placement,
 // totals, memory plan and coverage. Reports format this and never recompute it.
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,7 +75,10 @@ struct ModelInput {
   std::string name;
   DType dtype;
   Shape shape;
+  bool kv_cache = false;
 };
+
+struct TransformerSummary;
 
 struct Analysis {
   std::string model;
@@ -93,9 +97,11 @@ struct Analysis {
   std::vector<std::pair<std::string, double>> by_family;
   Coverage coverage;
   std::vector<std::string> notes;
+  std::shared_ptr<const TransformerSummary> transformer;  // set for transformer configs
 };
 
-Analysis analyze_graph(Graph graph, const AnalysisOptions& options);
+// `inferred`, when given, receives the graph with every shape bound (for re-costing).
+Analysis analyze_graph(Graph graph, const AnalysisOptions& options, Graph* inferred = nullptr);
 Analysis analyze_onnx(const std::string& path, const LoadOptions& load, const AnalysisOptions& options);
 
 }  // namespace rooflens

@@ -11,6 +11,16 @@ namespace {
 
 bool is_quantized(DType t) { return t == DType::i4 || t == DType::i8; }
 
+bool is_wide_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
+
+// The residual stream, and the tensors quantization recipes keep unquantized (embeddings,
+// norms, lm_head, biases): the activations' dtype if it is a 16/32-bit float, else the weights'
+// if that is, else bf16. 8-bit activations apply to GEMM inputs only.
+DType unquantized_dtype(const LoweringOptions& o) {
+  if (is_wide_float(o.activations)) return o.activations;
+  return is_wide_float(o.weights) ? o.weights : DType::bf16;
+}
+
 // One GPU's share of the sharded dims under tensor parallelism.
 struct Shard {
   int64_t heads, kv_heads, inter, moe_inter, vocab;
@@ -21,7 +31,7 @@ class Lowering {
   Lowering(const TransformerConfig& c, const LoweringOptions& o)
       : c_(c), o_(o), b_(c.path), B_(o.batch), S_(o.phase == Phase::prefill ? o.seq : 1),
         P_(o.phase == Phase::decode ? cached_tokens(c, o.context) : 0), act_(o.activations), w_(o.weights),
-        plain_(is_float(o.activations) ? o.activations : DType::bf16) {
+        plain_(unquantized_dtype(o)) {
     s_.heads = c.heads / o.tp;
     s_.kv_heads = c.kv_heads >= o.tp ? c.kv_heads / o.tp : 1;  // fewer KV heads than GPUs: replicated
     s_.inter = c.intermediate / o.tp;
@@ -65,13 +75,26 @@ class Lowering {
 
   // y = x W (+ b). Integer weights carry their fp16 scales as a third input (counted as weight
   // bytes, not parameters).
+  // 8-bit activations (W8A8): a quantize kernel writes the GEMM's input in fp8/int8 once per
+  // tensor; the GEMM then computes at the 8-bit roof and writes a 16-bit result.
+  int quantized(int x) {
+    auto it = quantized_.find(x);
+    if (it != quantized_.end()) return it->second;
+    int q = b_.op("Cast", b_.tensor(x).name + ".quantize", {x}, {{"to", int_attr(static_cast<int64_t>(act_))}});
+    quantized_[x] = q;
+    return q;
+  }
+
   int linear(const std::string& name, int x, int64_t in, int64_t out, bool bias, std::optional<DType> dtype = {}) {
     DType wd = dtype.value_or(w_);
-    std::vector<int> inputs{x, b_.weight(name + ".weight", wd, {in, out})};
+    bool a8 = !is_wide_float(act_) && !dtype;
+    std::vector<int> inputs{a8 ? quantized(x) : x, b_.weight(name + ".weight", wd, {in, out})};
     if (wd == DType::i4) inputs.push_back(b_.weight(name + ".scales", DType::f16, {ceil_div(in, o_.group_size), out}, false));
     if (wd == DType::i8) inputs.push_back(b_.weight(name + ".scales", DType::f16, {1, out}, false));
-    int y = b_.op("MatMul", name, inputs);
-    if (bias) y = b_.op("Add", name + ".bias", {y, b_.weight(name + ".bias", plain_, {out})});
+    std::map<std::string, Attribute> attrs;
+    if (a8) attrs["output_dtype"] = int_attr(static_cast<int64_t>(plain_));
+    int y = b_.op("MatMul", name, inputs, attrs);
+    if (bias) y = b_.op("Add", name + ".bias_add", {y, b_.weight(name + ".bias", plain_, {out})});
     return y;
   }
 
@@ -143,9 +166,9 @@ class Lowering {
     int past_k = past ? cache_input(p + ".past_key", {B_, hkv, P_, dqk}, 2) : -1;
     int past_v = past && !kv_shared ? cache_input(p + ".past_value", {B_, hkv, P_, dv}, 2) : -1;
     if (c_.sliding_window > 0) {
+      // total_sequence_length left out: the rule takes past + new, which the sweep can change.
       int seqlens = b_.input(p + ".seqlens_k", DType::i32, {B_});
-      int total = b_.int_constant(p + ".total_sequence_length", {P_ + S_}, true);
-      return b_.op("GroupQueryAttention", p + ".attn", {q, k, v, past_k, past_v, seqlens, total},
+      return b_.op("GroupQueryAttention", p + ".attn", {q, k, v, past_k, past_v, seqlens},
                    {{"num_heads", int_attr(hq)}, {"kv_num_heads", int_attr(hkv)}, {"local_window_size", int_attr(c_.sliding_window)}},
                    "com.microsoft");
     }
@@ -168,9 +191,9 @@ class Lowering {
       v4 = b_.op("Concat", p + ".cache_v", {cache_input(p + ".past_value", {B_, P_, hkv, dv}, 1), v4}, {{"axis", int_attr(1)}});
     }
     int scores = b_.op("Einsum", p + ".scores", {q5, k4}, {{"equation", string_attr("bsngd,btnd->bngst")}});
-    int scaled = b_.op("Mul", p + ".scale", {scores, b_.float_constant(p + ".scaling", act_, 1.0)});
+    int scaled = b_.op("Mul", p + ".scale", {scores, b_.float_constant(p + ".scaling", plain_, 1.0)});
     if (c_.causal && S_ > 1) {
-      if (mask_ < 0) mask_ = b_.input("causal_mask", act_, {S_, P_ + S_});
+      if (mask_ < 0) mask_ = b_.input("causal_mask", plain_, {S_, P_ + S_});
       scaled = b_.op("Add", p + ".mask", {scaled, mask_});
     }
     int probs = b_.op("Softmax", p + ".softmax", {scaled}, {{"axis", int_attr(-1)}});
@@ -322,6 +345,7 @@ class Lowering {
   int positions_ = -1, embed_table_ = -1, cos_ = -1, sin_ = -1, mask_ = -1;
   std::vector<int> layer_of_node_;
   std::vector<std::pair<int, size_t>> cache_inputs_;
+  std::map<int, int> quantized_;
 };
 
 }  // namespace
@@ -331,6 +355,7 @@ int64_t cached_tokens(const TransformerConfig& c, int64_t context) {
 }
 
 int64_t kv_cache_bytes_per_token(const TransformerConfig& c, const LoweringOptions& o) {
+  if (!c.causal) return 0;  // an encoder keeps no cache
   int64_t per_layer;
   if (c.mla() && o.attention == AttentionImpl::flash) {
     per_layer = c.kv_lora_rank + c.qk_rope_dim;  // the latent and the rope key, shared by all heads
@@ -349,6 +374,7 @@ void validate_lowering(const TransformerConfig& c, const LoweringOptions& o) {
   need(o.phase == Phase::decode || o.seq > 0, "--seq must be positive");
   need(o.context >= 0, "--context must not be negative");
   need(o.tp >= 1, "--tp must be at least 1");
+  need(c.causal || o.phase == Phase::prefill, fmt::format("{} is an encoder: only --phase prefill applies", c.model_type));
   need(c.heads % o.tp == 0, fmt::format("--tp {} does not divide num_attention_heads {}", o.tp, c.heads));
   need(c.kv_heads % o.tp == 0 || o.tp % c.kv_heads == 0,
        fmt::format("--tp {} neither divides nor is a multiple of num_key_value_heads {}", o.tp, c.kv_heads));

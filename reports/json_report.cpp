@@ -1,6 +1,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/sink.hpp"
+#include "reports/transformer_report.hpp"
 
 namespace rooflens::reports {
 namespace {
@@ -16,6 +17,7 @@ json device_json(const Device& d) {
               {"hbm_bandwidth", d.hbm_bandwidth},
               {"l2_bytes", d.l2_bytes ? json(*d.l2_bytes) : json(nullptr)},
               {"nvlink_bandwidth", d.nvlink_bandwidth ? json(*d.nvlink_bandwidth) : json(nullptr)},
+              {"pcie_bandwidth", d.pcie_bandwidth ? json(*d.pcie_bandwidth) : json(nullptr)},
               {"launch_floor_s", d.launch_floor_s},
               {"tensor_flops", d.tensor_flops},
               {"cuda_core_flops", d.cuda_core_flops},
@@ -125,6 +127,12 @@ void JsonSink::write(std::ostream& out, const Analysis& a) const {
         {"missing", a.coverage.missing},
         {"line", a.coverage.line()}}},
       {"notes", a.notes}};
+  json blocks = json::array();
+  for (const BlockRow& r : fold_blocks(a))
+    blocks.push_back({{"block", r.block}, {"op", r.op}, {"count", r.count}, {"flops", r.flops}, {"bytes", r.bytes},
+                      {"params", r.params}, {"predicted_s", r.predicted_s}});
+  j["by_block"] = blocks;
+  if (a.transformer) j["transformer"] = transformer_json(*a.transformer);
   out << j.dump(1) << '\n';
 }
 

@@ -15,11 +15,13 @@ class Sink {
 // Terminal report, readable at 100 columns: header, top-N nodes, totals, time by op, coverage.
 class TableSink : public Sink {
  public:
-  explicit TableSink(int top_n) : top_n_(top_n) {}
+  // by_block: fold repeated layers (model.layers.*.mlp.down_proj) into one row each.
+  explicit TableSink(int top_n, bool by_block = false) : top_n_(top_n), by_block_(by_block) {}
   void write(std::ostream& out, const Analysis& a) const override;
 
  private:
   int top_n_;
+  bool by_block_;
 };
 
 // The machine-readable result: every node and every total (docs/json.md).
@@ -34,6 +36,16 @@ class CsvSink : public Sink {
   void write(std::ostream& out, const Analysis& a) const override;
 };
 
-inline constexpr const char* kJsonSchemaVersion = "1.0";
+inline constexpr const char* kJsonSchemaVersion = "1.1";
+
+// Rows of the by-block view: nodes whose names differ only in layer numbers, summed.
+struct BlockRow {
+  std::string block;  // name with numeric path components as '*'
+  std::string op;
+  int count = 0;
+  int64_t flops = 0, bytes = 0, params = 0;
+  double predicted_s = 0;
+};
+std::vector<BlockRow> fold_blocks(const Analysis& a);
 
 }  // namespace rooflens::reports

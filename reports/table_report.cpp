@@ -6,6 +6,7 @@
 
 #include "reports/format.hpp"
 #include "reports/sink.hpp"
+#include "reports/transformer_report.hpp"
 
 namespace rooflens::reports {
 namespace {
@@ -22,7 +23,19 @@ std::string short_count(int64_t c) { return c ? human_count(static_cast<double>(
 
 void header(std::ostream& out, const Analysis& a) {
   fmt::print(out, "model    {}  ({}, opset {})\n", a.model, a.producer.empty() ? "unknown producer" : a.producer, a.opset);
-  for (const auto& in : a.inputs) fmt::print(out, "input    {} {}{}\n", in.name, dtype_name(in.dtype), shape_string(in.shape));
+  const ModelInput* first_cache = nullptr;
+  size_t caches = 0;
+  for (const auto& in : a.inputs) {
+    if (in.kv_cache) {
+      first_cache = first_cache ? first_cache : &in;
+      ++caches;
+      continue;
+    }
+    fmt::print(out, "input    {} {}{}\n", in.name, dtype_name(in.dtype), shape_string(in.shape));
+  }
+  if (caches)
+    fmt::print(out, "kv cache {} inputs like {} {}{}\n", caches, fit(first_cache->name, 40), dtype_name(first_cache->dtype),
+               shape_string(first_cache->shape));
   if (!a.bound_dims.empty()) {
     std::vector<std::string> parts;
     for (auto& [k, v] : a.bound_dims) parts.push_back(fmt::format("{}={}", k, v));
@@ -54,6 +67,19 @@ void node_table(std::ostream& out, const Analysis& a, int top_n) {
                short_bytes(c.read_weight), short_bytes(c.written), short_count(n->params), n->roof.intensity,
                human_time(n->roof.predicted), bound_name(n->roof.bound), total > 0 ? 100 * n->roof.predicted / total : 0);
   }
+}
+
+void block_table(std::ostream& out, const Analysis& a, int top_n) {
+  std::vector<BlockRow> rows = fold_blocks(a);
+  if (static_cast<int>(rows.size()) > top_n) rows.resize(top_n);
+  double total = a.totals.predicted_s;
+  fmt::print(out, "\nTop {} blocks by predicted time (repeated layers folded: *)\n", rows.size());
+  fmt::print(out, "{:<40} {:<12} {:>5} {:>7} {:>9} {:>7} {:>9} {:>5}\n", "block", "op", "count", "FLOPs", "bytes",
+             "params", "time", "%");
+  for (const BlockRow& r : rows)
+    fmt::print(out, "{:<40} {:<12} {:>5} {:>7} {:>9} {:>7} {:>9} {:>5.1f}\n", fit(r.block, 40), fit(r.op, 12), r.count,
+               short_count(r.flops), human_bytes(static_cast<double>(r.bytes)), short_count(r.params),
+               human_time(r.predicted_s), total > 0 ? 100 * r.predicted_s / total : 0);
 }
 
 void totals(std::ostream& out, const Analysis& a) {
@@ -107,8 +133,11 @@ void by_op(std::ostream& out, const Analysis& a) {
 
 void TableSink::write(std::ostream& out, const Analysis& a) const {
   header(out, a);
-  node_table(out, a, top_n_);
+  if (a.transformer) write_transformer_header(out, *a.transformer);
+  if (by_block_) block_table(out, a, top_n_);
+  else node_table(out, a, top_n_);
   totals(out, a);
+  if (a.transformer) write_transformer_totals(out, *a.transformer, a);
   by_op(out, a);
   for (const auto& note : a.notes) fmt::print(out, "note: {}\n", note);
   fmt::print(out, "\ncoverage: {}\n", a.coverage.line());

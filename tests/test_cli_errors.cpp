@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "model_builder.hpp"
@@ -126,4 +127,37 @@ TEST_CASE("a good run writes complete JSON and CSV and exits 0", "[cli]") {
   CHECK(fs::file_size(json) > 10000);
   CHECK(fs::file_size(csv) > 1000);
   CHECK(run("devices").code == 0);
+}
+
+TEST_CASE("bad transformer configs and flags through the CLI", "[cli][errors][transformer]") {
+  std::string llama = data_path("samples/configs/llama-2-7b/config.json");
+  expect_clean_failure("analyze " + write_file("broken.json", "{\"model_type\": \"llama\", \"hidden_size\": "), "malformed JSON");
+  expect_clean_failure("analyze " + write_file("empty.json", ""), "malformed JSON");
+  expect_clean_failure("analyze " + write_file("missing.json", R"({"model_type": "llama", "vocab_size": 32000})"),
+                       "missing required key 'hidden_size'");
+  expect_clean_failure("analyze " + write_file("falcon.json", R"({"model_type": "falcon"})"), "model_type 'falcon' is not supported");
+  expect_clean_failure("analyze " + write_file("string.json", R"({"model_type": "gpt2", "vocab_size": 10, "n_embd": "768", "n_layer": 2, "n_head": 2, "n_positions": 8})"),
+                       "'n_embd' must be an integer");
+  expect_clean_failure("analyze " + write_file("layers.json", R"({"model_type": "gpt2", "vocab_size": 10, "n_embd": 8, "n_layer": 1000000000, "n_head": 2, "n_positions": 8})"),
+                       "beyond the limit");
+  expect_clean_failure("analyze " + write_file("heads.json", R"({"model_type": "gpt2", "vocab_size": 10, "n_embd": 10, "n_layer": 2, "n_head": 3, "n_positions": 8})"),
+                       "not divisible by num_attention_heads");
+  expect_clean_failure("analyze " + llama + " --tp 3", "--tp 3 does not divide num_attention_heads 32");
+  expect_clean_failure("analyze " + llama + " --phase train", "--phase train");
+  expect_clean_failure("analyze " + llama + " --weights int2", "--weights int2");
+  expect_clean_failure("analyze " + llama + " --dim seq=4", "--dim applies to ONNX models");
+  expect_clean_failure("analyze " + llama + " --batch 4000000000000 --seq 4000000000000", "overflows");
+  expect_clean_failure("analyze " + data_path("samples/resnet50-opset17.onnx") + " --phase decode", "--phase applies to transformer configs");
+}
+
+TEST_CASE("a config run writes JSON with the transformer section", "[cli][transformer]") {
+  fs::path json = scratch() / "llama.json";
+  RunResult r = run("analyze " + data_path("samples/configs/llama-2-7b/config.json") + " --phase generate --prompt 128 --gen 16 --json " +
+                    json.string() + " --by block");
+  CHECK(r.code == 0);
+  std::ifstream in(json);
+  auto j = nlohmann::json::parse(in);
+  CHECK(j["transformer"]["params_total"] == 6738415616);
+  CHECK(j["transformer"]["generation"]["decode_step_s"].size() == 15);
+  CHECK(j["by_block"].size() > 10);
 }

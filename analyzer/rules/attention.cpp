@@ -208,7 +208,10 @@ NodeCost cost_attention(const CostContext& ctx, LayoutFn layout) {
   for (size_t i = 0; i < ctx.node().inputs.size(); ++i)
     if (!(shared && (i == 2 || i == 5))) ctx.read_input(c, i);
   ctx.write_all_outputs(c);
-  c.parallel_tiles = checked_mul(checked_mul(L.core.batch, L.core.q_heads), ceil_div(L.core.q_len, 128));
+  // One block per 128 queries per head; the key length is split in chunks of 256 (split-KV,
+  // as flash-decoding does) so a decode step still fills the GPU.
+  c.parallel_tiles = checked_mul(checked_mul(checked_mul(L.core.batch, L.core.q_heads), ceil_div(L.core.q_len, 128)),
+                                 ceil_div(L.core.kv_len, 256));
   c.tensor_cores = true;
   c.note = L.core.causal ? "causal: executed scores only (dense figure kept); fused traffic" : "fused traffic";
   if (L.core.window > 0) c.note += fmt::format("; local window {}", L.core.window);

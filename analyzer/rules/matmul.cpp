@@ -46,7 +46,9 @@ bool fused_trans(const Node& n, const char* key) { return n.domain == "com.micro
 void infer_matmul(InferContext& ctx) {
   const Node& n = ctx.node();
   auto s = matmul_shapes(&ctx, ctx.shape(0), ctx.shape(1), fused_trans(n, "transA"), fused_trans(n, "transB"));
+  // output_dtype (set by the config lowering): an 8-bit GEMM writes a 16-bit result.
   DType out = n.op_type == "MatMulInteger" ? DType::i32 : ctx.dtype(0);
+  if (auto code = n.attr_int("output_dtype", 0); code > 0) out = static_cast<DType>(code);
   ctx.set_output(0, out, s.out);
 }
 
