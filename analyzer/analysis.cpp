@@ -24,34 +24,22 @@ Precision node_precision(const Graph& g, const Node& n, const std::optional<Prec
   return Precision::fp32;
 }
 
-// The float initializers a static tensor is computed from (through folded nodes).
-class WeightOrigins {
- public:
-  WeightOrigins(const Graph& g, const std::vector<bool>& folded) : g_(g), folded_(folded), memo_(g.tensors.size()) {}
-
-  const std::vector<int>& of(int t) {
-    if (memo_[t]) return *memo_[t];
+// The initializers each static tensor is computed from (through folded nodes), in one forward
+// pass over the topological order: no recursion, whatever the depth of the graph.
+std::vector<std::vector<int>> weight_origins(const Graph& g, const std::vector<bool>& folded) {
+  std::vector<std::vector<int>> origins(g.tensors.size());
+  for (size_t t = 0; t < g.tensors.size(); ++t)
+    if (g.tensors[t].role == TensorRole::weight) origins[t] = {static_cast<int>(t)};
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!folded[i]) continue;
     std::set<int> acc;
-    const Tensor& x = g_.tensors[t];
-    if (x.role == TensorRole::weight) {
-      acc.insert(t);
-    } else if (x.is_static && x.producer >= 0 && folded_[x.producer]) {
-      memo_[t] = std::vector<int>{};  // guards re-entry; graphs are acyclic anyway
-      for (int in : g_.nodes[x.producer].inputs)
-        if (in >= 0 && g_.tensors[in].is_static) {
-          const auto& o = of(in);
-          acc.insert(o.begin(), o.end());
-        }
-    }
-    memo_[t] = std::vector<int>(acc.begin(), acc.end());
-    return *memo_[t];
+    for (int in : g.nodes[i].inputs)
+      if (in >= 0) acc.insert(origins[in].begin(), origins[in].end());
+    for (int out : g.nodes[i].outputs)
+      if (out >= 0) origins[out].assign(acc.begin(), acc.end());
   }
-
- private:
-  const Graph& g_;
-  const std::vector<bool>& folded_;
-  std::vector<std::optional<std::vector<int>>> memo_;
-};
+  return origins;
+}
 
 void join_shapes(const Graph& g, const std::vector<int>& ts, std::vector<std::string>& out) {
   for (int t : ts) {
@@ -62,6 +50,8 @@ void join_shapes(const Graph& g, const std::vector<int>& ts, std::vector<std::st
 }
 
 }  // namespace
+
+Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* inferred);
 
 std::string_view status_name(NodeStatus s) {
   switch (s) {
@@ -84,6 +74,18 @@ std::string Coverage::line() const {
 }
 
 Analysis analyze_graph(Graph g, const AnalysisOptions& opt, Graph* inferred) {
+  // Rules report bad input without knowing the file; name it here.
+  const std::string source = g.source;
+  try {
+    return analyze_graph_unnamed(std::move(g), opt, inferred);
+  } catch (const InputError& e) {
+    std::string what = e.what();
+    if (what.rfind(source, 0) == 0) throw;
+    throw InputError(source + ": " + what);
+  }
+}
+
+Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* inferred) {
   const RuleRegistry& rules = builtin_rules();
   Analysis a;
   a.device = find_device(opt.device);
@@ -105,13 +107,13 @@ Analysis analyze_graph(Graph g, const AnalysisOptions& opt, Graph* inferred) {
                                 : fmt::format("as in the file ({})", fmt::join(names, ", "));
 
   // BatchNorm running statistics are buffers, not parameters.
-  WeightOrigins origins(g, inf.folded);
+  const std::vector<std::vector<int>> origins = weight_origins(g, inf.folded);
   std::set<int> buffers;
   for (const Node& n : g.nodes)
     if (n.op_type == "BatchNormalization" && n.domain.empty())
       for (size_t i : {3u, 4u})
         if (n.input(i) >= 0)
-          for (int o : origins.of(n.input(i))) buffers.insert(o);
+          for (int o : origins[n.input(i)]) buffers.insert(o);
 
   std::vector<bool> claimed(g.tensors.size(), false), is_view(g.nodes.size(), false);
   std::map<std::string, OpTypeSummary> by_op;
@@ -150,7 +152,7 @@ Analysis analyze_graph(Graph g, const AnalysisOptions& opt, Graph* inferred) {
     if (r.status == NodeStatus::costed) {
       for (int t : n.inputs) {
         if (t < 0 || !g.tensors[t].is_static) continue;
-        for (int o : origins.of(t)) {
+        for (int o : origins[t]) {
           if (claimed[o]) continue;
           claimed[o] = true;
           if (!buffers.count(o) && g.tensors[o].is_param) r.params += g.tensors[o].elements();

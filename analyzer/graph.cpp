@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "analyzer/checked.hpp"
+#include "analyzer/errors.hpp"
 
 namespace rooflens {
 
@@ -13,24 +14,54 @@ const Attribute* Node::attr(const std::string& key) const {
   return it == attrs.end() ? nullptr : &it->second;
 }
 
+namespace {
+
+std::string_view kind_name(Attribute::Kind k) {
+  switch (k) {
+    case Attribute::Kind::i: return "an int";
+    case Attribute::Kind::f: return "a float";
+    case Attribute::Kind::s: return "a string";
+    case Attribute::Kind::ints: return "ints";
+    case Attribute::Kind::floats: return "floats";
+    case Attribute::Kind::strings: return "strings";
+    case Attribute::Kind::tensor: return "a tensor";
+    case Attribute::Kind::graph: return "a graph";
+    case Attribute::Kind::other: return "an unsupported kind";
+  }
+  return "?";
+}
+
+}  // namespace
+
+// An attribute that exists with another type than the op defines is bad input, never a
+// silent default.
+const Attribute* Node::typed_attr(const std::string& key, Attribute::Kind want) const {
+  const Node& n = *this;
+  const Attribute* a = n.attr(key);
+  if (a && a->kind != want)
+    throw InputError(fmt::format("node '{}' ({}): attribute '{}' must be {}, not {}", n.name, n.display_op(), key,
+                                 kind_name(want), kind_name(a->kind)));
+  return a;
+}
+
 int64_t Node::attr_int(const std::string& key, int64_t fallback) const {
-  const Attribute* a = attr(key);
-  return a && a->kind == Attribute::Kind::i ? a->i : fallback;
+  const Attribute* a = typed_attr(key, Attribute::Kind::i);
+  return a ? a->i : fallback;
 }
 
 double Node::attr_float(const std::string& key, double fallback) const {
-  const Attribute* a = attr(key);
-  return a && a->kind == Attribute::Kind::f ? a->f : fallback;
+  const Attribute* a = typed_attr(key, Attribute::Kind::f);
+  return a ? a->f : fallback;
 }
 
 std::string Node::attr_string(const std::string& key, const std::string& fallback) const {
-  const Attribute* a = attr(key);
-  return a && a->kind == Attribute::Kind::s ? a->s : fallback;
+  const Attribute* a = typed_attr(key, Attribute::Kind::s);
+  return a ? a->s : fallback;
 }
 
 std::optional<std::vector<int64_t>> Node::attr_ints(const std::string& key) const {
-  const Attribute* a = attr(key);
-  if (!a || a->kind != Attribute::Kind::ints) return std::nullopt;
+  const Attribute* a = typed_attr(key, Attribute::Kind::ints);
+  if (!a) return std::nullopt;
   return a->ints;
 }
 

@@ -66,6 +66,8 @@ struct Node {
   int input(size_t i) const { return i < inputs.size() ? inputs[i] : -1; }
   int output(size_t i) const { return i < outputs.size() ? outputs[i] : -1; }
   const Attribute* attr(const std::string& key) const;
+  // The attribute if present; InputError if present with another kind.
+  const Attribute* typed_attr(const std::string& key, Attribute::Kind kind) const;
   int64_t attr_int(const std::string& key, int64_t fallback) const;
   double attr_float(const std::string& key, double fallback) const;
   std::string attr_string(const std::string& key, const std::string& fallback) const;

@@ -17,13 +17,14 @@
 
 #include "analyzer/checked.hpp"
 #include "analyzer/errors.hpp"
+#include "analyzer/limits.hpp"
 
 namespace rooflens {
 namespace {
 
 constexpr int64_t kMinOpset = 7;
 constexpr int64_t kMaxOpset = 23;
-constexpr int kMaxFunctionDepth = 16;
+using limits::kMaxFunctionDepth;
 
 float half_to_float(uint16_t h) {
   uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
@@ -107,9 +108,13 @@ DType checked_dtype(int32_t code, const std::string& what) {
 }
 
 Shape checked_dims(const google::protobuf::RepeatedField<int64_t>& dims, const std::string& what) {
+  if (dims.size() > limits::kMaxRank)
+    throw InputError(fmt::format("{}: rank {} exceeds the limit {}", what, dims.size(), limits::kMaxRank));
   Shape s(dims.begin(), dims.end());
-  for (int64_t d : s)
+  for (int64_t d : s) {
     if (d < 0) throw InputError(fmt::format("{}: negative dim {}", what, d));
+    if (d > limits::kMaxDim) throw InputError(fmt::format("{}: dim {} exceeds the limit 2^40", what, d));
+  }
   checked_product(s, what + " size");
   return s;
 }
@@ -137,6 +142,15 @@ Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& wh
   return r;
 }
 
+void check_model_header(const std::string& path, const onnx::ModelProto& model) {
+  if (!model.has_graph() || model.graph().node_size() == 0)
+    throw InputError(fmt::format("{}: not an ONNX model (no graph nodes)", path));
+  if (model.ir_version() <= 0)
+    throw InputError(fmt::format("{}: not an ONNX model (ir_version missing)", path));
+  if (model.graph().node_size() > limits::kMaxNodes)
+    throw InputError(fmt::format("{}: {} nodes exceed the limit {}", path, model.graph().node_size(), limits::kMaxNodes));
+}
+
 void parse_model(const std::string& path, onnx::ModelProto& model) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)
@@ -161,10 +175,7 @@ void parse_model(const std::string& path, onnx::ModelProto& model) {
   if (!ok)
     throw InputError(fmt::format("{}: not a valid ONNX model (protobuf parse failed: truncated or "
                                  "not ONNX)", path));
-  if (!model.has_graph() || model.graph().node_size() == 0)
-    throw InputError(fmt::format("{}: not an ONNX model (no graph nodes)", path));
-  if (model.ir_version() <= 0)
-    throw InputError(fmt::format("{}: not an ONNX model (ir_version missing)", path));
+  check_model_header(path, model);
 }
 
 class Converter {
@@ -215,6 +226,11 @@ class Converter {
     t.role = is_float(t.dtype) && !t.shape->empty() ? TensorRole::weight : TensorRole::constant;
     t.is_static = true;
     t.external_data = init.data_location() == onnx::TensorProto::EXTERNAL;
+    // rooflens never reads external data; a location outside the model's folder is refused.
+    for (const auto& kv : init.external_data())
+      if (kv.key() == "location" && (kv.value().empty() || kv.value()[0] == '/' || kv.value().find("..") != std::string::npos ||
+                                     kv.value().find('\\') != std::string::npos))
+        throw InputError(fmt::format("{} external data location '{}' points outside the model's folder; refused", what, kv.value()));
     t.value = decode_value(init, t.dtype, t.elements());
     g_.add_tensor(std::move(t));
   }
@@ -229,6 +245,8 @@ class Converter {
     t.role = TensorRole::input;
     t.dtype = checked_dtype(tt.elem_type(), what);
     if (!tt.has_shape()) throw InputError(what + " has no shape in the model");
+    if (tt.shape().dim_size() > limits::kMaxRank)
+      throw InputError(fmt::format("{} rank {} exceeds the limit {}", what, tt.shape().dim_size(), limits::kMaxRank));
     Shape s;
     for (int i = 0; i < tt.shape().dim_size(); ++i) {
       const auto& d = tt.shape().dim(i);
@@ -237,16 +255,23 @@ class Converter {
         value = d.dim_value();
       } else if (d.has_dim_param() && !d.dim_param().empty()) {
         auto it = opts_.dims.find(d.dim_param());
-        if (it == opts_.dims.end())
+        if (it == opts_.dims.end() && opts_.bind_unbound_dims > 0) {
+          value = opts_.bind_unbound_dims;
+        } else if (it == opts_.dims.end())
           throw InputError(fmt::format("{} dim {} '{}' is symbolic; bind it with --dim {}=N", what, i,
                                        d.dim_param(), d.dim_param()));
-        value = it->second;
-        bound_.insert(d.dim_param());
+        else {
+          value = it->second;
+          bound_.insert(d.dim_param());
+        }
+      } else if (opts_.bind_unbound_dims > 0) {
+        value = opts_.bind_unbound_dims;
       } else {
         throw InputError(fmt::format("{} dim {} has neither a size nor a name; the model cannot be "
                                      "bound", what, i));
       }
       if (value <= 0) throw InputError(fmt::format("{} dim {} is {}; dims must be positive", what, i, value));
+      if (value > limits::kMaxDim) throw InputError(fmt::format("{} dim {} is {}, beyond the limit 2^40", what, i, value));
       s.push_back(value);
     }
     checked_product(s, what + " size");
@@ -323,6 +348,8 @@ class Converter {
     if (!is_known_domain(domain))
       throw InputError(fmt::format("{}: node '{}' uses unknown domain '{}' (known: ai.onnx, ai.onnx.ml, "
                                    "com.microsoft)", path_, node_name, domain));
+    if (static_cast<int64_t>(g_.nodes.size()) >= limits::kMaxNodes)
+      throw InputError(fmt::format("{}: more than {} nodes; refused", path_, limits::kMaxNodes));
     Node n;
     n.name = node_name;
     n.op_type = np.op_type();
@@ -441,19 +468,21 @@ bool is_known_domain(const std::string& d) {
          d == "ai.onnx.preview.training";
 }
 
-Graph load_onnx(const std::string& path, const LoadOptions& options) {
+namespace {
+
+// Shared tail of both entry points: convert, free the proto, attach the library's shapes.
+Graph convert(std::unique_ptr<onnx::ModelProto> model, const std::string& name, const LoadOptions& options) {
   Graph g;
   std::map<std::string, std::pair<DType, Shape>> fallback;
   {
-    auto model = std::make_unique<onnx::ModelProto>();
-    parse_model(path, *model);
-    Converter c(path, options, g);
+    Converter c(name, options, g);
     c.run(*model);
     fallback = std::move(c.fallback);
-  }  // the proto (and any inline weights) is freed here
+    model.reset();  // the proto (and any inline weights) is freed here
+  }
   // Record the library's shapes on tensors our inference may not reach; ours override later.
-  for (auto& [name, ds] : fallback) {
-    int t = g.find(name);
+  for (auto& [tensor, ds] : fallback) {
+    int t = g.find(tensor);
     if (t >= 0 && g.tensors[t].role == TensorRole::activation && !g.tensors[t].shape) {
       g.tensors[t].dtype = ds.first;
       g.tensors[t].shape = ds.second;
@@ -461,6 +490,23 @@ Graph load_onnx(const std::string& path, const LoadOptions& options) {
     }
   }
   return g;
+}
+
+}  // namespace
+
+Graph load_onnx(const std::string& path, const LoadOptions& options) {
+  auto model = std::make_unique<onnx::ModelProto>();
+  parse_model(path, *model);
+  return convert(std::move(model), path, options);
+}
+
+Graph load_onnx_bytes(const std::string& bytes, const std::string& name, const LoadOptions& options) {
+  if (bytes.empty()) throw InputError(fmt::format("{}: empty file, not an ONNX model", name));
+  auto model = std::make_unique<onnx::ModelProto>();
+  if (bytes.size() >= INT_MAX || !model->ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    throw InputError(fmt::format("{}: not a valid ONNX model (protobuf parse failed: truncated or not ONNX)", name));
+  check_model_header(name, *model);
+  return convert(std::move(model), name, options);
 }
 
 }  // namespace rooflens

@@ -10,11 +10,14 @@ namespace rooflens {
 
 struct LoadOptions {
   std::map<std::string, int64_t> dims;  // --dim NAME=VALUE, binds symbolic input dims
+  int64_t bind_unbound_dims = 0;        // > 0: every unbound or unnamed input dim takes this (fuzzing)
 };
 
 // Throws InputError (file missing, not ONNX, truncated, dangling input, cycle, unsupported
 // opset or domain, unbound symbolic dim, overflowing dims).
 Graph load_onnx(const std::string& path, const LoadOptions& options);
+// The same from bytes in memory; `name` stands for the file in messages.
+Graph load_onnx_bytes(const std::string& bytes, const std::string& name, const LoadOptions& options);
 
 // Domains rooflens knows; a node in any other domain is refused.
 bool is_known_domain(const std::string& domain);

@@ -6,6 +6,7 @@
 
 #include "analyzer/checked.hpp"
 #include "analyzer/errors.hpp"
+#include "analyzer/limits.hpp"
 
 namespace rooflens {
 
@@ -58,6 +59,8 @@ void InferContext::set_output(size_t i, DType dtype, Shape shape, std::optional<
   for (int64_t d : shape)
     if (d < 0) fail(fmt::format("output {} would have a negative dim", i));
   Tensor& x = g_.tensors[t];
+  if (static_cast<int64_t>(shape.size()) > limits::kMaxRank)
+    fail(fmt::format("output {} would have rank {}, beyond the limit {}", i, shape.size(), limits::kMaxRank));
   int64_t count = checked_product(shape, fmt::format("node '{}' output '{}' size", n_.name, x.name));
   x.dtype = dtype;
   x.shape = std::move(shape);

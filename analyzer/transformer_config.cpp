@@ -10,6 +10,7 @@
 
 #include "analyzer/checked.hpp"
 #include "analyzer/errors.hpp"
+#include "analyzer/limits.hpp"
 
 namespace rooflens {
 namespace {
@@ -17,8 +18,8 @@ namespace {
 using nlohmann::json;
 
 // Sizes beyond these describe no real model; they would only overflow later arithmetic.
-constexpr int64_t kMaxLayers = 10000;
-constexpr int64_t kMaxWidth = 1LL << 24;  // hidden, intermediate, vocab, heads, ranks
+constexpr int64_t kMaxLayers = limits::kMaxConfigLayers;
+constexpr int64_t kMaxWidth = limits::kMaxConfigWidth;
 
 class Reader {
  public:
@@ -213,7 +214,7 @@ TransformerConfig load_transformer_config(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   if (S_ISDIR(st.st_mode)) throw InputError(fmt::format("{}: is a directory, not a config file", path));
-  if (st.st_size > (64 << 20)) throw InputError(fmt::format("{}: {} bytes is too large for a config", path, st.st_size));
+  if (st.st_size > limits::kMaxConfigBytes) throw InputError(fmt::format("{}: {} bytes is too large for a config", path, st.st_size));
   std::ifstream in(path);
   if (!in) throw InputError(fmt::format("{}: cannot open", path));
   std::stringstream ss;

@@ -161,3 +161,18 @@ TEST_CASE("a config run writes JSON with the transformer section", "[cli][transf
   CHECK(j["transformer"]["generation"]["decode_step_s"].size() == 15);
   CHECK(j["by_block"].size() > 10);
 }
+
+TEST_CASE("every file of the bad-input corpus fails cleanly", "[cli][errors][corpus]") {
+  // tests/data/bad/EXPECTED: file, tab, a phrase its one error line must contain.
+  std::ifstream list(data_path("tests/data/bad/EXPECTED"));
+  std::string line;
+  int files = 0;
+  while (std::getline(list, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    auto tab = line.find('\t');
+    REQUIRE(tab != std::string::npos);
+    expect_clean_failure("analyze " + data_path("tests/data/bad/" + line.substr(0, tab)), line.substr(tab + 1));
+    ++files;
+  }
+  CHECK(files >= 20);
+}

@@ -150,16 +150,17 @@ void infer_size(InferContext& ctx) {
 }
 
 void infer_constant(InferContext& ctx) {
+  using K = Attribute::Kind;
   const Node& n = ctx.node();
-  if (const Attribute* a = n.attr("value"); a && a->kind == Attribute::Kind::tensor) {
+  if (const Attribute* a = n.typed_attr("value", K::tensor)) {
     ctx.set_output(0, a->tensor_dtype, a->tensor_dims, a->tensor_value);
-  } else if (const Attribute* f = n.attr("value_float")) {
+  } else if (const Attribute* f = n.typed_attr("value_float", K::f)) {
     ctx.set_output(0, DType::f32, Shape{}, Value::of_reals({f->f}));
-  } else if (const Attribute* fs = n.attr("value_floats")) {
+  } else if (const Attribute* fs = n.typed_attr("value_floats", K::floats)) {
     ctx.set_output(0, DType::f32, Shape{static_cast<int64_t>(fs->floats.size())}, Value::of_reals(fs->floats));
-  } else if (const Attribute* i = n.attr("value_int")) {
+  } else if (const Attribute* i = n.typed_attr("value_int", K::i)) {
     ctx.set_output(0, DType::i64, Shape{}, Value::of_ints({i->i}));
-  } else if (const Attribute* is = n.attr("value_ints")) {
+  } else if (const Attribute* is = n.typed_attr("value_ints", K::ints)) {
     ctx.set_output(0, DType::i64, Shape{static_cast<int64_t>(is->ints.size())}, Value::of_ints(is->ints));
   } else {
     ctx.fail("Constant has no value attribute rooflens can read");
@@ -170,7 +171,7 @@ void infer_constant_of_shape(InferContext& ctx) {
   Shape s = ints_of(ctx, 0, "shape");
   DType dt = DType::f32;
   double fill = 0;
-  if (const Attribute* a = ctx.node().attr("value"); a && a->kind == Attribute::Kind::tensor) {
+  if (const Attribute* a = ctx.node().typed_attr("value", Attribute::Kind::tensor)) {
     dt = a->tensor_dtype;
     if (a->tensor_value && a->tensor_value->size() == 1) fill = a->tensor_value->real_at(0);
   }
@@ -463,13 +464,15 @@ void infer_resize(InferContext& ctx) {
     if (ctx.has_input(scales_at)) {
       const Value& v = ctx.required_value(scales_at, "scales");
       for (size_t i = 0; i < v.size(); ++i) scales.push_back(v.real_at(i));
-    } else if (const Attribute* a = n.attr("scales")) {
+    } else if (const Attribute* a = n.typed_attr("scales", Attribute::Kind::floats)) {
       scales = a->floats;
     }
     if (scales.size() != axes.size()) ctx.fail("scales does not match the resized axes");
     for (size_t i = 0; i < axes.size(); ++i) {
       if (!(scales[i] > 0) || scales[i] > 1e6) ctx.fail("resize scale must be positive and finite");
-      out[axes[i]] = static_cast<int64_t>(std::floor(static_cast<double>(in[axes[i]]) * scales[i]));
+      double d = std::floor(static_cast<double>(in[axes[i]]) * scales[i]);
+      if (d > 4.0e18) ctx.fail("resized dim overflows 64 bits");
+      out[axes[i]] = static_cast<int64_t>(d);
     }
   }
   ctx.set_output(0, ctx.dtype(0), out);

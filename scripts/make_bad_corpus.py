@@ -1,0 +1,86 @@
+"""Writes tests/data/bad/: files that must each fail cleanly (exit code 2, one line naming the
+problem). Needs the `onnx` Python package (a development tool; CI only reads the files).
+tests/data/bad/EXPECTED lists each file with a phrase its error line must contain."""
+import os, sys
+import onnx
+from onnx import TensorProto, helper
+
+root = os.path.join(os.path.dirname(__file__), "..")
+out = os.path.join(root, "tests", "data", "bad")
+os.makedirs(out, exist_ok=True)
+expected = {}
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17, extra_opsets=()):
+    g = helper.make_graph(nodes, "bad", inputs, outputs, list(inits))
+    ops = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v) for d, v in extra_opsets]
+    return helper.make_model(g, opset_imports=ops)
+
+
+def save(name, m, phrase):
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(m.SerializeToString())
+    expected[name] = phrase
+
+
+def write(name, data, phrase):
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(data)
+    expected[name] = phrase
+
+
+x4 = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+sample = open(os.path.join(root, "samples", "resnet50-opset17.onnx"), "rb").read()
+
+write("empty.onnx", b"", "empty file")
+write("truncated.onnx", sample[:12345], "not a valid ONNX model")
+flipped = bytearray(sample)
+for i in (0, 1, 2, 3):
+    flipped[i] ^= 0xFF
+write("bitflip_header.onnx", bytes(flipped), "not a valid ONNX model")
+flipped = bytearray(sample)
+flipped[len(sample) // 2] ^= 0x80
+flipped[len(sample) // 2 + 1] ^= 0x80
+write("bitflip_middle.onnx", bytes(flipped), "")  # any one clean line
+write("text.onnx", b"graph { node: 'not a protobuf' }\n", "not a valid ONNX model")
+save("dangling_input.onnx", model([helper.make_node("Relu", ["ghost"], ["y"], name="r")], [x4], [y]), "names no tensor")
+save("cycle.onnx", model([helper.make_node("Add", ["x", "b"], ["a"], name="a"), helper.make_node("Relu", ["a"], ["b"], name="b")],
+                         [x4], [helper.make_tensor_value_info("b", TensorProto.FLOAT, None)]), "cycle")
+save("zero_dim.onnx", model([helper.make_node("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [0, 4])], [y]),
+     "dims must be positive")
+save("dim_2_62.onnx", model([helper.make_node("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2**62])], [y]),
+     "beyond the limit 2^40")
+neg = helper.make_tensor("w", TensorProto.FLOAT, [4], [0.0] * 4)
+neg.dims[0] = -4
+save("negative_initializer_dim.onnx", model([helper.make_node("Add", ["x", "w"], ["y"])], [x4], [y], [neg]), "negative dim")
+img = helper.make_tensor_value_info("img", TensorProto.FLOAT, [1, 1, 8, 8])
+w = helper.make_tensor("k", TensorProto.FLOAT, [1, 1, 3, 3], [0.0] * 9)
+conv = helper.make_node("Conv", ["img", "k"], ["y"], name="conv")
+conv.attribute.append(helper.make_attribute("strides", [2.0, 2.0]))
+save("wrong_attribute_type.onnx", model([conv], [img], [y], [w]), "attribute 'strides' must be ints")
+ext = helper.make_tensor("w", TensorProto.FLOAT, [4], [0.0] * 4)
+ext.ClearField("float_data")
+ext.data_location = TensorProto.EXTERNAL
+ext.external_data.add(key="location", value="../../../etc/passwd")
+save("external_outside_folder.onnx", model([helper.make_node("Add", ["x", "w"], ["y"])], [x4], [y], [ext]), "outside the model's folder")
+save("unknown_domain.onnx", model([helper.make_node("Magic", ["x"], ["y"], domain="com.example")], [x4], [y], extra_opsets=[("com.example", 1)]),
+     "unknown domain")
+save("huge_rank.onnx", model([helper.make_node("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1] * 40)], [y]),
+     "exceeds the limit 32")
+save("opset_6.onnx", model([helper.make_node("Relu", ["x"], ["y"])], [x4], [y], opset=6), "outside the supported range")
+save("unbound_dim.onnx", model([helper.make_node("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])], [y]),
+     "bind it with --dim n=N")
+write("empty.json", b"", "malformed JSON")
+write("config_strings.json", b'{"model_type": "llama", "vocab_size": "32000", "hidden_size": 4096}', "'vocab_size' must be an integer")
+write("config_1e9_layers.json", b'{"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096, "num_hidden_layers": 1000000000, '
+      b'"num_attention_heads": 32, "intermediate_size": 11008, "max_position_embeddings": 4096}', "beyond the limit 10000")
+write("config_array.json", b"[1, 2, 3]", "must be a JSON object")
+write("config_nested.json", b"[" * 100000 + b"]" * 100000, "")
+write("config_unknown_type.json", b'{"model_type": "rwkv"}', "not supported")
+
+with open(os.path.join(out, "EXPECTED"), "w") as f:
+    f.write("# file<TAB>phrase its one error line must contain (empty: any)\n")
+    for k in sorted(expected):
+        f.write(f"{k}\t{expected[k]}\n")
+print(len(expected), "files")
