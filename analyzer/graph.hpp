@@ -62,6 +62,7 @@ struct Node {
   std::vector<int> inputs;   // tensor indices; -1 for an omitted optional input
   std::vector<int> outputs;  // tensor indices; -1 for an omitted optional output
   std::map<std::string, Attribute> attrs;
+  std::string foreign_proto;  // serialized NodeProto of an op without a rule (ONNX inference)
 
   int input(size_t i) const { return i < inputs.size() ? inputs[i] : -1; }
   int output(size_t i) const { return i < outputs.size() ? outputs[i] : -1; }

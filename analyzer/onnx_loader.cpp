@@ -4,6 +4,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <onnx/onnx_pb.h>
+#include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "analyzer/checked.hpp"
 #include "analyzer/errors.hpp"
 #include "analyzer/limits.hpp"
+#include "analyzer/rule_registry.hpp"
 
 namespace rooflens {
 namespace {
@@ -199,7 +201,7 @@ class Converter {
     for (const auto& s : graph.sparse_initializer())
       throw InputError(fmt::format("{}: sparse initializer '{}' is not supported", path_, s.values().name()));
     for (const auto& in : graph.input()) add_input(in);
-    bind_and_infer_fallback(m);
+    check_bindings();
     for (const auto& node : graph.node()) add_node(node, "", {}, 0);
     for (const auto& out : graph.output()) {
       int t = g_.find(out.name());
@@ -209,10 +211,7 @@ class Converter {
     }
     check_dangling();
     topological_sort();
-    // Values read by the ONNX library's inference, used where our rules have no shape logic.
   }
-
-  std::map<std::string, std::pair<DType, Shape>> fallback;
 
  private:
   void add_initializer(const onnx::TensorProto& init) {
@@ -279,42 +278,11 @@ class Converter {
     g_.inputs.push_back(g_.add_tensor(std::move(t)));
   }
 
-  // The ONNX library's own shape inference, run once with the bound dims, fills `fallback`
-  // for ops whose shapes our rules do not compute. It knows opsets up to its own release, so
-  // failures here are expected and harmless.
-  void bind_and_infer_fallback(onnx::ModelProto& m) {
+  void check_bindings() {
     for (const auto& [name, value] : opts_.dims)
       if (!bound_.count(name))
         throw InputError(fmt::format("{}: --dim {} names no symbolic input dim of this model", path_, name));
     for (const auto& [name, value] : opts_.dims) g_.bound_dims.emplace_back(name, value);
-    auto* graph = m.mutable_graph();
-    for (auto& in : *graph->mutable_input()) {
-      if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) continue;
-      for (auto& d : *in.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
-        if (d.has_dim_param() && opts_.dims.count(d.dim_param())) d.set_dim_value(opts_.dims.at(d.dim_param()));
-    }
-    // Weights are not needed any more; dropping their bytes returns the memory before inference.
-    for (auto& init : *graph->mutable_initializer())
-      if (is_float(static_cast<DType>(init.data_type())) && init.raw_data().size() > 4096) init.clear_raw_data();
-    try {
-      onnx::ShapeInferenceOptions options(false, 0, true);
-      onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), options);
-    } catch (const std::exception& e) {
-      g_.notes.push_back(fmt::format("ONNX library shape inference stopped: {}", e.what()));
-    }
-    for (const auto& vi : graph->value_info()) {
-      if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) continue;
-      const auto& tt = vi.type().tensor_type();
-      Shape s;
-      bool concrete = true;
-      for (const auto& d : tt.shape().dim()) {
-        if (d.has_dim_value() && d.dim_value() >= 0) s.push_back(d.dim_value());
-        else if (d.has_dim_param() && opts_.dims.count(d.dim_param())) s.push_back(opts_.dims.at(d.dim_param()));
-        else concrete = false;
-      }
-      auto dt = dtype_from_onnx(tt.elem_type());
-      if (concrete && dt && *dt != DType::undefined) fallback[vi.name()] = {*dt, s};
-    }
   }
 
   int tensor_for(const std::string& name) {
@@ -369,6 +337,13 @@ class Converter {
         throw InputError(fmt::format("{}: tensor '{}' is produced twice (node '{}')", path_, mapped, node_name));
       x.producer = index;
       n.outputs.push_back(t);
+    }
+    if (!builtin_rules().find(domain, np.op_type())) {
+      // Kept for the ONNX library's shape inference of this one node (foreign_node_shapes).
+      onnx::NodeProto copy = np;
+      for (int i = 0; i < copy.input_size(); ++i) copy.set_input(i, map_name(np.input(i)));
+      for (int i = 0; i < copy.output_size(); ++i) copy.set_output(i, map_name(np.output(i)));
+      n.foreign_proto = copy.SerializeAsString();
     }
     for (const auto& a : np.attribute()) {
       std::string where = fmt::format("{}: node '{}' attribute '{}'", path_, node_name, a.name());
@@ -463,6 +438,75 @@ class Converter {
 
 }  // namespace
 
+bool foreign_node_shapes(Graph& g, Node& n) {
+  if (n.foreign_proto.empty()) return false;
+  onnx::NodeProto np;
+  if (!np.ParseFromString(n.foreign_proto)) return false;
+  std::string domain = n.domain;
+  if (!onnx::OpSchemaRegistry::Schema(np.op_type(), static_cast<int>(n.opset), domain)) return false;
+  // The library's inference trusts its input; its checker validates the node against the schema
+  // first (attribute types, input counts), so hostile nodes are turned away before inference.
+  onnx::checker::CheckerContext checker;
+  checker.set_ir_version(8);
+  checker.set_opset_imports({{domain, static_cast<int>(n.opset)}});
+  onnx::checker::LexicalScopeContext scope;
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* op = m.add_opset_import();
+  op->set_domain(domain);
+  op->set_version(n.opset);
+  auto* graph = m.mutable_graph();
+  graph->set_name("node");
+  for (int i = 0; i < np.input_size(); ++i) {
+    if (np.input(i).empty()) continue;
+    int t = n.input(static_cast<size_t>(i));
+    if (t < 0 || !g.tensors[t].shape) return false;
+    const Tensor& x = g.tensors[t];
+    scope.add(x.name);
+    auto* in = graph->add_input();
+    in->set_name(x.name);
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(static_cast<int32_t>(x.dtype));
+    for (int64_t d : *x.shape) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    if (x.value && !x.value->is_float && x.dtype == DType::i64) {  // known shape arguments
+      auto* init = graph->add_initializer();
+      init->set_name(x.name);
+      init->set_data_type(onnx::TensorProto::INT64);
+      for (int64_t d : *x.shape) init->add_dims(d);
+      for (int64_t v : x.value->ints) init->add_int64_data(v);
+    }
+  }
+  *graph->add_node() = np;
+  for (const auto& o : np.output())
+    if (!o.empty()) graph->add_output()->set_name(o);
+  try {
+    onnx::checker::check_node(np, checker, scope);
+    onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions(false, 1, false));
+  } catch (const std::exception&) {
+    return false;
+  }
+  bool any = false;
+  auto take = [&](const onnx::ValueInfoProto& vi) {
+    int t = g.find(vi.name());
+    if (t < 0 || !vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+    const auto& tt = vi.type().tensor_type();
+    Shape s;
+    for (const auto& d : tt.shape().dim()) {
+      if (!d.has_dim_value() || d.dim_value() < 0 || d.dim_value() > limits::kMaxDim) return;
+      s.push_back(d.dim_value());
+    }
+    auto dt = dtype_from_onnx(tt.elem_type());
+    if (!dt || *dt == DType::undefined || s.size() > static_cast<size_t>(limits::kMaxRank)) return;
+    checked_product(s, "inferred shape");
+    g.tensors[t].dtype = *dt;
+    g.tensors[t].shape = s;
+    any = true;
+  };
+  for (const auto& vi : m.graph().output()) take(vi);
+  for (const auto& vi : m.graph().value_info()) take(vi);
+  return any;
+}
+
 bool is_known_domain(const std::string& d) {
   return d.empty() || d == "ai.onnx" || d == "ai.onnx.ml" || d == "com.microsoft" ||
          d == "ai.onnx.preview.training";
@@ -470,25 +514,12 @@ bool is_known_domain(const std::string& d) {
 
 namespace {
 
-// Shared tail of both entry points: convert, free the proto, attach the library's shapes.
+// Shared tail of both entry points: convert, then free the proto (and any inline weights).
 Graph convert(std::unique_ptr<onnx::ModelProto> model, const std::string& name, const LoadOptions& options) {
   Graph g;
-  std::map<std::string, std::pair<DType, Shape>> fallback;
-  {
-    Converter c(name, options, g);
-    c.run(*model);
-    fallback = std::move(c.fallback);
-    model.reset();  // the proto (and any inline weights) is freed here
-  }
-  // Record the library's shapes on tensors our inference may not reach; ours override later.
-  for (auto& [tensor, ds] : fallback) {
-    int t = g.find(tensor);
-    if (t >= 0 && g.tensors[t].role == TensorRole::activation && !g.tensors[t].shape) {
-      g.tensors[t].dtype = ds.first;
-      g.tensors[t].shape = ds.second;
-      g.tensors[t].value.reset();
-    }
-  }
+  Converter c(name, options, g);
+  c.run(*model);
+  model.reset();
   return g;
 }
 

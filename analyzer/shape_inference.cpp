@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "analyzer/onnx_loader.hpp"
+
 namespace rooflens {
 namespace {
 
@@ -37,6 +39,7 @@ InferenceResult infer_shapes(Graph& g, const RuleRegistry& rules) {
       }
     } else {
       r.unresolved[i] = "no rooflens rule for this op";
+      foreign_node_shapes(g, n);  // outputs may still get shapes, so what follows is costed
     }
     bool outputs_known = true, values_known = true;
     for (int t : n.outputs) {

@@ -49,7 +49,7 @@ int64_t inactive_expert_params(const Graph& g) {
 // multiplied by the layer count.
 class DecodeSweep {
  public:
-  DecodeSweep(Lowered& step, const TransformerConfig& c, const Device& device) : l_(step), c_(c), device_(device) {
+  DecodeSweep(Lowered& step, const Device& device) : l_(step), device_(device) {
     layers_ = 0;
     for (int layer : l_.model.layer_of_node) layers_ = std::max<int64_t>(layers_, layer + 1);
     for (auto [t, axis] : l_.model.cache_inputs)
@@ -96,7 +96,6 @@ class DecodeSweep {
   int layer_of(int node) const { return l_.model.layer_of_node[node]; }
 
   Lowered& l_;
-  const TransformerConfig& c_;
   const Device& device_;
   int64_t layers_ = 0;
   double base_s_ = 0;
@@ -193,7 +192,7 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
     g.prompt = o.prompt;
     g.gen = o.gen;
     g.ttft_s = main.analysis.totals.predicted_s;
-    DecodeSweep sweep(step, c, device);
+    DecodeSweep sweep(step, device);
     double decode_total = 0;
     for (int64_t i = 1; i < o.gen; ++i) {
       double s = sweep.step_seconds(cached_tokens(c, o.prompt + i - 1));

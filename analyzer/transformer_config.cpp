@@ -110,6 +110,8 @@ TransformerConfig parse_transformer_config(const std::string& text, const std::s
     j = json::parse(text);
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON at byte {}", path, e.byte));
+  } catch (const json::exception& e) {  // e.g. a number too large for any type
+    throw InputError(fmt::format("{}: malformed JSON: {}", path, e.what()));
   }
   if (!j.is_object()) throw InputError(fmt::format("{}: a config must be a JSON object", path));
   if (!j.contains("model_type") || !j.at("model_type").is_string())

@@ -133,7 +133,8 @@ void JsonSink::write(std::ostream& out, const Analysis& a) const {
                       {"params", r.params}, {"predicted_s", r.predicted_s}});
   j["by_block"] = blocks;
   if (a.transformer) j["transformer"] = transformer_json(*a.transformer);
-  out << j.dump(1) << '\n';
+  // Names come from the model file and may hold any bytes: invalid UTF-8 becomes U+FFFD.
+  out << j.dump(1, ' ', false, json::error_handler_t::replace) << '\n';
 }
 
 }  // namespace rooflens::reports

@@ -176,3 +176,27 @@ TEST_CASE("every file of the bad-input corpus fails cleanly", "[cli][errors][cor
   }
   CHECK(files >= 20);
 }
+
+TEST_CASE("inputs the fuzzers once broke rooflens on now end in a report or one clean line", "[cli][errors][corpus]") {
+  // tests/data/fuzz/: regression inputs saved from fuzzing (scripts/fuzz.sh). Each must end with
+  // exit 0 and a complete JSON, or exit 2 and one line; never a crash or an internal error.
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(data_path("tests/data/fuzz"))) {
+    std::string path = entry.path().string();
+    bool config = entry.path().extension() == ".json";
+    fs::path json = scratch() / "fuzz_out.json";
+    fs::remove(json);
+    std::string args = config ? " --phase generate --prompt 4 --gen 3" : " --dim batch=1 --dim seq=8";
+    INFO(path);
+    RunResult r = run("analyze " + path + args + " --json " + json.string());
+    if (r.code == 0) {
+      std::ifstream in(json);
+      CHECK_NOTHROW(nlohmann::json::parse(in));
+    } else {
+      CHECK(r.code == 2);
+      CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    }
+    ++files;
+  }
+  CHECK(files >= 2);
+}

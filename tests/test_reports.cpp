@@ -99,3 +99,14 @@ TEST_CASE("outputs are written whole or not at all", "[reports]") {
   CHECK_THROWS_AS(reports::write_atomically((dir / "missing" / "x.json").string(), [](std::ostream&) {}), InputError);
   fs::remove_all(dir);
 }
+
+TEST_CASE("names with invalid UTF-8 still give valid JSON", "[reports]") {
+  // Found by fuzz_onnx: model files may name nodes with any bytes.
+  ModelBuilder b;
+  b.input("x", DType::f32, {4}).node("Relu", {"x"}, {"bad\xff\xfename"}).output("bad\xff\xfename");
+  Analysis a = analyze_model(b);
+  std::ostringstream s;
+  REQUIRE_NOTHROW(reports::JsonSink().write(s, a));
+  auto j = nlohmann::json::parse(s.str());
+  CHECK(j["nodes"][0]["name"] == "bad\xEF\xBF\xBD\xEF\xBF\xBDname");  // each bad byte becomes U+FFFD
+}

@@ -67,10 +67,20 @@ AttentionLayout ms_attention(const Inputs& in) {
   return L;
 }
 
+// Past K/V are (batch, heads, length, head_dim).
+int64_t past_length(const Inputs& in, size_t i) {
+  Shape p = in.shape(i);
+  if (p.size() != 4) reject(in, "past key/value must be (batch, heads, length, head_dim)");
+  return p[2];
+}
+
 AttentionLayout ms_multi_head(const Inputs& in) {
   const Node& n = in.node;
   AttentionLayout L;
   Shape q = in.shape(0);
+  if (q.size() != 3 && q.size() != 5) reject(in, "MultiHeadAttention query must be (B,S,hidden) or packed (B,S,N,3,H)");
+  if (in.has(1) && in.shape(1).size() != 3 && in.shape(1).size() != 4) reject(in, "key must be 3-D or 4-D");
+  if (in.has(2) && in.shape(2).size() != 3 && in.shape(2).size() != 4) reject(in, "value must be 3-D or 4-D");
   int64_t heads = n.attr_int("num_heads", 0);
   L.core.q_heads = L.core.kv_heads = heads;
   L.core.batch = q[0];
@@ -93,7 +103,7 @@ AttentionLayout ms_multi_head(const Inputs& in) {
     v_hidden = v.size() == 4 ? v[1] * v[3] : v.size() == 3 ? v[2] : q[2];
     L.core.head_dim_v = divide_exact(in.ictx, v_hidden, heads, "value hidden size");
   }
-  if (in.has(6)) L.past_len = in.shape(6)[2];
+  if (in.has(6)) L.past_len = past_length(in, 6);
   L.core.kv_len = L.past_len + kv_new;
   L.present_len = L.core.kv_len;
   L.core.causal = n.attr_int("unidirectional", 0) != 0;
@@ -114,7 +124,7 @@ AttentionLayout ms_group_query(const Inputs& in) {
   int64_t head_dim = in.has(1) ? divide_exact(in.ictx, q[2], heads, "query hidden size")
                                : divide_exact(in.ictx, q[2], heads + 2 * kv_heads, "packed QKV hidden size");
   L.core.head_dim_qk = L.core.head_dim_v = head_dim;
-  if (in.has(3)) L.past_len = in.shape(3)[2];
+  if (in.has(3)) L.past_len = past_length(in, 3);
   int64_t total = L.past_len + q[1];
   if (in.has(6)) {
     if (const Value* v = in.value(6); v && v->size() == 1) total = v->int_at(0);
@@ -132,6 +142,8 @@ AttentionLayout onnx_attention(const Inputs& in) {
   AttentionLayout L;
   Shape q = in.shape(0), k = in.shape(1), v = in.shape(2);
   bool four_d = q.size() == 4;
+  if ((q.size() != 3 && q.size() != 4) || k.size() != q.size() || v.size() != q.size())
+    reject(in, "Q, K and V must all be 3-D or all 4-D");
   L.core.batch = q[0];
   if (four_d) {
     L.core.q_heads = q[1];
@@ -148,7 +160,7 @@ AttentionLayout onnx_attention(const Inputs& in) {
     L.core.head_dim_v = divide_exact(in.ictx, v[2], L.core.kv_heads, "V hidden size");
     L.core.kv_len = k[1];
   }
-  if (in.has(4)) L.past_len = in.shape(4)[2];
+  if (in.has(4)) L.past_len = past_length(in, 4);
   L.core.kv_len += L.past_len;
   L.present_len = L.core.kv_len;
   L.core.causal = n.attr_int("is_causal", 0) != 0;

@@ -35,7 +35,7 @@ ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const 
   g.kernel.assign(w.begin() + 2, w.end());
   if (auto ks = n.attr_ints("kernel_shape"); ks && ks->size() == sd) g.kernel = *ks;
   if (!transpose) {
-    if (w[1] * g.groups != g.in_channels)
+    if (checked_mul(w[1], g.groups) != g.in_channels)
       fail(fmt::format("weight expects {} input channels x {} groups, input has {}", w[1], g.groups, g.in_channels));
     g.out_channels = w[0];
   } else {
@@ -45,7 +45,9 @@ ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const 
   auto strides = attr_or(n, "strides", sd, 1), dil = attr_or(n, "dilations", sd, 1);
   auto pads = attr_or(n, "pads", 2 * sd, 0);
   auto out_pad = attr_or(n, "output_padding", sd, 0);
-  if (strides.size() != sd || dil.size() != sd || pads.size() != 2 * sd) fail("strides/dilations/pads do not match the spatial rank");
+  if (strides.size() != sd || dil.size() != sd || pads.size() != 2 * sd || out_pad.size() != sd)
+    fail("strides/dilations/pads/output_padding do not match the spatial rank");
+  if (transpose && g.out_channels == 0) fail("no output channels");
   std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
   auto out_shape = n.attr_ints("output_shape");
   for (size_t i = 0; i < sd; ++i) {

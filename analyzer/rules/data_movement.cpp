@@ -183,6 +183,7 @@ void infer_constant_of_shape(InferContext& ctx) {
 
 void infer_range(InferContext& ctx) {
   const Value &s = ctx.required_value(0, "start"), &l = ctx.required_value(1, "limit"), &d = ctx.required_value(2, "delta");
+  if (s.size() != 1 || l.size() != 1 || d.size() != 1) ctx.fail("Range takes scalars");
   double start = s.real_at(0), limit = l.real_at(0), delta = d.real_at(0);
   if (delta == 0) ctx.fail("Range delta is 0");
   double n = std::ceil((limit - start) / delta);
@@ -518,6 +519,7 @@ void infer_depth_space(InferContext& ctx) {
 void infer_one_hot(InferContext& ctx) {
   Shape s = ctx.shape(0);
   auto depth = ctx.required_value(1, "depth");
+  if (depth.size() != 1) ctx.fail("OneHot depth must hold one value");
   int64_t rank = static_cast<int64_t>(s.size()) + 1;
   int64_t axis = ctx.axis(ctx.node().attr_int("axis", -1), rank);
   int64_t d = depth.int_at(0);

@@ -80,6 +80,23 @@ NodeCost cost_layer_norm_like(const CostContext& ctx, bool rms) {
 
 void infer_same_as_input(InferContext& ctx) { ctx.set_output(0, ctx.dtype(0), ctx.shape(0)); }
 
+// Softmax family: the axis must exist (default 1 before opset 13, -1 after).
+void infer_softmax(InferContext& ctx) {
+  const Node& n = ctx.node();
+  ctx.axis(n.attr_int("axis", n.opset < 13 ? 1 : -1), ctx.rank(0));
+  infer_same_as_input(ctx);
+}
+
+void infer_instance_group_norm(InferContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  if (x.size() < 3) ctx.fail("input needs (N, C, spatial...)");
+  if (ctx.node().op_type == "GroupNormalization") {
+    int64_t groups = ctx.node().attr_int("num_groups", 0);
+    if (groups <= 0 || x[1] % groups != 0) ctx.fail(fmt::format("num_groups {} does not divide {} channels", groups, x[1]));
+  }
+  infer_same_as_input(ctx);
+}
+
 void infer_batch_norm(InferContext& ctx) {
   const Shape& x = ctx.shape(0);
   if (x.size() < 2) ctx.fail("BatchNormalization input needs a channel dim");
@@ -137,17 +154,17 @@ void register_norm_rules(RuleRegistry& r) {
   r.add({"", "SimplifiedLayerNormalization", OpFamily::norm, infer_layer_norm_like, rms});
   r.add({"com.microsoft", "SkipSimplifiedLayerNormalization", OpFamily::norm, infer_layer_norm_like, rms});
   r.add({"", "BatchNormalization", OpFamily::norm, infer_batch_norm, cost_batch_norm});
-  r.add({"", "InstanceNormalization", OpFamily::norm, infer_same_as_input, cost_instance_group_norm});
-  r.add({"", "GroupNormalization", OpFamily::norm, infer_same_as_input, cost_instance_group_norm});
+  r.add({"", "InstanceNormalization", OpFamily::norm, infer_instance_group_norm, cost_instance_group_norm});
+  r.add({"", "GroupNormalization", OpFamily::norm, infer_instance_group_norm, cost_instance_group_norm});
   // p=2: square, add, divide per element.
-  r.add({"", "LpNormalization", OpFamily::norm, infer_same_as_input,
+  r.add({"", "LpNormalization", OpFamily::norm, infer_softmax,
          [](const CostContext& c) { return rules::elementwise_cost(c, 3); }});
-  r.add({"", "Softmax", OpFamily::softmax, infer_same_as_input,
+  r.add({"", "Softmax", OpFamily::softmax, infer_softmax,
          [](const CostContext& c) { return cost_softmax(c, kSoftmaxFlopsPerElement); }});
   // max, subtract, exp, sum, subtract log-sum.
-  r.add({"", "LogSoftmax", OpFamily::softmax, infer_same_as_input,
+  r.add({"", "LogSoftmax", OpFamily::softmax, infer_softmax,
          [](const CostContext& c) { return cost_softmax(c, 5); }});
-  r.add({"", "Hardmax", OpFamily::softmax, infer_same_as_input,
+  r.add({"", "Hardmax", OpFamily::softmax, infer_softmax,
          [](const CostContext& c) { return cost_softmax(c, 1); }});
 }
 

@@ -68,6 +68,10 @@ MoeDims moe_dims(const Node& n, const Shape& x, const Shape& fc1, bool gated) {
 void infer_moe(InferContext& ctx) {
   const Shape &x = ctx.shape(0), &probs = ctx.shape(1), &fc1 = ctx.shape(2);
   if (fc1.size() != 3) ctx.fail("expert weights must be [experts, hidden, inter]");
+  if (x.empty() || probs.empty() || x.back() == 0) ctx.fail("input and router probabilities need a last dim");
+  if (fc1[1] != x.back() && fc1[2] != x.back()) ctx.fail("expert weights do not match the hidden size");
+  for (size_t i : {4u, 6u})
+    if (ctx.has_input(i) && ctx.shape(i).size() != 3) ctx.fail("expert weights must be 3-D");
   if (probs.back() != fc1[0]) ctx.fail(fmt::format("router gives {} experts, weights hold {}", probs.back(), fc1[0]));
   int64_t k = ctx.node().attr_int("k", 1);
   if (k <= 0 || k > fc1[0]) ctx.fail(fmt::format("k={} is outside [1, {}]", k, fc1[0]));
