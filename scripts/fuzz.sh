@@ -3,9 +3,11 @@
 # (fuzz/corpus, samples, tests' files) and on every saved regression input. A finding is copied
 # to tests/data/fuzz/ so that the CPU tests keep it, and the script fails.
 #   scripts/fuzz.sh [SECONDS per target, default 60]
+#   scripts/fuzz.sh runs=N          (N executions per target instead; the benchmark figure)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds="${1:-60}"
+limit="-max_total_time=${1:-60}"
+case "${1:-}" in runs=*) limit="-runs=${1#runs=}" ;; esac
 scripts/setup.sh fuzz
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DROOFLENS_FUZZ=ON -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
 cmake --build build-fuzz -j"$(nproc)" --target fuzz_onnx fuzz_config
@@ -21,7 +23,7 @@ status=0
 for target in onnx config; do
   start=$(date +%s)
   log="$work/$target.log"
-  if ! (cd "$work/findings" && "$OLDPWD/build-fuzz/fuzz/fuzz_$target" -max_total_time="$seconds" -max_len=8192 -timeout=10 \
+  if ! (cd "$work/findings" && "$OLDPWD/build-fuzz/fuzz/fuzz_$target" "$limit" -max_len=8192 -timeout=10 \
           -rss_limit_mb=3072 -print_final_stats=1 "$work/$target" > "$log" 2>&1); then
     status=1
     grep -E "ERROR|SUMMARY|what\(\)" "$log" | head -5 || true
