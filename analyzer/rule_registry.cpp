@@ -73,7 +73,7 @@ void InferContext::fail(const std::string& message) const {
 }
 
 int64_t InferContext::axis(int64_t a, int64_t r) const {
-  if (a < -r || a >= std::max<int64_t>(r, 1)) fail(fmt::format("axis {} is out of range for rank {}", a, r));
+  if (r == 0 || a < -r || a >= r) fail(fmt::format("axis {} is out of range for rank {}", a, r));
   return a < 0 ? a + r : a;
 }
 

@@ -62,9 +62,11 @@ void node_table(std::ostream& out, const Analysis& a, int top_n) {
              "MACs", "rd act", "rd wt", "write", "params", "AI", "time", "bound", "%");
   for (const NodeResult* n : rows) {
     const NodeCost& c = n->cost;
-    fmt::print(out, "{:<19} {:<10} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>5.1f} {:>8} {:>7} {:>4.1f}\n", fit(n->name, 19),
+    double ai = n->roof.intensity;
+    fmt::print(out, "{:<19} {:<10} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>5} {:>8} {:>7} {:>4.1f}\n", fit(n->name, 19),
                fit(n->op, 10), short_count(c.flops), c.macs ? short_count(*c.macs) : "-", short_bytes(c.read_act),
-               short_bytes(c.read_weight), short_bytes(c.written), short_count(n->params), n->roof.intensity,
+               short_bytes(c.read_weight), short_bytes(c.written), short_count(n->params),
+               ai < 100 ? fmt::format("{:.1f}", ai) : short_count(static_cast<int64_t>(ai)),
                human_time(n->roof.predicted), bound_name(n->roof.bound), total > 0 ? 100 * n->roof.predicted / total : 0);
   }
 }
@@ -74,10 +76,10 @@ void block_table(std::ostream& out, const Analysis& a, int top_n) {
   if (static_cast<int>(rows.size()) > top_n) rows.resize(top_n);
   double total = a.totals.predicted_s;
   fmt::print(out, "\nTop {} blocks by predicted time (repeated layers folded: *)\n", rows.size());
-  fmt::print(out, "{:<40} {:<12} {:>5} {:>7} {:>9} {:>7} {:>9} {:>5}\n", "block", "op", "count", "FLOPs", "bytes",
+  fmt::print(out, "{:<38} {:<12} {:>5} {:>7} {:>9} {:>7} {:>9} {:>5}\n", "block", "op", "count", "FLOPs", "bytes",
              "params", "time", "%");
   for (const BlockRow& r : rows)
-    fmt::print(out, "{:<40} {:<12} {:>5} {:>7} {:>9} {:>7} {:>9} {:>5.1f}\n", fit(r.block, 40), fit(r.op, 12), r.count,
+    fmt::print(out, "{:<38} {:<12} {:>5} {:>7} {:>9} {:>7} {:>9} {:>5.1f}\n", fit(r.block, 38), fit(r.op, 12), r.count,
                short_count(r.flops), human_bytes(static_cast<double>(r.bytes)), short_count(r.params),
                human_time(r.predicted_s), total > 0 ? 100 * r.predicted_s / total : 0);
 }
@@ -124,9 +126,17 @@ void by_op(std::ostream& out, const Analysis& a) {
   for (const auto& s : a.by_op)
     fmt::print(out, "{:<28} {:>6} {:>9} {:>6.1f} {:>8} {:>9}\n", fit(s.op, 28), s.count, human_time(s.predicted_s),
                total > 0 ? 100 * s.predicted_s / total : 0, short_count(s.flops), human_bytes(static_cast<double>(s.bytes)));
-  std::vector<std::string> fam;
-  for (auto& [f, t] : a.by_family) fam.push_back(fmt::format("{} {:.1f}%", f, total > 0 ? 100 * t / total : 0));
-  fmt::print(out, "by class: {}\n", fmt::join(fam, ", "));
+  std::string line = "by class:";
+  for (auto& [f, t] : a.by_family) {
+    std::string item = fmt::format(" {} {:.1f}%,", f, total > 0 ? 100 * t / total : 0);
+    if (line.size() + item.size() > 100) {
+      fmt::print(out, "{}\n", line);
+      line = "         ";
+    }
+    line += item;
+  }
+  line.pop_back();
+  fmt::print(out, "{}\n", line);
 }
 
 }  // namespace

@@ -51,9 +51,9 @@ void write_transformer_totals(std::ostream& out, const TransformerSummary& t, co
   fmt::print(out, "\n  KV cache    {} per token, {} per sequence ({} tokens), {} for the batch\n", bytes(t.kv_bytes_per_token),
              bytes(t.kv_bytes_per_sequence), t.memory.cached_tokens, bytes(t.kv_bytes_batch));
   const MemoryFit& m = t.memory;
-  fmt::print(out, "  memory      weights {} + KV {} + activations {} = {} of {}: {}\n", bytes(m.weight_bytes),
+  fmt::print(out, "  memory      weights {} + KV {} + act. {} = {} of {}: {}\n", bytes(m.weight_bytes),
              bytes(m.kv_cache_bytes), bytes(m.activation_bytes), bytes(m.total_bytes), bytes(m.device_bytes),
-             m.fits ? "fits" : "does NOT fit");
+             m.fits ? "fits" : "too big");
   fmt::print(out, "  largest     batch {} at this context; context {} at this batch\n", m.max_batch,
              m.max_context < 0 ? std::string("unbounded (sliding window)") : with_commas(m.max_context));
   if (t.allreduces)

@@ -10,6 +10,7 @@
 #include "model_builder.hpp"
 #include "reports/atomic_file.hpp"
 #include "reports/sink.hpp"
+#include "analyzer/transformer_analysis.hpp"
 
 using namespace rooflens;
 using namespace rooflens::test;
@@ -81,6 +82,23 @@ TEST_CASE("the terminal report fits 100 columns and ends with the coverage line"
   }
   CHECK(last == "coverage: 122/122 nodes costed; every node costed");
   CHECK(s.str().find("Time by op type") != std::string::npos);
+}
+
+TEST_CASE("config reports fit 100 columns too", "[reports]") {
+  TransformerOptions o;
+  o.workload = Workload::generate;
+  o.prompt = 256;
+  o.gen = 8;
+  o.lowering.tp = 8;
+  Analysis a = analyze_transformer(load_transformer_config(data_path("samples/configs/deepseek-v3/config.json")), o);
+  for (bool blocks : {false, true}) {
+    std::ostringstream s;
+    reports::TableSink(20, blocks).write(s, a);
+    std::istringstream lines(s.str());
+    std::string line;
+    while (std::getline(lines, line)) CHECK(line.size() <= 100);
+    CHECK(s.str().find("generation  time to first token") != std::string::npos);
+  }
 }
 
 TEST_CASE("outputs are written whole or not at all", "[reports]") {
