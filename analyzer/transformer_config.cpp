@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -58,12 +59,20 @@ class Reader {
  private:
   int64_t checked(const char* key, int64_t limit) const {
     const json& v = j_.at(key);
-    if (!v.is_number_integer() && !(v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>()))))
-      throw InputError(fmt::format("{}: key '{}' must be an integer, got {}", path_, key, v.dump().substr(0, 40)));
-    int64_t x = v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(v.get<double>());
-    if (x < 0) throw InputError(fmt::format("{}: key '{}' is {}; it must not be negative", path_, key, x));
-    if (x > limit) throw InputError(fmt::format("{}: key '{}' is {}, beyond the limit {}", path_, key, x, limit));
-    return x;
+    auto not_integer = [&] {
+      return InputError(fmt::format("{}: key '{}' must be an integer, got {}", path_, key, v.dump().substr(0, 40)));
+    };
+    double as_double;
+    if (v.is_number_unsigned()) as_double = static_cast<double>(v.get<uint64_t>());
+    else if (v.is_number_integer()) as_double = static_cast<double>(v.get<int64_t>());
+    else if (v.is_number_float()) as_double = v.get<double>();
+    else throw not_integer();
+    // Range first: converting a double beyond int64 is undefined (found by fuzz_config).
+    if (!std::isfinite(as_double) || as_double != std::floor(as_double)) throw not_integer();
+    if (as_double < 0) throw InputError(fmt::format("{}: key '{}' is {}; it must not be negative", path_, key, v.dump()));
+    if (as_double > static_cast<double>(limit))
+      throw InputError(fmt::format("{}: key '{}' is {}, beyond the limit {}", path_, key, v.dump().substr(0, 40), limit));
+    return v.is_number_float() ? static_cast<int64_t>(as_double) : v.get<int64_t>();
   }
 
   const json& j_;
