@@ -73,6 +73,8 @@ std::string Coverage::line() const {
   return s + "; not costed: " + fmt::format("{}", fmt::join(parts, ", "));
 }
 
+Device resolve_device(const AnalysisOptions& o) { return o.calibrated ? *o.calibrated : find_device(o.device); }
+
 Analysis analyze_graph(Graph g, const AnalysisOptions& opt, Graph* inferred) {
   // Rules report bad input without knowing the file; name it here.
   const std::string source = g.source;
@@ -88,7 +90,7 @@ Analysis analyze_graph(Graph g, const AnalysisOptions& opt, Graph* inferred) {
 Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* inferred) {
   const RuleRegistry& rules = builtin_rules();
   Analysis a;
-  a.device = find_device(opt.device);
+  a.device = resolve_device(opt);
   InferenceResult inf = infer_shapes(g, rules);
   std::optional<DType> storage = opt.precision ? std::optional<DType>(storage_dtype(*opt.precision)) : std::nullopt;
 
@@ -214,9 +216,9 @@ Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* infer
   return a;
 }
 
-Analysis analyze_onnx(const std::string& path, const LoadOptions& load, const AnalysisOptions& options) {
-  find_device(options.device);  // a bad --device fails before the model is read
-  return analyze_graph(load_onnx(path, load), options);
+Analysis analyze_onnx(const std::string& path, const LoadOptions& load, const AnalysisOptions& options, Graph* inferred) {
+  resolve_device(options);  // a bad --device fails before the model is read
+  return analyze_graph(load_onnx(path, load), options, inferred);
 }
 
 }  // namespace rooflens

@@ -11,6 +11,7 @@
 #include "analyzer/device.hpp"
 #include "analyzer/graph.hpp"
 #include "analyzer/liveness.hpp"
+#include "analyzer/measurement.hpp"
 #include "analyzer/onnx_loader.hpp"
 #include "analyzer/roofline.hpp"
 
@@ -19,8 +20,11 @@ namespace rooflens {
 struct AnalysisOptions {
   std::optional<Precision> precision;  // --dtype; nullopt: the file's dtypes
   std::string device = "H100-SXM";
+  std::shared_ptr<const Device> calibrated;  // when set, used instead of `device` (--device-profile)
   bool strict = false;  // a node without a rule is an error
 };
+// The device an analysis runs against: the calibrated one when given, else the database entry.
+Device resolve_device(const AnalysisOptions& options);
 
 enum class NodeStatus {
   costed,      // a rule priced it
@@ -41,6 +45,7 @@ struct NodeResult {
   int64_t params = 0;  // float weights first read by this node
   RooflinePoint roof;
   std::vector<std::string> input_shapes, output_shapes;
+  std::optional<Measurement> measured;  // set by `rooflens profile`
 };
 
 struct OpTypeSummary {
@@ -98,10 +103,12 @@ struct Analysis {
   Coverage coverage;
   std::vector<std::string> notes;
   std::shared_ptr<const TransformerSummary> transformer;  // set for transformer configs
+  std::shared_ptr<const ProfileSummary> profile;          // set by `rooflens profile`
 };
 
 // `inferred`, when given, receives the graph with every shape bound (for re-costing).
 Analysis analyze_graph(Graph graph, const AnalysisOptions& options, Graph* inferred = nullptr);
-Analysis analyze_onnx(const std::string& path, const LoadOptions& load, const AnalysisOptions& options);
+Analysis analyze_onnx(const std::string& path, const LoadOptions& load, const AnalysisOptions& options,
+                      Graph* inferred = nullptr);
 
 }  // namespace rooflens

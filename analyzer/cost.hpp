@@ -4,12 +4,38 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "analyzer/formulas.hpp"
 
 namespace rooflens {
 
 // Kernel classes: the roofline picks the compute unit from this, and reports group by it.
 enum class OpFamily { gemm, conv, attention, elementwise, norm, softmax, reduce, pooling, data_movement, view, communication };
 std::string_view family_name(OpFamily f);
+
+// Convolution as the rule saw it (2-D spatial or 1-D with width 1), for the replay harness.
+struct ConvDims {
+  int64_t batch = 1, in_channels = 1, out_channels = 1, groups = 1;
+  std::vector<int64_t> in_spatial, kernel, out_spatial, strides, pads, dilations;
+  bool transpose = false;
+};
+
+struct MoeDims {
+  int64_t tokens = 0, hidden = 0, inter = 0, experts = 0, k = 1;
+  bool gated = false;
+};
+
+// The dims of the kernel a rule priced, kept so the replay harness (profiler/) runs exactly
+// what was predicted instead of re-deriving shapes. Only the heavy families fill one.
+struct KernelShape {
+  std::optional<GemmDims> gemm;
+  bool gemm_b_shared = false;  // the second operand is the same for every batch (weights)
+  bool gemm_b_transposed = false;
+  std::optional<AttentionDims> attention;
+  std::optional<ConvDims> conv;
+  std::optional<MoeDims> moe;
+};
 
 struct NodeCost {
   int64_t flops = 0;
@@ -25,6 +51,7 @@ struct NodeCost {
   int64_t collective_bytes = 0;  // a collective (all-reduce) over this many bytes per rank
   int64_t collective_ranks = 0;  // ... among this many GPUs
   std::string note;           // e.g. "causal: executed half of the dense scores; fused traffic"
+  KernelShape kernel;
 
   int64_t bytes() const { return read_act + read_weight + written; }
 };

@@ -1,6 +1,7 @@
 #pragma once
 // The device database (data/devices.json, compiled in): spec roofs with a source per number.
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,10 +24,33 @@ struct Device {
   std::map<std::string, double> cuda_core_flops;  // fp64, fp32, fp16, bf16
   std::map<std::string, std::string> sources;
   std::string roofs = "spec";  // "spec" or "calibrated"
+  std::optional<double> l2_bandwidth;      // measured by `rooflens calibrate`; no spec figure exists
+  std::shared_ptr<const Device> spec;      // calibrated devices: the spec roofs they replace
+  std::string profile_gpu;                 // calibrated: the GPU name the driver reported
+  double profile_sm_clock_mhz = 0;         // calibrated: SM clock while measuring
 };
 
 const std::vector<Device>& builtin_devices();
 // By id or alias, case-insensitive; InputError listing the known ids otherwise.
 const Device& find_device(const std::string& name);
+// The device database entry for a driver-reported name ("NVIDIA H100 80GB HBM3"); nullopt
+// when none matches.
+std::optional<Device> device_for_gpu_name(const std::string& gpu_name, int64_t sm_count);
+
+// A measured device profile (`rooflens calibrate`): achievable roofs of one GPU.
+struct DeviceProfile {
+  std::string base_device;  // id in the database
+  std::string gpu;
+  double sm_clock_mhz = 0;
+  double hbm_bandwidth = 0, l2_bandwidth = 0;
+  std::map<std::string, double> tensor_flops, cuda_core_flops;  // only what was measured
+  double launch_floor_s = 0;       // shortest kernel on the timeline
+  double launch_interval_s = 0;    // back-to-back launches, per launch
+  std::map<std::string, std::string> method;  // how each figure was measured
+};
+std::string device_profile_json(const DeviceProfile& p);  // schema "rooflens-device-profile" 1
+DeviceProfile read_device_profile(const std::string& path);  // InputError on a bad file
+// The spec device with the measured roofs in place; unmeasured roofs stay spec.
+Device calibrated_device(const DeviceProfile& p);
 
 }  // namespace rooflens

@@ -23,6 +23,7 @@ Lowered lower_and_analyze(const TransformerConfig& c, const LoweringOptions& lo,
   l.model = lower_transformer(c, lo);
   AnalysisOptions ao;
   ao.device = o.device;
+  ao.calibrated = o.calibrated;
   ao.strict = o.strict;
   l.analysis = analyze_graph(std::move(l.model.graph), ao, &l.graph);
   return l;
@@ -145,8 +146,8 @@ std::string_view workload_name(Workload w) {
   return "?";
 }
 
-Analysis analyze_transformer(const TransformerConfig& c, const TransformerOptions& o) {
-  const Device& device = find_device(o.device);
+Analysis analyze_transformer(const TransformerConfig& c, const TransformerOptions& o, Graph* inferred) {
+  const Device device = o.calibrated ? *o.calibrated : find_device(o.device);
   LoweringOptions lo = o.lowering;
   if (o.workload == Workload::generate) {
     if (o.prompt <= 0 || o.gen <= 0) throw InputError(fmt::format("{}: --prompt and --gen must be positive", c.path));
@@ -211,6 +212,7 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
   summary->kv_bytes_batch = checked_mul(summary->kv_bytes_per_sequence, lo.batch);
   summary->memory = fit_memory(c, o, main.analysis, activation_peak, summary->kv_bytes_per_token);
   main.analysis.transformer = summary;
+  if (inferred) *inferred = std::move(main.graph);
   return std::move(main.analysis);
 }
 

@@ -20,6 +20,7 @@ struct TransformerOptions {
   LoweringOptions lowering;  // batch, seq/context, attention, dtypes, tp
   int64_t prompt = 0, gen = 0;  // generate
   std::string device = "H100-SXM";
+  std::shared_ptr<const Device> calibrated;  // --device-profile
   bool strict = false;
 };
 
@@ -56,7 +57,8 @@ struct TransformerSummary {
 };
 
 // The analysis of the lowered graph (prefill, or the decode step), with `transformer` set.
-Analysis analyze_transformer(const TransformerConfig& config, const TransformerOptions& options);
+// `inferred`, when given, receives the lowered graph with shapes bound (prefill or decode).
+Analysis analyze_transformer(const TransformerConfig& config, const TransformerOptions& options, Graph* inferred = nullptr);
 
 std::string_view workload_name(Workload w);
 

@@ -1,10 +1,13 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include "reports/result_json.hpp"
 #include "reports/sink.hpp"
 
 namespace rooflens::reports {
 namespace {
+
+using nlohmann::json;
 
 // RFC 4180: quote fields holding separators, quotes or newlines.
 std::string csv_field(const std::string& s) {
@@ -14,32 +17,46 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
-std::string join_shapes(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + v[i];
-  return s;
+std::string cell(const json& v) {
+  if (v.is_null()) return "";
+  if (v.is_string()) return csv_field(v.get<std::string>());
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number()) return fmt::format("{:.6g}", v.get<double>());
+  if (v.is_array()) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + (v[i].is_string() ? v[i].get<std::string>() : v[i].dump());
+    return csv_field(s);
+  }
+  return csv_field(v.dump());
 }
+
+const char* kColumns[] = {"index", "name", "op", "family", "status", "precision", "input_shapes", "output_shapes", "flops", "macs",
+                          "dense_flops", "bytes_read_activations", "bytes_read_weights", "bytes_written", "params", "intensity",
+                          "unit", "predicted_s", "roof_fraction", "bound", "reason"};
+const char* kMeasured[] = {"status", "median_s", "q1_s", "q3_s", "samples", "kernels", "achieved_flops", "achieved_bytes_per_s",
+                           "bound", "error", "reason"};
 
 }  // namespace
 
-void CsvSink::write(std::ostream& out, const Analysis& a) const {
-  out << "index,name,op,family,status,precision,input_shapes,output_shapes,flops,macs,dense_flops,"
-         "bytes_read_activations,bytes_read_weights,bytes_written,params,intensity,unit,predicted_s,"
-         "roof_fraction,bound,reason\n";
-  for (const NodeResult& n : a.nodes) {
-    bool has = n.status != NodeStatus::not_costed;
-    auto num = [&](int64_t v) { return has ? std::to_string(v) : std::string(); };
-    fmt::print(out, "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", n.index, csv_field(n.name),
-               csv_field(n.op), n.family ? family_name(*n.family) : "", status_name(n.status),
-               precision_name(n.precision), csv_field(join_shapes(n.input_shapes)),
-               csv_field(join_shapes(n.output_shapes)), num(n.cost.flops),
-               n.cost.macs ? std::to_string(*n.cost.macs) : "",
-               n.cost.dense_flops ? std::to_string(*n.cost.dense_flops) : "", num(n.cost.read_act),
-               num(n.cost.read_weight), num(n.cost.written), num(n.params),
-               has ? fmt::format("{:.6g}", n.roof.intensity) : "", n.roof.unit,
-               has ? fmt::format("{:.6g}", n.roof.predicted) : "", has ? fmt::format("{:.4f}", n.roof.roof_fraction) : "",
-               has ? bound_name(n.roof.bound) : "", csv_field(n.reason));
+void write_csv_from_json(std::ostream& out, const json& result) {
+  bool profiled = result.contains("profile");
+  std::string head;
+  for (const char* c : kColumns) head += std::string(head.empty() ? "" : ",") + c;
+  if (profiled)
+    for (const char* c : kMeasured) head += std::string(",measured_") + c;
+  out << head << '\n';
+  for (const json& n : result.at("nodes")) {
+    std::string row;
+    for (const char* c : kColumns) row += std::string(row.empty() && c == kColumns[0] ? "" : ",") + (n.contains(c) ? cell(n.at(c)) : "");
+    if (profiled) {
+      const json m = n.value("measured", json::object());
+      for (const char* c : kMeasured) row += "," + (m.contains(c) ? cell(m.at(c)) : "");
+    }
+    out << row << '\n';
   }
 }
+
+void CsvSink::write(std::ostream& out, const Analysis& a) const { write_csv_from_json(out, result_json(a)); }
 
 }  // namespace rooflens::reports

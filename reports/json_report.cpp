@@ -1,5 +1,7 @@
 #include <nlohmann/json.hpp>
 
+#include "reports/profile_report.hpp"
+#include "reports/result_json.hpp"
 #include "reports/sink.hpp"
 #include "reports/transformer_report.hpp"
 
@@ -24,6 +26,17 @@ json device_json(const Device& d) {
               {"sources", d.sources}};
 }
 
+json device_with_spec(const Device& d) {
+  json j = device_json(d);
+  j["l2_bandwidth"] = d.l2_bandwidth ? json(*d.l2_bandwidth) : json(nullptr);
+  if (d.spec) {
+    j["spec"] = device_json(*d.spec);
+    j["measured_gpu"] = d.profile_gpu;
+    j["measured_sm_clock_mhz"] = d.profile_sm_clock_mhz;
+  }
+  return j;
+}
+
 json node_json(const NodeResult& n) {
   json j{{"index", n.index},
          {"name", n.name},
@@ -33,6 +46,7 @@ json node_json(const NodeResult& n) {
          {"precision", std::string(precision_name(n.precision))},
          {"input_shapes", n.input_shapes},
          {"output_shapes", n.output_shapes}};
+  if (n.measured) j["measured"] = measurement_json(*n.measured);
   if (n.status == NodeStatus::not_costed) {
     j["reason"] = n.reason;
     return j;
@@ -62,7 +76,7 @@ json node_json(const NodeResult& n) {
 
 }  // namespace
 
-void JsonSink::write(std::ostream& out, const Analysis& a) const {
+json result_json(const Analysis& a) {
   json inputs = json::array();
   for (const auto& in : a.inputs) inputs.push_back({{"name", in.name}, {"dtype", dtype_name(in.dtype)}, {"shape", in.shape}});
   json bound = json::object();
@@ -81,9 +95,9 @@ void JsonSink::write(std::ostream& out, const Analysis& a) const {
   int64_t total_mem = t.weight_bytes + a.memory.peak_bytes;
   json j{
       {"schema_version", kJsonSchemaVersion},
-      {"tool", {{"name", "rooflens"}, {"command", "analyze"}}},
+      {"tool", {{"name", "rooflens"}, {"command", a.profile ? "profile" : "analyze"}}},
       {"model", {{"path", a.model}, {"producer", a.producer}, {"opset", a.opset}, {"inputs", inputs}, {"bound_dims", bound}}},
-      {"device", device_json(a.device)},
+      {"device", device_with_spec(a.device)},
       {"dtype", a.dtype_label},
       {"conventions",
        {{"flop", "one multiply or one add; a GEMM M x K x N is 2*M*N*K FLOPs"},
@@ -133,8 +147,13 @@ void JsonSink::write(std::ostream& out, const Analysis& a) const {
                       {"params", r.params}, {"predicted_s", r.predicted_s}});
   j["by_block"] = blocks;
   if (a.transformer) j["transformer"] = transformer_json(*a.transformer);
+  if (a.profile) j["profile"] = profile_json(*a.profile);
+  return j;
+}
+
+void JsonSink::write(std::ostream& out, const Analysis& a) const {
   // Names come from the model file and may hold any bytes: invalid UTF-8 becomes U+FFFD.
-  out << j.dump(1, ' ', false, json::error_handler_t::replace) << '\n';
+  out << result_json(a).dump(1, ' ', false, json::error_handler_t::replace) << '\n';
 }
 
 }  // namespace rooflens::reports

@@ -36,7 +36,14 @@ class CsvSink : public Sink {
   void write(std::ostream& out, const Analysis& a) const override;
 };
 
-inline constexpr const char* kJsonSchemaVersion = "1.1";
+// The self-contained HTML report (roofline, layer table, time by op/block, memory timeline).
+class HtmlSink : public Sink {
+ public:
+  void write(std::ostream& out, const Analysis& a) const override;
+};
+
+// 1.2: measurements (nodes[].measured, profile), device spec/l2_bandwidth. Minor versions only add.
+inline constexpr const char* kJsonSchemaVersion = "1.2";
 
 // Rows of the by-block view: nodes whose names differ only in layer numbers, summed.
 struct BlockRow {

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "reports/format.hpp"
+#include "reports/profile_report.hpp"
 #include "reports/sink.hpp"
 #include "reports/transformer_report.hpp"
 
@@ -149,6 +150,7 @@ void TableSink::write(std::ostream& out, const Analysis& a) const {
   totals(out, a);
   if (a.transformer) write_transformer_totals(out, *a.transformer, a);
   by_op(out, a);
+  if (a.profile) write_profile_table(out, a, top_n_);
   for (const auto& note : a.notes) fmt::print(out, "note: {}\n", note);
   fmt::print(out, "\ncoverage: {}\n", a.coverage.line());
 }

@@ -225,6 +225,9 @@ NodeCost cost_attention(const CostContext& ctx, LayoutFn layout) {
   c.parallel_tiles = checked_mul(checked_mul(checked_mul(L.core.batch, L.core.q_heads), ceil_div(L.core.q_len, 128)),
                                  ceil_div(L.core.kv_len, 256));
   c.tensor_cores = true;
+  c.kernel.attention = L.core;
+  if (L.projection_out > 0)
+    c.kernel.gemm = GemmDims{1, checked_mul(L.core.batch, L.core.q_len), L.projection_out, L.projection_in};
   c.note = L.core.causal ? "causal: executed scores only (dense figure kept); fused traffic" : "fused traffic";
   if (L.core.window > 0) c.note += fmt::format("; local window {}", L.core.window);
   return c;

@@ -1,6 +1,8 @@
 // Convolutions: Conv (groups, depthwise, dilations, strides, pads, auto_pad) and ConvTranspose.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "analyzer/checked.hpp"
 #include "analyzer/formulas.hpp"
 #include "analyzer/rules/common.hpp"
@@ -11,6 +13,7 @@ namespace {
 struct ConvGeometry {
   int64_t batch, in_channels, out_channels, groups;
   Shape in_spatial, kernel, out_spatial;
+  std::vector<int64_t> strides, pads, dilations;
 };
 
 std::vector<int64_t> attr_or(const Node& n, const char* key, size_t count, int64_t fill) {
@@ -48,6 +51,9 @@ ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const 
   if (strides.size() != sd || dil.size() != sd || pads.size() != 2 * sd || out_pad.size() != sd)
     fail("strides/dilations/pads/output_padding do not match the spatial rank");
   if (transpose && g.out_channels == 0) fail("no output channels");
+  g.strides = strides;
+  g.dilations = dil;
+  g.pads = pads;
   std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
   auto out_shape = n.attr_ints("output_shape");
   for (size_t i = 0; i < sd; ++i) {
@@ -59,9 +65,17 @@ ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const 
       else if (auto_pad == "VALID") out = strides[i] * (in - 1) + out_pad[i] + eff_k;
       else out = strides[i] * (in - 1) + out_pad[i] + eff_k - pads[i] - pads[i + sd];
     } else {
-      if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") out = ceil_div(in, strides[i]);
-      else if (auto_pad == "VALID") out = (in - eff_k) / strides[i] + 1;
-      else out = (in + pads[i] + pads[i + sd] - eff_k) / strides[i] + 1;
+      if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+        out = ceil_div(in, strides[i]);
+        int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + eff_k - in);  // implied padding
+        g.pads[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+        g.pads[i + sd] = total - g.pads[i];
+      } else if (auto_pad == "VALID") {
+        out = (in - eff_k) / strides[i] + 1;
+        g.pads[i] = g.pads[i + sd] = 0;
+      } else {
+        out = (in + pads[i] + pads[i + sd] - eff_k) / strides[i] + 1;
+      }
     }
     if (out <= 0) fail(fmt::format("spatial dim {} would be {} (input {}, kernel {})", i, out, in, g.kernel[i]));
     g.out_spatial.push_back(out);
@@ -96,6 +110,8 @@ NodeCost cost_conv(const CostContext& ctx) {
   c.parallel_tiles = gemm_tiles(GemmDims{1, checked_mul(g.batch, out_sp), g.out_channels, checked_mul(g.in_channels / g.groups, k)});
   // Depthwise convolutions (one input channel per group) have no reduction for the matrix units.
   c.tensor_cores = g.in_channels / g.groups > 1;
+  c.kernel.conv = ConvDims{g.batch, g.in_channels, g.out_channels, g.groups, g.in_spatial, g.kernel,
+                           g.out_spatial, g.strides, g.pads, g.dilations, n.op_type == "ConvTranspose"};
   return c;
 }
 

@@ -73,6 +73,9 @@ NodeCost cost_matmul(const CostContext& ctx) {
   ctx.write_all_outputs(c);
   c.parallel_tiles = gemm_tiles(s.dims);
   c.tensor_cores = true;
+  c.kernel.gemm = s.dims;
+  c.kernel.gemm_b_shared = ctx.in_shape(1).size() <= 2;
+  c.kernel.gemm_b_transposed = fused_trans(n, "transB");
   return c;
 }
 
@@ -108,6 +111,9 @@ NodeCost cost_gemm(const CostContext& ctx) {
   ctx.write_all_outputs(c);
   c.parallel_tiles = gemm_tiles(d);
   c.tensor_cores = true;
+  c.kernel.gemm = d;
+  c.kernel.gemm_b_shared = true;
+  c.kernel.gemm_b_transposed = n.attr_int("transB", 0) != 0;
   return c;
 }
 
@@ -191,6 +197,23 @@ EinsumPlan plan_einsum(const InferContext* ctx, const std::string& equation, con
   return plan;
 }
 
+// A two-operand contraction as one batched GEMM: batch = indices in both operands and the
+// output, m = first operand and output only, n = second and output only, k = summed.
+GemmDims einsum_as_gemm(const EinsumPlan& plan) {
+  const std::string &a = plan.terms[0], &b = plan.terms[1], &o = plan.output;
+  GemmDims d;
+  d.m = d.n = d.k = 1;
+  for (auto [ch, size] : plan.sizes) {
+    bool in_a = a.find(ch) != std::string::npos, in_b = b.find(ch) != std::string::npos,
+         in_o = o.find(ch) != std::string::npos;
+    if (in_a && in_b && in_o) d.batch = checked_mul(d.batch, size);
+    else if (in_a && in_b) d.k = checked_mul(d.k, size);
+    else if (in_a && in_o) d.m = checked_mul(d.m, size);
+    else if (in_b && in_o) d.n = checked_mul(d.n, size);
+  }
+  return d;
+}
+
 // Pairwise, left to right: each step multiplies over the union of both operands' indices and
 // keeps the ones still needed. A step with nothing summed is a product only (1 FLOP each).
 NodeCost einsum_cost(const EinsumPlan& plan) {
@@ -222,6 +245,7 @@ NodeCost einsum_cost(const EinsumPlan& plan) {
   }
   c.flops = flops;
   if (macs) c.macs = macs;
+  if (plan.terms.size() == 2 && macs) c.kernel.gemm = einsum_as_gemm(plan);
   return c;
 }
 

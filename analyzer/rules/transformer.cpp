@@ -49,11 +49,6 @@ NodeCost cost_rope(const CostContext& ctx) {
   return c;
 }
 
-struct MoeDims {
-  int64_t tokens, hidden, inter, experts, k;
-  bool gated;
-};
-
 MoeDims moe_dims(const Node& n, const Shape& x, const Shape& fc1, bool gated) {
   MoeDims d;
   d.hidden = x.back();
@@ -112,6 +107,7 @@ NodeCost cost_moe(const CostContext& ctx) {
   ctx.write_all_outputs(c);
   c.parallel_tiles = gemm_tiles(GemmDims{1, assignments, d.inter, d.hidden});
   c.tensor_cores = true;
+  c.kernel.moe = d;
   c.note = fmt::format("top-{} of {} experts; {:.1f} distinct experts read (uniform routing)", d.k, d.experts, distinct);
   return c;
 }

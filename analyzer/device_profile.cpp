@@ -1,0 +1,105 @@
+// Device profiles: what `rooflens calibrate` measured, as JSON, and the calibrated Device.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "analyzer/device.hpp"
+#include "analyzer/errors.hpp"
+
+namespace rooflens {
+
+namespace {
+std::string lowered(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+}  // namespace
+
+std::optional<Device> device_for_gpu_name(const std::string& gpu_name, int64_t sm_count) {
+  std::string n = lowered(gpu_name);
+  // Driver names: "NVIDIA H100 80GB HBM3" (SXM, 132 SMs), "NVIDIA H100 PCIe" (114 SMs),
+  // "NVIDIA H200", "NVIDIA A100-SXM4-80GB", "NVIDIA L4", "NVIDIA GeForce RTX 4090".
+  auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
+  const char* id = nullptr;
+  if (has("h200")) id = "H200";
+  else if (has("h100")) id = has("pcie") || sm_count == 114 ? "H100-PCIe" : "H100-SXM";
+  else if (has("a100")) id = has("40gb") || has("pcie") ? "A100-PCIe-40GB" : "A100-SXM-80GB";
+  else if (has("l40s")) id = "L40S";
+  else if (has(" l4")) id = "L4";
+  else if (has("4090")) id = "RTX4090";
+  else if (has("b200")) id = "B200";
+  if (!id) return std::nullopt;
+  return find_device(id);
+}
+
+std::string device_profile_json(const DeviceProfile& p) {
+  nlohmann::json j;
+  j["schema"] = "rooflens-device-profile";
+  j["schema_version"] = 1;
+  j["base_device"] = p.base_device;
+  j["gpu"] = p.gpu;
+  j["sm_clock_mhz"] = p.sm_clock_mhz;
+  j["hbm_bandwidth"] = p.hbm_bandwidth;
+  j["l2_bandwidth"] = p.l2_bandwidth;
+  j["tensor_flops"] = p.tensor_flops;
+  j["cuda_core_flops"] = p.cuda_core_flops;
+  j["launch_floor_s"] = p.launch_floor_s;
+  j["launch_interval_s"] = p.launch_interval_s;
+  j["method"] = p.method;
+  return j.dump(2) + "\n";
+}
+
+DeviceProfile read_device_profile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(fmt::format("{}: cannot open device profile", path));
+  try {
+    auto j = nlohmann::json::parse(in);
+    if (j.value("schema", "") != "rooflens-device-profile")
+      throw InputError(fmt::format("{}: not a rooflens device profile (schema \"rooflens-device-profile\")", path));
+    if (j.at("schema_version").get<int>() != 1)
+      throw InputError(fmt::format("{}: device profile schema version {} is not 1", path, j.at("schema_version").get<int>()));
+    DeviceProfile p;
+    p.base_device = j.at("base_device").get<std::string>();
+    p.gpu = j.at("gpu").get<std::string>();
+    p.sm_clock_mhz = j.at("sm_clock_mhz").get<double>();
+    p.hbm_bandwidth = j.at("hbm_bandwidth").get<double>();
+    p.l2_bandwidth = j.at("l2_bandwidth").get<double>();
+    p.tensor_flops = j.at("tensor_flops").get<std::map<std::string, double>>();
+    p.cuda_core_flops = j.at("cuda_core_flops").get<std::map<std::string, double>>();
+    p.launch_floor_s = j.at("launch_floor_s").get<double>();
+    p.launch_interval_s = j.value("launch_interval_s", 0.0);
+    p.method = j.value("method", std::map<std::string, std::string>{});
+    auto positive = [&](double v, const char* what) {
+      if (!(v > 0) || v > 1e18) throw InputError(fmt::format("{}: {} must be a positive figure", path, what));
+    };
+    positive(p.hbm_bandwidth, "hbm_bandwidth");
+    positive(p.launch_floor_s, "launch_floor_s");
+    for (const auto* m : {&p.tensor_flops, &p.cuda_core_flops})
+      for (const auto& [k, v] : *m) positive(v, k.c_str());
+    find_device(p.base_device);  // must exist
+    return p;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: not a device profile: {}", path, e.what()));
+  }
+}
+
+Device calibrated_device(const DeviceProfile& p) {
+  Device spec = find_device(p.base_device);
+  Device d = spec;
+  d.spec = std::make_shared<const Device>(spec);
+  d.roofs = "calibrated";
+  d.hbm_bandwidth = p.hbm_bandwidth;
+  if (p.l2_bandwidth > 0) d.l2_bandwidth = p.l2_bandwidth;
+  for (const auto& [k, v] : p.tensor_flops) d.tensor_flops[k] = v;
+  for (const auto& [k, v] : p.cuda_core_flops) d.cuda_core_flops[k] = v;
+  d.launch_floor_s = p.launch_floor_s;
+  d.profile_gpu = p.gpu;
+  d.profile_sm_clock_mhz = p.sm_clock_mhz;
+  for (const auto& [k, v] : p.method) d.sources[k] = "measured: " + v;
+  return d;
+}
+
+}  // namespace rooflens

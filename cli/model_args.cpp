@@ -1,0 +1,166 @@
+// Shared model options and the analysis they describe.
+#include "cli/model_args.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "analyzer/errors.hpp"
+#include "analyzer/transformer_analysis.hpp"
+#include "reports/atomic_file.hpp"
+#include "reports/sink.hpp"
+
+namespace rooflens::cli {
+
+namespace {
+
+bool is_config_path(const std::string& path) {
+  return path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+}
+
+// fp32|bf16|fp16|fp8|int8|int4 as a storage dtype.
+DType dtype_flag(const std::string& flag, const std::string& value, bool allow_int4) {
+  if (value == "int4" && allow_int4) return DType::i4;
+  auto p = precision_from_name(value);
+  if (!p || *p == Precision::tf32)
+    throw InputError(fmt::format("{} {}: expected fp32, bf16, fp16, fp8, int8{}", flag, value, allow_int4 ? " or int4" : ""));
+  return storage_dtype(*p);
+}
+
+DType config_dtype(const TransformerConfig& c) {
+  if (c.dtype == "float16") return DType::f16;
+  if (c.dtype == "float32") return DType::f32;
+  return DType::bf16;
+}
+
+Analysis analyze_config(const ModelArgs& args, Graph* inferred, std::shared_ptr<const Device> calibrated) {
+  if (!args.dims.empty()) throw InputError("--dim applies to ONNX models; a config takes --batch/--seq/--context");
+  if (!args.dtype.empty()) throw InputError("--dtype applies to ONNX models; a config takes --weights/--activations/--kv-dtype");
+  TransformerConfig c = load_transformer_config(args.model);
+  TransformerOptions o;
+  o.device = args.device;
+  o.calibrated = calibrated;
+  o.strict = args.strict;
+  if (args.phase == "prefill") o.workload = Workload::prefill;
+  else if (args.phase == "decode") o.workload = Workload::decode;
+  else if (args.phase == "generate") o.workload = Workload::generate;
+  else throw InputError(fmt::format("--phase {}: expected prefill, decode or generate", args.phase));
+  if (args.attention != "flash" && args.attention != "naive")
+    throw InputError(fmt::format("--attention {}: expected flash or naive", args.attention));
+  LoweringOptions& l = o.lowering;
+  l.batch = args.batch;
+  l.seq = args.seq;
+  l.context = args.context;
+  l.tp = args.tp;
+  l.group_size = args.group_size;
+  l.attention = args.attention == "naive" ? AttentionImpl::naive : AttentionImpl::flash;
+  l.weights = args.weights.empty() ? config_dtype(c) : dtype_flag("--weights", args.weights, true);
+  l.activations = !args.activations.empty() ? dtype_flag("--activations", args.activations, false)
+                  : is_float(l.weights) && l.weights != DType::f8e4m3fn ? l.weights : config_dtype(c);
+  l.kv = args.kv_dtype.empty() ? l.activations : dtype_flag("--kv-dtype", args.kv_dtype, false);
+  o.prompt = args.prompt;
+  o.gen = args.gen;
+  if (o.workload == Workload::generate && inferred)
+    throw InputError("profile replays one step: --phase prefill or decode");
+  return analyze_transformer(c, o, inferred);
+}
+
+void reject_config_flags(const CLI::App& cmd) {
+  for (const char* flag : {"--phase", "--batch", "--seq", "--context", "--prompt", "--gen", "--attention", "--weights",
+                           "--group-size", "--activations", "--kv-dtype", "--tp"})
+    if (cmd.count(flag)) throw InputError(fmt::format("{} applies to transformer configs (config.json), not ONNX models", flag));
+}
+
+std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& specs) {
+  std::map<std::string, int64_t> dims;
+  for (const std::string& s : specs) {
+    auto eq = s.find('=');
+    if (eq == std::string::npos || eq == 0) throw InputError(fmt::format("--dim {}: expected NAME=VALUE", s));
+    std::string name = s.substr(0, eq), value = s.substr(eq + 1);
+    int64_t v = 0;
+    size_t used = 0;
+    try {
+      v = std::stoll(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != value.size() || value.empty()) throw InputError(fmt::format("--dim {}: '{}' is not an integer", s, value));
+    if (v <= 0) throw InputError(fmt::format("--dim {}: dims must be positive", s));
+    dims[name] = v;
+  }
+  return dims;
+}
+
+Analysis analyze_model(const ModelArgs& args, Graph* inferred, std::shared_ptr<const Device> calibrated) {
+  LoadOptions load;
+  load.dims = parse_dims(args.dims);
+  AnalysisOptions opt;
+  opt.device = args.device;
+  opt.calibrated = calibrated;
+  opt.strict = args.strict;
+  opt.precision = forced_precision(args);
+  return analyze_onnx(args.model, load, opt, inferred);
+}
+
+}  // namespace
+
+std::optional<Precision> forced_precision(const ModelArgs& args) {
+  if (args.dtype.empty()) return std::nullopt;
+  auto p = precision_from_name(args.dtype);
+  if (!p) throw InputError(fmt::format("--dtype {}: expected fp32, tf32, bf16, fp16, fp8 or int8", args.dtype));
+  return p;
+}
+
+void add_model_options(CLI::App& cmd, ModelArgs& args) {
+  cmd.add_option("model", args.model, "model.onnx or config.json")->required();
+  cmd.add_option("--dim", args.dims, "bind a symbolic input dim, NAME=VALUE (repeatable)");
+  cmd.add_option("--dtype", args.dtype, "precision the model runs in: fp32|tf32|bf16|fp16|fp8|int8 (default: the file's)");
+  cmd.add_option("--device", args.device, "device id from `rooflens devices`")->capture_default_str();
+  cmd.add_option("--device-profile", args.device_profile, "calibrated roofs from `rooflens calibrate` (replaces --device)");
+  cmd.add_option("--top", args.top, "nodes listed in the table")->capture_default_str();
+  cmd.add_option("--json", args.json_path, "write the full result as JSON");
+  cmd.add_option("--csv", args.csv_path, "write the per-node table as CSV");
+  cmd.add_option("--html", args.html_path, "write a self-contained HTML report with the roofline");
+  cmd.add_flag("--strict", args.strict, "fail when any node is not costed");
+  cmd.add_option("--by", args.by, "table rows: node, or block (repeated layers folded)")->capture_default_str();
+  cmd.add_option("--phase", args.phase, "config: prefill | decode | generate")->capture_default_str();
+  cmd.add_option("--batch", args.batch, "config: sequences")->capture_default_str();
+  cmd.add_option("--seq", args.seq, "config, prefill: tokens per sequence")->capture_default_str();
+  cmd.add_option("--context", args.context, "config, decode: tokens already cached")->capture_default_str();
+  cmd.add_option("--prompt", args.prompt, "config, generate: prompt tokens")->capture_default_str();
+  cmd.add_option("--gen", args.gen, "config, generate: generated tokens")->capture_default_str();
+  cmd.add_option("--attention", args.attention, "config: flash (fused) or naive (scores materialized)")->capture_default_str();
+  cmd.add_option("--weights", args.weights, "config: fp32|bf16|fp16|fp8|int8|int4 (default: the config's dtype)");
+  cmd.add_option("--group-size", args.group_size, "config: int4 rows per fp16 scale")->capture_default_str();
+  cmd.add_option("--activations", args.activations, "config: fp32|bf16|fp16|fp8|int8");
+  cmd.add_option("--kv-dtype", args.kv_dtype, "config: KV cache dtype (default: activations)");
+  cmd.add_option("--tp", args.tp, "config: tensor-parallel GPUs")->capture_default_str();
+}
+
+Analysis build_analysis(const ModelArgs& args, const CLI::App& cmd, Graph* inferred, std::shared_ptr<const Device> calibrated) {
+  if (args.by != "node" && args.by != "block") throw InputError(fmt::format("--by {}: expected node or block", args.by));
+  if (args.top < 0) throw InputError("--top must be >= 0");
+  if (!calibrated && !args.device_profile.empty()) {
+    if (cmd.count("--device")) throw InputError("--device and --device-profile exclude each other: the profile names its device");
+    calibrated = std::make_shared<const Device>(calibrated_device(read_device_profile(args.device_profile)));
+  }
+  if (is_config_path(args.model)) return analyze_config(args, inferred, calibrated);
+  reject_config_flags(cmd);
+  return analyze_model(args, inferred, calibrated);
+}
+
+void write_outputs(const ModelArgs& args, const Analysis& a) {
+  if (!args.json_path.empty())
+    reports::write_atomically(args.json_path, [&](std::ostream& o) { reports::JsonSink().write(o, a); });
+  if (!args.csv_path.empty())
+    reports::write_atomically(args.csv_path, [&](std::ostream& o) { reports::CsvSink().write(o, a); });
+  if (!args.html_path.empty())
+    reports::write_atomically(args.html_path, [&](std::ostream& o) { reports::HtmlSink().write(o, a); });
+  std::ostringstream text;
+  reports::TableSink(args.top, args.by == "block").write(text, a);
+  std::cout << text.str();
+}
+
+}  // namespace rooflens::cli

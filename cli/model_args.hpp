@@ -1,0 +1,42 @@
+#pragma once
+// The options every command that reads a model shares (analyze, profile): the model path, ONNX
+// dims and dtype, transformer workload flags, device or device profile, and the outputs.
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzer/analysis.hpp"
+
+namespace rooflens::cli {
+
+struct ModelArgs {
+  std::string model;
+  std::vector<std::string> dims;
+  std::string dtype;
+  std::string device = "H100-SXM";
+  std::string device_profile;
+  int top = 15;
+  std::string json_path, csv_path, html_path;
+  bool strict = false;
+  std::string by = "node";
+  // Transformer configs only.
+  std::string phase = "prefill", attention = "flash", weights, activations, kv_dtype;
+  int64_t batch = 1, seq = 2048, context = 2048, prompt = 2048, gen = 256, group_size = 128, tp = 1;
+};
+
+void add_model_options(CLI::App& cmd, ModelArgs& args);
+
+// Analyzes the model or config. `inferred` receives the shape-bound graph; `calibrated`, when
+// set, replaces --device and --device-profile (profile measures its own GPU).
+Analysis build_analysis(const ModelArgs& args, const CLI::App& cmd, Graph* inferred = nullptr,
+                        std::shared_ptr<const Device> calibrated = nullptr);
+
+// --dtype as a precision (nullopt when not given); InputError on a bad name.
+std::optional<Precision> forced_precision(const ModelArgs& args);
+
+// Writes --json/--csv/--html (atomically) and prints the terminal table.
+void write_outputs(const ModelArgs& args, const Analysis& a);
+
+}  // namespace rooflens::cli

@@ -1,0 +1,118 @@
+#include "cli/profile_command.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <csignal>
+#include <iostream>
+
+#include "analyzer/errors.hpp"
+#include "reports/atomic_file.hpp"
+#include "reports/saved_result.hpp"
+#include "reports/sink.hpp"
+
+#ifdef ROOFLENS_HAVE_CUDA
+#include "profiler/calibrate.hpp"
+#include "profiler/cupti_session.hpp"
+#include "profiler/harness.hpp"
+#include "profiler/trace_io.hpp"
+#endif
+
+namespace rooflens::cli {
+
+void add_profile_options(CLI::App& cmd, ProfileArgs& a) {
+  add_model_options(cmd, a.model);
+  cmd.add_option("--l2", a.l2, "cold: flush L2 before each sample; hot: back to back")->capture_default_str();
+  cmd.add_option("--timing", a.timing, "cupti (kernel records) or events (CUDA events only)")->capture_default_str();
+  cmd.add_option("--trace", a.trace_path, "write the measured timeline as a Chrome/Perfetto trace");
+  cmd.add_option("--record", a.record_path, "write the raw CUPTI records (tests/data format)");
+  cmd.add_option("--min-samples", a.min_samples, "samples per layer at least")->capture_default_str();
+  cmd.add_option("--max-samples", a.max_samples, "samples per layer at most")->capture_default_str();
+  cmd.add_option("--layer-time-limit", a.layer_time_limit, "seconds per layer before stopping short of 1% spread")
+      ->capture_default_str();
+}
+
+#ifdef ROOFLENS_HAVE_CUDA
+
+namespace {
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
+}  // namespace
+
+int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
+  if (a.l2 != "cold" && a.l2 != "hot") throw InputError(fmt::format("--l2 {}: expected cold or hot", a.l2));
+  if (a.timing != "cupti" && a.timing != "events") throw InputError(fmt::format("--timing {}: expected cupti or events", a.timing));
+  if (a.min_samples < 1 || a.max_samples < a.min_samples) throw InputError("--min-samples must be >= 1 and <= --max-samples");
+  profiler::prepare_nvtx_injection();  // before the first NVTX call
+  // Predictions use the roofs of the GPU that runs them: the given profile, else a quick calibration.
+  std::shared_ptr<const Device> device;
+  if (!a.model.device_profile.empty()) {
+    device = std::make_shared<const Device>(calibrated_device(read_device_profile(a.model.device_profile)));
+  } else {
+    std::cerr << "rooflens: calibrating this GPU (quick; `rooflens calibrate` writes a full profile)\n";
+    device = std::make_shared<const Device>(calibrated_device(profiler::run_calibrate({true})));
+  }
+  Graph inferred;
+  Analysis analysis = build_analysis(a.model, cmd, &inferred, device);
+  profiler::ProfileOptions o;
+  o.cold_l2 = a.l2 == "cold";
+  o.force_events = a.timing == "events";
+  o.min_samples = a.min_samples;
+  o.max_samples = a.max_samples;
+  o.layer_time_limit_s = a.layer_time_limit;
+  o.interrupted = &g_interrupted;
+  auto previous = std::signal(SIGINT, on_sigint);
+  profiler::Trace trace;
+  bool want_trace = !a.trace_path.empty() || !a.record_path.empty();
+  profiler::run_profile(analysis, inferred, forced_precision(a.model), o, want_trace ? &trace : nullptr);
+  std::signal(SIGINT, previous);
+  if (!a.record_path.empty())
+    reports::write_atomically(a.record_path, [&](std::ostream& out) { profiler::write_trace(out, trace); });
+  if (!a.trace_path.empty())
+    reports::write_atomically(a.trace_path, [&](std::ostream& out) { reports::write_chrome_trace(out, analysis, trace); });
+  write_outputs(a.model, analysis);
+  if (!analysis.profile->complete) {
+    std::cerr << "rooflens: interrupted; the outputs are marked incomplete\n";
+    return 130;
+  }
+  return analysis.profile->valid ? 0 : 3;
+}
+
+int run_calibrate_command(const CalibrateArgs& a) {
+  profiler::prepare_nvtx_injection();
+  DeviceProfile p = profiler::run_calibrate({a.quick});
+  reports::write_atomically(a.out, [&](std::ostream& out) { out << device_profile_json(p); });
+  Device spec = find_device(p.base_device);
+  std::cout << fmt::format("{} ({}), SM clock {:.0f} MHz\n", p.gpu, p.base_device, p.sm_clock_mhz);
+  auto line = [](const char* what, double measured, double spec_value, const char* unit, double scale) {
+    std::cout << fmt::format("  {:<22} {:>10.1f} {:<7} spec {:>10.1f}  ({:.0f}% of spec)\n", what, measured / scale, unit,
+                             spec_value / scale, spec_value > 0 ? 100 * measured / spec_value : 0);
+  };
+  line("HBM bandwidth", p.hbm_bandwidth, spec.hbm_bandwidth, "GB/s", 1e9);
+  std::cout << fmt::format("  {:<22} {:>10.1f} GB/s\n", "L2 bandwidth", p.l2_bandwidth / 1e9);
+  for (const auto& [k, v] : p.tensor_flops) {
+    auto it = spec.tensor_flops.find(k);
+    line(fmt::format("tensor {}", k).c_str(), v, it == spec.tensor_flops.end() ? 0 : it->second, "TFLOP/s", 1e12);
+  }
+  for (const auto& [k, v] : p.cuda_core_flops) {
+    auto it = spec.cuda_core_flops.find(k);
+    line(fmt::format("CUDA cores {}", k).c_str(), v, it == spec.cuda_core_flops.end() ? 0 : it->second, "TFLOP/s", 1e12);
+  }
+  std::cout << fmt::format("  {:<22} {:>10.2f} us    (back-to-back launch every {:.2f} us)\n", "shortest kernel",
+                           p.launch_floor_s * 1e6, p.launch_interval_s * 1e6);
+  std::cout << fmt::format("wrote {}\n", a.out);
+  return 0;
+}
+
+#else
+
+int run_profile_command(const ProfileArgs&, const CLI::App&) {
+  throw InputError("this rooflens was built without CUDA (ROOFLENS_CUDA=OFF): profile needs the CUDA harness");
+}
+int run_calibrate_command(const CalibrateArgs&) {
+  throw InputError("this rooflens was built without CUDA (ROOFLENS_CUDA=OFF): calibrate needs the CUDA harness");
+}
+
+#endif
+
+}  // namespace rooflens::cli

@@ -1,0 +1,26 @@
+#pragma once
+// `rooflens profile` and `rooflens calibrate`: the GPU commands. In a build without CUDA they
+// exist and say so (exit 2).
+#include <CLI/CLI.hpp>
+
+#include "cli/model_args.hpp"
+
+namespace rooflens::cli {
+
+struct ProfileArgs {
+  ModelArgs model;
+  std::string l2 = "cold", timing = "cupti", trace_path, record_path;
+  int min_samples = 10, max_samples = 200;
+  double layer_time_limit = 0.5;
+};
+
+void add_profile_options(CLI::App& cmd, ProfileArgs& args);
+int run_profile_command(const ProfileArgs& args, const CLI::App& cmd);
+
+struct CalibrateArgs {
+  std::string out = "device-profile.json";
+  bool quick = false;
+};
+int run_calibrate_command(const CalibrateArgs& args);
+
+}  // namespace rooflens::cli

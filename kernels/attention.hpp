@@ -1,0 +1,24 @@
+#pragma once
+// Attention replay kernels: a fused flash-style prefill (tensor cores through WMMA, online
+// softmax, causal and sliding-window masks, GQA) and a split-KV decode that reads the cache
+// once per group of query heads (GQA, and MLA's shared latent where V is a prefix of K).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "analyzer/dtype.hpp"
+#include "analyzer/formulas.hpp"
+
+namespace rooflens::kernels {
+
+// q [B, Sq, Hq, D], k/v [B, Hkv, Skv, D], out [B, Sq, Hq, D]; D = 64 or 128; fp16/bf16.
+void flash_prefill(const void* q, const void* k, const void* v, void* out, DType d, const AttentionDims& dims,
+                   cudaStream_t s);
+
+// Decode (one query per sequence). q [B, Hq, Dqk], k [B, Hkv, Skv, Dqk], v [B, Hkv, Skv, Dv] or,
+// with v == nullptr, the first Dv of each K row. `workspace` holds decode_workspace_bytes().
+int64_t decode_workspace_bytes(const AttentionDims& dims, int sm_count);
+void decode_attention(const void* q, const void* k, const void* v, void* out, void* workspace, DType d,
+                      const AttentionDims& dims, int sm_count, cudaStream_t s);
+
+}  // namespace rooflens::kernels

@@ -1,0 +1,109 @@
+#include "kernels/gemm.hpp"
+
+#include <fmt/format.h>
+
+#include "kernels/cuda_check.hpp"
+
+namespace rooflens::kernels {
+
+namespace {
+constexpr size_t kWorkspace = 64ull << 20;
+
+cudaDataType_t cuda_type(DType d) {
+  switch (d) {
+    case DType::f32: return CUDA_R_32F;
+    case DType::f16: return CUDA_R_16F;
+    case DType::bf16: return CUDA_R_16BF;
+    case DType::f8e4m3fn: return CUDA_R_8F_E4M3;
+    default: throw CudaError(fmt::format("no cuBLASLt type for {}", dtype_name(d)));
+  }
+}
+}  // namespace
+
+CublasLt::CublasLt() {
+  ROOFLENS_CUBLAS_CHECK(cublasLtCreate(&handle_));
+  ROOFLENS_CUDA_CHECK(cudaMalloc(&workspace_, kWorkspace));
+  workspace_bytes_ = kWorkspace;
+}
+
+CublasLt::~CublasLt() {
+  if (workspace_) cudaFree(workspace_);
+  if (handle_) cublasLtDestroy(handle_);
+}
+
+struct Gemm::Impl {
+  const CublasLt* lt = nullptr;
+  GemmShape shape;
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t wl = nullptr, al = nullptr, dl = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  ~Impl() {
+    if (dl) cublasLtMatrixLayoutDestroy(dl);
+    if (al) cublasLtMatrixLayoutDestroy(al);
+    if (wl) cublasLtMatrixLayoutDestroy(wl);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+static void batch_layout(cublasLtMatrixLayout_t l, int64_t batch, int64_t stride) {
+  int count = static_cast<int>(batch);
+  ROOFLENS_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
+  ROOFLENS_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+}
+
+Gemm::Gemm(const CublasLt& lt, const GemmShape& s) : impl_(std::make_unique<Impl>()) {
+  Impl& g = *impl_;
+  g.lt = &lt;
+  g.shape = s;
+  const GemmDims& d = s.dims;
+  DType in = storage_dtype(s.precision);
+  DType out = s.precision == Precision::fp8 ? (s.out == DType::f16 ? DType::f16 : DType::bf16) : in;
+  g.shape.out = out;
+  cublasComputeType_t compute = s.precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  ROOFLENS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&g.op, compute, CUDA_R_32F));
+  if (s.b_kn && s.precision == Precision::fp8) throw ReplayUnsupported("fp8 GEMMs need weights stored [n, k]");
+  cublasOperation_t t = s.b_kn ? CUBLAS_OP_N : CUBLAS_OP_T, n = CUBLAS_OP_N;
+  ROOFLENS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof(t)));
+  ROOFLENS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof(n)));
+  if (s.bias) {
+    cublasLtEpilogue_t e = CUBLASLT_EPILOGUE_BIAS;
+    ROOFLENS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)));
+    cudaDataType_t bt = cuda_type(out);
+    ROOFLENS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)));
+  }
+  // Column-major view of the row-major product: D^T (n x m) = W (n x k) . A^T (k x m).
+  if (s.b_kn) ROOFLENS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g.wl, cuda_type(in), d.n, d.k, d.n));
+  else ROOFLENS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g.wl, cuda_type(in), d.k, d.n, d.k));
+  ROOFLENS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g.al, cuda_type(in), d.k, d.m, d.k));
+  ROOFLENS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g.dl, cuda_type(out), d.n, d.m, d.n));
+  if (d.batch > 1) {
+    batch_layout(g.wl, d.batch, s.b_shared ? 0 : d.n * d.k);
+    batch_layout(g.al, d.batch, s.a_shared ? 0 : d.m * d.k);
+    batch_layout(g.dl, d.batch, d.m * d.n);
+  }
+  cublasLtMatmulPreference_t pref;
+  ROOFLENS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  size_t ws = lt.workspace_bytes();
+  ROOFLENS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt.handle(), g.op, g.wl, g.al, g.dl, g.dl, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (st != CUBLAS_STATUS_SUCCESS || found == 0)
+    throw ReplayUnsupported(fmt::format("cuBLASLt has no {} algorithm for m={} n={} k={} batch={}", precision_name(s.precision), d.m, d.n,
+                                d.k, d.batch));
+  g.algo = result.algo;
+}
+
+Gemm::~Gemm() = default;
+
+void Gemm::run(const void* a, const void* b, void* d, const void* bias, cudaStream_t s) const {
+  const Impl& g = *impl_;
+  if (g.shape.bias)
+    ROOFLENS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  float alpha = 1.f, beta = 0.f;
+  ROOFLENS_CUBLAS_CHECK(cublasLtMatmul(g.lt->handle(), g.op, &alpha, b, g.wl, a, g.al, &beta, d, g.dl, d, g.dl, &g.algo,
+                                       g.lt->workspace(), g.lt->workspace_bytes(), s));
+}
+
+}  // namespace rooflens::kernels

@@ -1,0 +1,55 @@
+#pragma once
+// GEMMs through cuBLASLt, laid out as a deployment runs them: activations [M, K] row-major
+// times weights stored [N, K] (nn.Linear's layout, the "TN" GEMM every dtype including fp8
+// supports), strided-batched, optional bias epilogue. The algorithm is chosen once per shape
+// (the heuristic's first answer) so every timed launch runs the same kernel.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <memory>
+
+#include "analyzer/dtype.hpp"
+#include "analyzer/formulas.hpp"
+
+namespace rooflens::kernels {
+
+struct GemmShape {
+  Precision precision = Precision::bf16;  // fp32 (CUDA cores), tf32, bf16, fp16, fp8 (e4m3)
+  DType out = DType::bf16;                // fp8 GEMMs write bf16 or fp16
+  GemmDims dims;
+  bool a_shared = false, b_shared = true;  // operand identical across the batch
+  bool bias = false;                       // length-n bias added in the epilogue
+  bool b_kn = false;  // B stored [k, n] (ONNX MatMul weights, im2col columns) instead of [n, k]
+};
+
+class CublasLt {
+ public:
+  CublasLt();
+  ~CublasLt();
+  CublasLt(const CublasLt&) = delete;
+  CublasLt& operator=(const CublasLt&) = delete;
+  cublasLtHandle_t handle() const { return handle_; }
+  void* workspace() const { return workspace_; }
+  size_t workspace_bytes() const { return workspace_bytes_; }
+
+ private:
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+};
+
+class Gemm {
+ public:
+  Gemm(const CublasLt& lt, const GemmShape& shape);  // CudaError when no algorithm fits
+  ~Gemm();
+  Gemm(const Gemm&) = delete;
+  Gemm& operator=(const Gemm&) = delete;
+  // a: [batch?, m, k], b: [batch?, n, k] (or [k, n] with b_kn), d: [batch, m, n], bias: [n].
+  void run(const void* a, const void* b, void* d, const void* bias, cudaStream_t s) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rooflens::kernels

@@ -1,0 +1,153 @@
+#include "profiler/calibrate.hpp"
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "analyzer/errors.hpp"
+#include "analyzer/measurement.hpp"
+#include "kernels/calibrate_kernels.hpp"
+#include "kernels/cuda_check.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/memory_kernels.hpp"
+#include "profiler/attribution.hpp"
+#include "profiler/cupti_session.hpp"
+#include "profiler/gpu.hpp"
+
+namespace rooflens::profiler {
+
+namespace {
+
+// Median seconds of `reps` runs of `fn`, each between two events, after one untimed run.
+double time_median(const std::function<void(cudaStream_t)>& fn, int reps, cudaStream_t s) {
+  cudaEvent_t a, b;
+  ROOFLENS_CUDA_CHECK(cudaEventCreate(&a));
+  ROOFLENS_CUDA_CHECK(cudaEventCreate(&b));
+  fn(s);
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    ROOFLENS_CUDA_CHECK(cudaEventRecord(a, s));
+    fn(s);
+    ROOFLENS_CUDA_CHECK(cudaEventRecord(b, s));
+    ROOFLENS_CUDA_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    ROOFLENS_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms * 1e-3);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return summarize_samples(t).median;
+}
+
+}  // namespace
+
+DeviceProfile run_calibrate(const CalibrateOptions& o) {
+  GpuInfo gpu = query_gpu();
+  auto base = device_for_gpu_name(gpu.name, gpu.sm_count);
+  if (!base) throw InputError(fmt::format("GPU '{}' is not in the device database (`rooflens devices`)", gpu.name));
+  DeviceProfile p;
+  p.base_device = base->id;
+  p.gpu = gpu.name;
+  p.sm_clock_mhz = measure_sm_clock_mhz();
+  cudaStream_t s;
+  ROOFLENS_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  int reps = o.quick ? 5 : 10;
+
+  // HBM: working sets far beyond L2; the best of copy (read + write) and read-only streams.
+  {
+    std::vector<int64_t> sizes = o.quick ? std::vector<int64_t>{1ll << 30} : std::vector<int64_t>{256ll << 20, 1ll << 30, 2ll << 30};
+    kernels::DeviceBuffer src(static_cast<size_t>(sizes.back())), dst(static_cast<size_t>(sizes.back())), sink(64);
+    kernels::fill(src.get(), DType::u8, sizes.back(), 256, 1, s);
+    double best_copy = 0, best_read = 0;
+    for (int64_t bytes : sizes) {
+      double tc = time_median([&](cudaStream_t st) { kernels::stream_copy(dst.get(), src.get(), bytes, gpu.sm_count, st); }, reps, s);
+      double tr = time_median([&](cudaStream_t st) { kernels::stream_read(src.get(), bytes, 1, sink.as<float>(), gpu.sm_count, st); }, reps, s);
+      best_copy = std::max(best_copy, 2.0 * bytes / tc);
+      best_read = std::max(best_read, bytes / tr);
+    }
+    p.hbm_bandwidth = std::max(best_copy, best_read);
+    p.method["hbm_bandwidth"] = fmt::format("16-byte streams over {} to {} MiB: copy {:.0f} GB/s, read {:.0f} GB/s; the best",
+                                            sizes.front() >> 20, sizes.back() >> 20, best_copy / 1e9, best_read / 1e9);
+  }
+  // L2: read-only passes over working sets well inside L2.
+  {
+    kernels::DeviceBuffer buf(static_cast<size_t>(gpu.l2_bytes)), sink(64);
+    kernels::fill(buf.get(), DType::u8, gpu.l2_bytes, 256, 2, s);
+    double best = 0;
+    for (int64_t bytes : {gpu.l2_bytes / 4 / 16 * 16, gpu.l2_bytes / 2 / 16 * 16}) {
+      int passes = 50;
+      double t = time_median([&](cudaStream_t st) { kernels::stream_read(buf.get(), bytes, passes, sink.as<float>(), gpu.sm_count, st); },
+                             reps, s);
+      best = std::max(best, static_cast<double>(bytes) * passes / t);
+    }
+    p.l2_bandwidth = best;
+    p.method["l2_bandwidth"] = fmt::format("50 read passes over {} and {} MiB (L2 {} MiB)", gpu.l2_bytes / 4 >> 20, gpu.l2_bytes / 2 >> 20,
+                                           gpu.l2_bytes >> 20);
+  }
+  // Compute: large cuBLASLt GEMMs per precision; the best of a few sizes.
+  {
+    kernels::CublasLt lt;
+    struct Case {
+      Precision precision;
+      const char* key;
+      bool tensor;
+    };
+    std::vector<Case> cases{{Precision::fp32, "fp32", false}, {Precision::tf32, "tf32", true}, {Precision::bf16, "bf16", true},
+                            {Precision::fp16, "fp16", true}};
+    if (gpu.cc_major * 10 + gpu.cc_minor >= 89) cases.push_back({Precision::fp8, "fp8", true});
+    for (const Case& c : cases) {
+      std::vector<int64_t> sizes = o.quick ? std::vector<int64_t>{8192} : std::vector<int64_t>{4096, 8192};
+      if (!o.quick && c.tensor && c.precision != Precision::tf32) sizes.push_back(16384);
+      double best = 0;
+      int64_t best_n = 0;
+      for (int64_t n : sizes) {
+        DType dt = storage_dtype(c.precision);
+        int64_t in_bytes = storage_bytes(dt, n * n), out_bytes = storage_bytes(c.precision == Precision::fp8 ? DType::bf16 : dt, n * n);
+        kernels::DeviceBuffer a(static_cast<size_t>(in_bytes)), b(static_cast<size_t>(in_bytes)), d(static_cast<size_t>(out_bytes));
+        kernels::fill(a.get(), dt, n * n, 0, 3, s);
+        kernels::fill(b.get(), dt, n * n, 0, 4, s);
+        kernels::GemmShape shape;
+        shape.precision = c.precision;
+        shape.dims = GemmDims{1, n, n, n};
+        kernels::Gemm g(lt, shape);
+        double t = time_median([&](cudaStream_t st) { g.run(a.get(), b.get(), d.get(), nullptr, st); }, reps, s);
+        double rate = 2.0 * n * n * n / t;
+        if (rate > best) best = rate, best_n = n;
+      }
+      (c.tensor ? p.tensor_flops : p.cuda_core_flops)[c.key] = best;
+      p.method[std::string(c.tensor ? "tensor_" : "cuda_") + c.key] = fmt::format("cuBLASLt {0}x{0}x{0} GEMM, the best size", best_n);
+    }
+  }
+  // Launches: back-to-back empty kernels (issue interval) and, under CUPTI, the shortest kernel.
+  {
+    constexpr int kLaunches = 2000;
+    double t = time_median([&](cudaStream_t st) {
+      for (int i = 0; i < kLaunches; ++i) kernels::empty_kernel(st);
+    }, 3, s);
+    p.launch_interval_s = t / kLaunches;
+    CuptiSession cupti;
+    if (cupti.ok()) {
+      cupti.flush();
+      for (int i = 0; i < 200; ++i) {
+        kernels::empty_kernel(s);
+        ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(s));
+      }
+      Trace tr = cupti.flush();
+      std::vector<double> d;
+      for (const auto& a : tr.activities)
+        if (a.kind == GpuActivity::Kind::kernel) d.push_back(static_cast<double>(a.end_ns - a.start_ns) * 1e-9);
+      p.launch_floor_s = summarize_samples(d).median;
+      p.method["launch_floor_s"] = fmt::format("median CUPTI duration of {} empty kernels", d.size());
+    } else {
+      p.launch_floor_s = p.launch_interval_s;
+      p.method["launch_floor_s"] = "back-to-back empty kernel interval (CUPTI unavailable: " + cupti.failure() + ")";
+    }
+    p.method["launch_interval_s"] = fmt::format("{} empty kernels back to back, per launch", kLaunches);
+  }
+  cudaStreamDestroy(s);
+  return p;
+}
+
+}  // namespace rooflens::profiler

@@ -1,0 +1,45 @@
+#include "profiler/gpu.hpp"
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include "analyzer/errors.hpp"
+#include "kernels/calibrate_kernels.hpp"
+#include "kernels/cuda_check.hpp"
+
+namespace rooflens::profiler {
+
+GpuInfo query_gpu() {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0)
+    throw InputError(fmt::format("no CUDA device: {} (`rooflens analyze` works without one)",
+                                 e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports none"));
+  cudaDeviceProp p{};
+  ROOFLENS_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
+  GpuInfo g;
+  g.name = p.name;
+  g.sm_count = p.multiProcessorCount;
+  g.memory_bytes = static_cast<int64_t>(p.totalGlobalMem);
+  g.l2_bytes = p.l2CacheSize;
+  g.cc_major = p.major;
+  g.cc_minor = p.minor;
+  return g;
+}
+
+double measure_sm_clock_mhz() {
+  kernels::DeviceBuffer out(2 * sizeof(unsigned long long));
+  unsigned long long host[2] = {0, 0};
+  for (int i = 0; i < 2; ++i)  // the first run wakes the clocks up
+    kernels::clock_probe(out.as<unsigned long long>(), 20'000'000, nullptr);
+  ROOFLENS_CUDA_CHECK(cudaMemcpy(host, out.get(), sizeof(host), cudaMemcpyDeviceToHost));
+  return host[1] ? static_cast<double>(host[0]) / static_cast<double>(host[1]) * 1e3 : 0;
+}
+
+int64_t free_device_memory() {
+  size_t free = 0, total = 0;
+  ROOFLENS_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return static_cast<int64_t>(free);
+}
+
+}  // namespace rooflens::profiler

@@ -1,0 +1,492 @@
+#include "profiler/replay_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "analyzer/checked.hpp"
+#include "profiler/replay_ops.hpp"
+
+namespace rooflens::profiler {
+
+std::string_view replay_kind_name(ReplayKind k) {
+  switch (k) {
+    case ReplayKind::gemm: return "gemm";
+    case ReplayKind::conv: return "conv";
+    case ReplayKind::attention: return "attention";
+    case ReplayKind::moe: return "moe";
+    case ReplayKind::elementwise: return "elementwise";
+    case ReplayKind::softmax: return "softmax";
+    case ReplayKind::layer_norm: return "layer_norm";
+    case ReplayKind::batch_norm: return "batch_norm";
+    case ReplayKind::reduce_rows: return "reduce_rows";
+    case ReplayKind::pool2d: return "pool2d";
+    case ReplayKind::strided_copy: return "strided_copy";
+    case ReplayKind::gather: return "gather";
+    case ReplayKind::rope: return "rope";
+  }
+  return "?";
+}
+
+int64_t ReplayPlan::buffer_bytes() const {
+  int64_t total = 0;
+  for (const auto& b : inputs) total = checked_add(total, b.bytes);
+  for (const auto& b : outputs) total = checked_add(total, b.bytes);
+  return total;
+}
+
+std::vector<int64_t> contiguous_strides(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
+  std::vector<int64_t> st(out.size(), 0);
+  std::vector<int64_t> cs = contiguous_strides(in);
+  size_t lead = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) st[lead + i] = in[i] == 1 && out[lead + i] != 1 ? 0 : cs[i];
+  return st;
+}
+
+namespace {
+
+// Why a node is not replayed: thrown inside the planner, caught per node.
+struct NotReplayed {
+  std::string reason;
+};
+
+[[noreturn]] void refuse(std::string reason) { throw NotReplayed{std::move(reason)}; }
+
+class Planner {
+ public:
+  Planner(const Graph& g, const NodeResult& r, std::optional<Precision> forced)
+      : g_(g), n_(g.nodes[r.index]), r_(r), forced_(forced) {
+    p_.node = r.index;
+    p_.path = r.name;
+    p_.op = n_.op_type;
+    p_.precision = r.precision;
+  }
+
+  ReplayPlan plan() {
+    const std::string& op = n_.op_type;
+    OpFamily f = *r_.family;
+    const KernelShape& ks = r_.cost.kernel;
+    if (f == OpFamily::attention) attention();
+    else if (ks.moe) moe();
+    else if (f == OpFamily::gemm) gemm();
+    else if (f == OpFamily::conv) conv();
+    else if (op == "RotaryEmbedding") rope();
+    else if (f == OpFamily::elementwise) elementwise();
+    else if (f == OpFamily::softmax) softmax();
+    else if (op == "BatchNormalization") batch_norm();
+    else if (f == OpFamily::norm) layer_norm();
+    else if (op == "TopK") topk();
+    else if (f == OpFamily::reduce) reduce();
+    else if (op == "GlobalAveragePool" || op == "GlobalMaxPool") global_pool();
+    else if (op == "MaxPool" || op == "AveragePool") pool();
+    else if (op == "Gather" && n_.domain.empty()) gather();
+    else if (op == "Transpose" || op == "Concat" || op == "Split" || op == "Slice" || op == "Expand") copies();
+    else refuse(fmt::format("no replay kernel for {}", r_.op));
+    return std::move(p_);
+  }
+
+ private:
+  const Graph& g_;
+  const Node& n_;
+  const NodeResult& r_;
+  std::optional<Precision> forced_;
+  ReplayPlan p_;
+
+  const Tensor& tensor(int t) const { return g_.tensors[t]; }
+  const Shape& in_shape(size_t i) const { return *tensor(n_.input(i)).shape; }
+  const Shape& out_shape(size_t i = 0) const { return *tensor(n_.output(i)).shape; }
+
+  DType dtype_of(const Tensor& t) const {
+    if (forced_ && is_float(t.dtype)) return storage_dtype(*forced_);
+    return t.dtype;
+  }
+  BufferSpec spec(const Tensor& t) const {
+    if (!t.shape) refuse(fmt::format("tensor {} has no shape", t.name));
+    BufferSpec b;
+    b.dtype = dtype_of(t);
+    b.shape = *t.shape;
+    b.bytes = storage_bytes(b.dtype, checked_product(b.shape, "replay buffer"));
+    return b;
+  }
+  static BufferSpec sized(DType d, Shape s) {
+    BufferSpec b{d, std::move(s), 0, 0};
+    b.bytes = storage_bytes(d, checked_product(b.shape, "replay buffer"));
+    return b;
+  }
+  // Graph inputs and outputs as buffers; omitted optionals left out.
+  void graph_buffers() {
+    for (int t : n_.inputs)
+      if (t >= 0) p_.inputs.push_back(spec(tensor(t)));
+    for (int t : n_.outputs)
+      if (t >= 0 && tensor(t).shape) p_.outputs.push_back(spec(tensor(t)));
+  }
+  static bool is_16bit_float(DType d) { return d == DType::f16 || d == DType::bf16; }
+  static bool is_replay_float(DType d) { return d == DType::f32 || is_16bit_float(d); }
+  void require_float(const BufferSpec& b, const char* what) const {
+    if (!is_replay_float(b.dtype))
+      refuse(fmt::format("{} in {}: the replay kernels take fp32, fp16 and bf16", what, dtype_name(b.dtype)));
+  }
+  int64_t norm_axis(int64_t axis, size_t rank) const {
+    int64_t r = static_cast<int64_t>(rank);
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= std::max<int64_t>(r, 1)) refuse("axis out of range");
+    return axis;
+  }
+  void rows_cols_from(const Shape& s, int64_t axis) {
+    p_.cols = 1;
+    for (size_t i = static_cast<size_t>(axis); i < s.size(); ++i) p_.cols = checked_mul(p_.cols, s[i]);
+    p_.rows = checked_product(s, "rows") / std::max<int64_t>(p_.cols, 1);
+  }
+
+  // ---- heavy kernels ------------------------------------------------------------------------
+
+  void gemm() {
+    const KernelShape& ks = r_.cost.kernel;
+    if (!ks.gemm) refuse(fmt::format("{} with more than two operands is not one GEMM", r_.op));
+    graph_buffers();
+    DType a = p_.inputs[0].dtype, b = p_.inputs[1].dtype;
+    bool fp8 = a == DType::f8e4m3fn && b == DType::f8e4m3fn;
+    if (!fp8 && (a != b || !is_replay_float(a)))
+      refuse(fmt::format("{} x {} GEMM: the replay runs fp32, tf32, fp16, bf16 and fp8 (e4m3) GEMMs", dtype_name(a), dtype_name(b)));
+    if (fp8 && p_.precision != Precision::fp8) p_.precision = Precision::fp8;
+    p_.kind = ReplayKind::gemm;
+    p_.shape.gemm = ks.gemm;
+    p_.shape.gemm_b_shared = ks.gemm_b_shared;
+    const GemmDims& d = *ks.gemm;
+    int64_t a_elems = checked_product(p_.inputs[0].shape, "A"), b_elems = checked_product(p_.inputs[1].shape, "B");
+    if (a_elems != checked_mul(d.m, d.k) && a_elems != checked_mul(checked_mul(d.batch, d.m), d.k))
+      refuse("A operand broadcast in a way one strided-batched GEMM cannot express");
+    if (b_elems != checked_mul(d.k, d.n) && b_elems != checked_mul(checked_mul(d.batch, d.k), d.n))
+      refuse("B operand broadcast in a way one strided-batched GEMM cannot express");
+    p_.shape.gemm_b_shared = b_elems == checked_mul(d.k, d.n);
+    p_.description = fmt::format("cuBLASLt {} GEMM m={} n={} k={} batch={}", precision_name(p_.precision), d.m, d.n, d.k, d.batch);
+  }
+
+  void conv() {
+    const ConvDims& c = *r_.cost.kernel.conv;
+    if (c.transpose) refuse("ConvTranspose: no replay kernel");
+    if (c.kernel.size() != 2 && c.kernel.size() != 1) refuse(fmt::format("{}-D convolution: the replay handles 1-D and 2-D", c.kernel.size()));
+    graph_buffers();
+    require_float(p_.inputs[0], "Conv");
+    p_.kind = ReplayKind::conv;
+    p_.shape.conv = c;
+    bool pointwise = std::all_of(c.kernel.begin(), c.kernel.end(), [](int64_t k) { return k == 1; }) &&
+                     std::all_of(c.strides.begin(), c.strides.end(), [](int64_t s) { return s == 1; }) &&
+                     std::all_of(c.pads.begin(), c.pads.end(), [](int64_t s) { return s == 0; });
+    p_.description = fmt::format("{}cuBLASLt {} GEMM, groups {}", pointwise ? "" : "im2col + ", precision_name(p_.precision), c.groups);
+  }
+
+  void attention() {
+    const KernelShape& ks = r_.cost.kernel;
+    if (!ks.attention) refuse("attention dims unknown");
+    if (ks.gemm) refuse("com.microsoft Attention with its packed QKV projection: no replay kernel");
+    const AttentionDims& d = *ks.attention;
+    DType dt = dtype_of(tensor(n_.input(0)));
+    if (!is_16bit_float(dt)) refuse(fmt::format("{} attention: the flash kernels are fp16/bf16", dtype_name(dt)));
+    bool decode = d.q_len == 1;
+    if (decode && (d.head_dim_qk > 576 || d.head_dim_v > 512 || d.head_dim_qk % 32 || d.head_dim_v % 32))
+      refuse(fmt::format("decode head dims {}/{}: the kernel takes multiples of 32 up to 576/512", d.head_dim_qk, d.head_dim_v));
+    if (!decode && (d.head_dim_qk != d.head_dim_v || (d.head_dim_qk != 64 && d.head_dim_qk != 128)))
+      refuse(fmt::format("prefill head dims {}/{}: the flash kernel is built for 64 and 128", d.head_dim_qk, d.head_dim_v));
+    if (d.q_heads % d.kv_heads) refuse("query heads are not a multiple of KV heads");
+    p_.kind = ReplayKind::attention;
+    p_.shape.attention = d;
+    p_.residual = n_.attr_int("kv_shared", 0) != 0;  // MLA: V is the first head_dim_v of K
+    p_.inputs = {sized(dt, {d.batch, d.q_len, d.q_heads, d.head_dim_qk}), sized(dt, {d.batch, d.kv_heads, d.kv_len, d.head_dim_qk})};
+    if (!p_.residual) p_.inputs.push_back(sized(dt, {d.batch, d.kv_heads, d.kv_len, d.head_dim_v}));
+    p_.outputs = {sized(dt, {d.batch, d.q_len, d.q_heads, d.head_dim_v})};
+    p_.description = decode ? fmt::format("split-KV decode attention, {} q / {} kv heads, {} keys", d.q_heads, d.kv_heads, d.kv_len)
+                            : fmt::format("flash attention (wmma), {}{} q / {} kv heads", d.causal ? "causal, " : "", d.q_heads, d.kv_heads);
+  }
+
+  void moe() {
+    const MoeDims& m = *r_.cost.kernel.moe;
+    graph_buffers();
+    for (size_t i : {0u, 2u})
+      if (!is_16bit_float(p_.inputs[i].dtype))
+        refuse(fmt::format("MoE with {} {}: the replay runs 16-bit experts", i == 0 ? "activations" : "weights", dtype_name(p_.inputs[i].dtype)));
+    if (p_.inputs[0].dtype != p_.inputs[2].dtype) refuse("MoE activations and weights differ in dtype");
+    if (m.k > 8) refuse("MoE top-k above 8");
+    if (n_.input(3) >= 0 || n_.input(5) >= 0) refuse("MoE with expert biases: no replay kernel");
+    p_.kind = ReplayKind::moe;
+    p_.shape.moe = m;
+    p_.description = fmt::format("top-{} routing + {} cuBLASLt GEMMs per expert", m.k, m.gated ? 3 : 2);
+  }
+
+  // ---- memory-bound kernels -------------------------------------------------------------------
+
+  void elementwise() {
+    auto ew = elementwise_op_from(n_.op_type);
+    if (!ew || !n_.domain.empty() && n_.domain != "rooflens") refuse(fmt::format("no replay functor for {}", r_.op));
+    graph_buffers();
+    if (out_shape().size() > kMaxReplayRank) refuse("rank above 6");
+    BufferSpec& out = p_.outputs[0];
+    for (size_t i = 0; i < p_.inputs.size(); ++i) {
+      const BufferSpec& b = p_.inputs[i];
+      if (*ew == EwOp::where && i == 0) {
+        if (b.dtype != DType::boolean) refuse("Where condition is not bool");
+        continue;
+      }
+      if (*ew == EwOp::cast) {
+        require_float(b, "Cast input");
+        continue;
+      }
+      if (b.dtype != out.dtype) refuse(fmt::format("{} mixes {} and {}", r_.op, dtype_name(b.dtype), dtype_name(out.dtype)));
+    }
+    require_float(out, r_.op.c_str());
+    p_.kind = ReplayKind::elementwise;
+    p_.description = fmt::format("element-wise {} ({} inputs, broadcast)", n_.op_type, p_.inputs.size());
+  }
+
+  void softmax() {
+    graph_buffers();
+    require_float(p_.inputs[0], "Softmax");
+    const Shape& s = in_shape(0);
+    int64_t axis = norm_axis(n_.attr_int("axis", -1), s.size());
+    if (n_.op_type != "Softmax" && n_.op_type != "LogSoftmax") refuse(fmt::format("no replay kernel for {}", r_.op));
+    if (axis != static_cast<int64_t>(s.size()) - 1) refuse("softmax over an axis other than the last");
+    rows_cols_from(s, axis);
+    p_.kind = ReplayKind::softmax;
+    p_.description = fmt::format("row softmax, {} rows of {}", p_.rows, p_.cols);
+  }
+
+  void layer_norm() {
+    const std::string& op = n_.op_type;
+    bool rms = op == "SimplifiedLayerNormalization" || op == "RMSNormalization" || op == "SkipSimplifiedLayerNormalization";
+    bool ln = op == "LayerNormalization" || op == "SkipLayerNormalization";
+    if (!rms && !ln) refuse(fmt::format("no replay kernel for {}", r_.op));
+    graph_buffers();
+    require_float(p_.inputs[0], op.c_str());
+    p_.residual = op.rfind("Skip", 0) == 0;
+    const Shape& s = in_shape(0);
+    rows_cols_from(s, p_.residual ? static_cast<int64_t>(s.size()) - 1 : norm_axis(n_.attr_int("axis", -1), s.size()));
+    p_.op = rms ? "rms" : "layer";
+    p_.kind = ReplayKind::layer_norm;
+    p_.description = fmt::format("{}{} norm, {} rows of {}", p_.residual ? "residual + " : "", p_.op, p_.rows, p_.cols);
+  }
+
+  void batch_norm() {
+    graph_buffers();
+    require_float(p_.inputs[0], "BatchNormalization");
+    const Shape& s = in_shape(0);
+    if (s.size() < 2) refuse("BatchNormalization input of rank < 2");
+    p_.rows = s[1];
+    p_.cols = checked_product(s, "x") / (s[0] * s[1]);
+    p_.kind = ReplayKind::batch_norm;
+    p_.description = fmt::format("batch norm (inference), {} channels", p_.rows);
+  }
+
+  void reduce() {
+    static const std::vector<std::string> ops{"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceSumSquare", "ReduceL2"};
+    if (std::find(ops.begin(), ops.end(), n_.op_type) == ops.end()) refuse(fmt::format("no replay kernel for {}", r_.op));
+    graph_buffers();
+    require_float(p_.inputs[0], n_.op_type.c_str());
+    const Shape& s = in_shape(0);
+    std::vector<int64_t> axes;
+    if (auto a = n_.attr_ints("axes")) axes = *a;
+    else if (n_.input(1) >= 0) {
+      const Tensor& t = tensor(n_.input(1));
+      if (!t.value) refuse("reduction axes unknown before the run");
+      axes = t.value->as_ints();
+    }
+    if (axes.empty()) {
+      if (n_.attr_int("noop_with_empty_axes", 0)) refuse("reduction with no axes is a copy");
+      axes.resize(s.size());
+      std::iota(axes.begin(), axes.end(), 0);
+    }
+    for (auto& a : axes) a = norm_axis(a, s.size());
+    std::sort(axes.begin(), axes.end());
+    for (size_t i = 0; i < axes.size(); ++i)
+      if (axes[i] != static_cast<int64_t>(s.size() - axes.size() + i)) refuse("reduction over axes that are not the trailing ones");
+    rows_cols_from(s, axes.empty() ? static_cast<int64_t>(s.size()) : axes.front());
+    p_.kind = ReplayKind::reduce_rows;
+    p_.description = fmt::format("row {}, {} rows of {}", n_.op_type, p_.rows, p_.cols);
+  }
+
+  void global_pool() {
+    graph_buffers();
+    require_float(p_.inputs[0], n_.op_type.c_str());
+    const Shape& s = in_shape(0);
+    rows_cols_from(s, 2);
+    p_.op = n_.op_type == "GlobalAveragePool" ? "ReduceMean" : "ReduceMax";
+    p_.kind = ReplayKind::reduce_rows;
+    p_.description = fmt::format("row reduction, {} channels of {}", p_.rows, p_.cols);
+  }
+
+  void topk() {
+    graph_buffers();
+    require_float(p_.inputs[0], "TopK");
+    const Shape& s = in_shape(0);
+    if (norm_axis(n_.attr_int("axis", -1), s.size()) != static_cast<int64_t>(s.size()) - 1) refuse("TopK over an axis other than the last");
+    const Tensor& kt = tensor(n_.input(1));
+    if (!kt.value || kt.value->size() != 1) refuse("TopK k unknown before the run");
+    p_.k = kt.value->int_at(0);
+    if (p_.k > 32) refuse("TopK with k above 32");
+    rows_cols_from(s, static_cast<int64_t>(s.size()) - 1);
+    p_.kind = ReplayKind::reduce_rows;
+    p_.description = fmt::format("row top-{}, {} rows of {}", p_.k, p_.rows, p_.cols);
+  }
+
+  void pool() {
+    graph_buffers();
+    require_float(p_.inputs[0], n_.op_type.c_str());
+    if (in_shape(0).size() != 4) refuse("pooling other than 2-D");
+    if (n_.attr_string("auto_pad", "NOTSET") != "NOTSET") refuse("pooling with auto_pad");
+    auto ks = n_.attr_ints("kernel_shape");
+    if (!ks || ks->size() != 2) refuse("pooling without a 2-D kernel_shape");
+    auto dil = n_.attr_ints("dilations");
+    if (dil && std::any_of(dil->begin(), dil->end(), [](int64_t d) { return d != 1; })) refuse("dilated pooling");
+    p_.window = *ks;
+    p_.strides = n_.attr_ints("strides").value_or(std::vector<int64_t>{1, 1});
+    p_.pads = n_.attr_ints("pads").value_or(std::vector<int64_t>{0, 0, 0, 0});
+    if (p_.strides.size() != 2 || p_.pads.size() != 4) refuse("pooling strides/pads are not 2-D");
+    p_.kind = ReplayKind::pool2d;
+    p_.description = fmt::format("{} {}x{} stride {}", n_.op_type, p_.window[0], p_.window[1], p_.strides[0]);
+  }
+
+  void gather() {
+    graph_buffers();
+    const Shape& data = in_shape(0);
+    int64_t axis = norm_axis(n_.attr_int("axis", 0), data.size());
+    p_.axis = data[axis];
+    p_.outer = 1;
+    for (int64_t i = 0; i < axis; ++i) p_.outer = checked_mul(p_.outer, data[i]);
+    p_.inner = 1;
+    for (size_t i = static_cast<size_t>(axis) + 1; i < data.size(); ++i) p_.inner = checked_mul(p_.inner, data[i]);
+    if (!is_integer(p_.inputs[1].dtype)) refuse("Gather indices are not integers");
+    if (p_.inputs[1].dtype != DType::i64 && p_.inputs[1].dtype != DType::i32) refuse("Gather indices other than int32/int64");
+    p_.inputs[1].index_bound = p_.axis;
+    p_.kind = ReplayKind::gather;
+    p_.description = fmt::format("gather {} rows of {} elements", checked_product(p_.inputs[1].shape, "idx"), p_.inner);
+  }
+
+  void rope() {
+    graph_buffers();
+    require_float(p_.inputs[0], "RotaryEmbedding");
+    const Shape& x = in_shape(0);
+    int64_t heads = x.size() == 4 ? x[1] : n_.attr_int("num_heads", 0);
+    p_.head_dim = x.size() == 4 ? x[3] : heads > 0 ? x.back() / heads : x.back();
+    if (heads <= 0) heads = x.back() / p_.head_dim;
+    p_.rotary_dim = n_.attr_int("rotary_embedding_dim", 0);
+    if (p_.rotary_dim <= 0 || p_.rotary_dim > p_.head_dim) p_.rotary_dim = p_.head_dim;
+    if (p_.rotary_dim % 2) refuse("odd rotary dim");
+    if (!is_integer(p_.inputs[1].dtype) || p_.inputs[1].dtype != DType::i64) refuse("position ids other than int64");
+    if (p_.inputs[2].dtype != p_.inputs[0].dtype || p_.inputs[3].dtype != p_.inputs[0].dtype) refuse("cos/sin caches differ in dtype from x");
+    p_.inputs[1].index_bound = p_.inputs[2].shape[0];  // positions index the cos/sin rows
+    p_.inner = heads;
+    p_.outer = x.size() == 4 ? x[2] : x[1];  // sequence
+    p_.axis = x.size() == 4;                 // 1: (B, H, S, D); 0: (B, S, H*D)
+    p_.rows = checked_product(x, "x") / p_.head_dim;
+    p_.kind = ReplayKind::rope;
+    p_.description = fmt::format("rotary embedding, {} of {} dims per head", p_.rotary_dim, p_.head_dim);
+  }
+
+  void copies() {
+    graph_buffers();
+    const std::string& op = n_.op_type;
+    size_t elem_bytes = static_cast<size_t>(dtype_bits(p_.inputs[0].dtype));
+    if (elem_bytes % 8 || elem_bytes == 0) refuse("sub-byte copies");
+    for (const auto& o : p_.outputs)
+      if (o.shape.size() > kMaxReplayRank) refuse("rank above 6");
+    int out_base = static_cast<int>(p_.inputs.size());
+    if (op == "Transpose") {
+      const Shape& in = in_shape(0);
+      std::vector<int64_t> perm(in.size());
+      std::iota(perm.rbegin(), perm.rend(), 0);
+      if (auto pa = n_.attr_ints("perm")) perm = *pa;
+      auto src = contiguous_strides(in);
+      CopyPart c{0, out_base, out_shape(), {}, contiguous_strides(out_shape()), 0, 0};
+      for (int64_t pd : perm) c.src_strides.push_back(src[static_cast<size_t>(pd)]);
+      p_.copies.push_back(std::move(c));
+    } else if (op == "Concat") {
+      const Shape& out = out_shape();
+      int64_t axis = norm_axis(n_.attr_int("axis", 0), out.size()), offset = 0;
+      auto dst = contiguous_strides(out);
+      for (size_t i = 0; i < p_.inputs.size(); ++i) {
+        const Shape& s = p_.inputs[i].shape;
+        p_.copies.push_back({static_cast<int>(i), out_base, s, contiguous_strides(s), dst, 0, offset * dst[axis]});
+        offset += s[axis];
+      }
+    } else if (op == "Split") {
+      const Shape& in = in_shape(0);
+      int64_t axis = norm_axis(n_.attr_int("axis", 0), in.size()), offset = 0;
+      auto src = contiguous_strides(in);
+      p_.inputs.resize(1);  // the split sizes input is a host constant
+      for (size_t j = 0; j < p_.outputs.size(); ++j) {
+        const Shape& s = p_.outputs[j].shape;
+        p_.copies.push_back({0, 1 + static_cast<int>(j), s, src, contiguous_strides(s), offset * src[axis], 0});
+        offset += s[axis];
+      }
+    } else if (op == "Slice") {
+      const Shape& in = in_shape(0);
+      auto ints = [&](size_t i) -> std::optional<std::vector<int64_t>> {
+        if (n_.input(i) < 0) return std::nullopt;
+        const Tensor& t = tensor(n_.input(i));
+        if (!t.value) refuse("slice bounds unknown before the run");
+        return t.value->as_ints();
+      };
+      auto starts = ints(1);
+      if (!starts) refuse("Slice without starts input (opset < 10)");
+      std::vector<int64_t> axes(starts->size());
+      std::iota(axes.begin(), axes.end(), 0);
+      if (auto a = ints(3)) axes = *a;
+      std::vector<int64_t> steps(starts->size(), 1);
+      if (auto s = ints(4)) steps = *s;
+      auto src = contiguous_strides(in);
+      CopyPart c{0, out_base, out_shape(), src, contiguous_strides(out_shape()), 0, 0};
+      for (size_t i = 0; i < axes.size() && i < starts->size(); ++i) {
+        int64_t ax = norm_axis(axes[i], in.size()), st = (*starts)[i], step = steps[i], dim = in[ax];
+        if (step == 0) refuse("slice step 0");
+        if (st < 0) st += dim;
+        st = std::clamp<int64_t>(st, 0, step > 0 ? dim : dim - 1);
+        c.src_offset += st * src[ax];
+        c.src_strides[ax] = src[ax] * step;
+      }
+      p_.inputs.resize(1);
+      p_.copies.push_back(std::move(c));
+    } else {  // Expand
+      p_.inputs.resize(1);
+      p_.copies.push_back({0, 1, out_shape(), broadcast_strides(in_shape(0), out_shape()), contiguous_strides(out_shape()), 0, 0});
+    }
+    p_.kind = ReplayKind::strided_copy;
+    p_.description = fmt::format("strided copy ({}), {} part{}", op, p_.copies.size(), p_.copies.size() == 1 ? "" : "s");
+  }
+};
+
+}  // namespace
+
+std::vector<ReplayDecision> plan_replay(const Analysis& a, const Graph& g, std::optional<Precision> forced) {
+  std::vector<ReplayDecision> out;
+  for (const NodeResult& r : a.nodes) {
+    ReplayDecision d;
+    if (r.status == NodeStatus::folded) {
+      d.status = ReplayStatus::no_kernel;
+      d.reason = "folded: computed before the run";
+    } else if (r.status == NodeStatus::not_costed) {
+      d.reason = "not costed: " + r.reason;
+    } else if (r.family == OpFamily::view || (r.cost.flops == 0 && r.cost.bytes() == 0 && r.cost.collective_ranks == 0)) {
+      d.status = ReplayStatus::no_kernel;
+      d.reason = "view: no kernel";
+    } else if (r.family == OpFamily::communication) {
+      d.reason = fmt::format("collective over {} GPUs; the harness runs on one", r.cost.collective_ranks);
+    } else {
+      try {
+        d.plan = Planner(g, r, forced).plan();
+        d.status = ReplayStatus::measured;
+      } catch (const NotReplayed& e) {
+        d.reason = e.reason;
+      }
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace rooflens::profiler

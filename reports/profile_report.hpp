@@ -1,0 +1,14 @@
+#pragma once
+// Measurement output: the terminal section and the JSON fields `rooflens profile` adds.
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "analyzer/analysis.hpp"
+
+namespace rooflens::reports {
+
+void write_profile_table(std::ostream& out, const Analysis& a, int top_n);
+nlohmann::json measurement_json(const Measurement& m);
+nlohmann::json profile_json(const ProfileSummary& p);
+
+}  // namespace rooflens::reports

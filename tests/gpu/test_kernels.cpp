@@ -1,0 +1,271 @@
+// Each replay kernel against a host reference computed from the same inputs.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "gpu_helpers.hpp"
+#include "kernels/attention.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/memory_kernels.hpp"
+
+using namespace gpu_test;
+using namespace rooflens;
+using namespace rooflens::kernels;
+
+namespace {
+
+// out[b][m][n] = sum_k a[b?][m][k] * w(b?, n, k) (+ bias[n]); w stored [n,k] or [k,n].
+std::vector<float> host_gemm(const std::vector<float>& a, const std::vector<float>& w, const std::vector<float>* bias,
+                             int64_t batch, int64_t m, int64_t n, int64_t k, bool a_shared, bool b_shared, bool kn) {
+  std::vector<float> out(static_cast<size_t>(batch * m * n));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = bias ? (*bias)[j] : 0;
+        const float* ar = a.data() + (a_shared ? 0 : b * m * k) + i * k;
+        const float* wb = w.data() + (b_shared ? 0 : b * n * k);
+        for (int64_t q = 0; q < k; ++q) s += static_cast<double>(ar[q]) * (kn ? wb[q * n + j] : wb[j * k + q]);
+        out[static_cast<size_t>((b * m + i) * n + j)] = static_cast<float>(s);
+      }
+  return out;
+}
+
+struct GemmCase {
+  Precision p;
+  bool kn, bias, b_shared;
+  double tol;
+};
+
+}  // namespace
+
+TEST_CASE("cuBLASLt GEMM matches the host in every precision and layout") {
+  CublasLt lt;
+  const int64_t batch = 2, m = 48, n = 64, k = 96;
+  for (GemmCase c : {GemmCase{Precision::fp32, true, false, true, 1e-4}, GemmCase{Precision::tf32, false, true, true, 2e-2},
+                     GemmCase{Precision::bf16, true, true, false, 3e-2}, GemmCase{Precision::fp16, false, false, false, 1e-2},
+                     GemmCase{Precision::fp8, false, false, true, 6e-2}}) {
+    DYNAMIC_SECTION(precision_name(c.p) << (c.kn ? " kn" : " nk") << (c.bias ? " bias" : "")) {
+      DType in = storage_dtype(c.p), out = c.p == Precision::fp8 ? DType::bf16 : in;
+      Tensor a(in, batch * m * k, 11), w(in, (c.b_shared ? 1 : batch) * n * k, 12), bias(out, n, 13), d(out, batch * m * n, 14);
+      GemmShape s;
+      s.precision = c.p;
+      s.out = out;
+      s.dims = GemmDims{batch, m, n, k};
+      s.b_shared = c.b_shared;
+      s.bias = c.bias;
+      s.b_kn = c.kn;
+      Gemm g(lt, s);
+      g.run(a.get(), w.get(), d.get(), c.bias ? bias.get() : nullptr, nullptr);
+      auto hb = bias.host();
+      auto want = host_gemm(a.host(), w.host(), c.bias ? &hb : nullptr, batch, m, n, k, false, c.b_shared, c.kn);
+      CHECK(max_rel_error(d.host(), want, 0.5) < c.tol);
+    }
+  }
+}
+
+TEST_CASE("element-wise with broadcast, Where and Cast match the host") {
+  Tensor a(DType::f32, 4 * 3 * 8, 1), b(DType::f32, 3 * 1, 2), out(DType::f32, 4 * 3 * 8, 3);
+  elementwise(EwOp::add, {{a.get(), DType::f32, {4, 3, 8}}, {b.get(), DType::f32, {3, 1}}}, out.get(), DType::f32, {4, 3, 8}, nullptr);
+  auto ha = a.host(), hb = b.host(), ho = out.host();
+  double worst = 0;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int q = 0; q < 8; ++q) worst = std::max(worst, std::abs(ho[(i * 3 + j) * 8 + q] - (ha[(i * 3 + j) * 8 + q] + hb[j])) * 1.0);
+  CHECK(worst < 1e-6);
+
+  Tensor x(DType::bf16, 4096, 4), y(DType::bf16, 4096, 5);  // the vectorized path
+  elementwise(EwOp::gelu, {{x.get(), DType::bf16, {4096}}}, y.get(), DType::bf16, {4096}, nullptr);
+  auto hx = x.host(), hy = y.host();
+  std::vector<float> want(hx.size());
+  for (size_t i = 0; i < hx.size(); ++i) want[i] = 0.5f * hx[i] * (1 + std::erf(hx[i] / std::sqrt(2.f)));
+  CHECK(max_rel_error(hy, want, 0.05) < 1e-2);
+
+  Tensor cond(DType::boolean, 64, 6), p(DType::f16, 64, 7), q(DType::f16, 64, 8), r(DType::f16, 64, 9);
+  elementwise(EwOp::where, {{cond.get(), DType::boolean, {64}}, {p.get(), DType::f16, {64}}, {q.get(), DType::f16, {64}}}, r.get(),
+              DType::f16, {64}, nullptr);
+  auto hc = cond.host(), hp = p.host(), hq = q.host(), hr = r.host();
+  for (int i = 0; i < 64; ++i) CHECK(hr[i] == (hc[i] != 0 ? hp[i] : hq[i]));
+
+  Tensor src(DType::f32, 100, 10), dst(DType::bf16, 100, 11);
+  elementwise(EwOp::cast, {{src.get(), DType::f32, {100}}}, dst.get(), DType::bf16, {100}, nullptr);
+  CHECK(max_rel_error(dst.host(), src.host()) < 1e-2);
+}
+
+TEST_CASE("row kernels: softmax, layer and RMS norm, reductions, top-k") {
+  const int64_t rows = 37, cols = 300;
+  Tensor x(DType::f32, rows * cols, 21), y(DType::f32, rows * cols, 22), g(DType::f32, cols, 23), b(DType::f32, cols, 24);
+  auto hx = x.host(), hg = g.host(), hb = b.host();
+  softmax_rows(x.get(), y.get(), DType::f32, rows, cols, false, nullptr);
+  auto hy = y.host();
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = -1e30, s = 0;
+    for (int64_t c = 0; c < cols; ++c) m = std::max<double>(m, hx[r * cols + c]);
+    for (int64_t c = 0; c < cols; ++c) s += std::exp(hx[r * cols + c] - m);
+    for (int64_t c = 0; c < cols; ++c) REQUIRE(std::abs(hy[r * cols + c] - std::exp(hx[r * cols + c] - m) / s) < 1e-5);
+  }
+  for (bool rms : {false, true}) {
+    norm_rows(x.get(), nullptr, g.get(), rms ? nullptr : b.get(), y.get(), DType::f32, rows, cols, rms, nullptr);
+    hy = y.host();
+    for (int64_t r = 0; r < rows; ++r) {
+      double mean = 0, sq = 0;
+      for (int64_t c = 0; c < cols; ++c) mean += hx[r * cols + c];
+      mean = rms ? 0 : mean / cols;
+      for (int64_t c = 0; c < cols; ++c) sq += (hx[r * cols + c] - mean) * (hx[r * cols + c] - mean);
+      double inv = 1 / std::sqrt(sq / cols + 1e-5);
+      for (int64_t c = 0; c < cols; ++c)
+        REQUIRE(std::abs(hy[r * cols + c] - ((hx[r * cols + c] - mean) * inv * hg[c] + (rms ? 0 : hb[c]))) < 1e-3);
+    }
+  }
+  Tensor red(DType::f32, rows, 25);
+  reduce_rows(x.get(), red.get(), DType::f32, rows, cols, RowReduce::mean, nullptr);
+  auto hr = red.host();
+  for (int64_t r = 0; r < rows; ++r) {
+    double s = 0;
+    for (int64_t c = 0; c < cols; ++c) s += hx[r * cols + c];
+    CHECK(std::abs(hr[r] - s / cols) < 1e-5);
+  }
+  Tensor vals(DType::f32, rows * 4, 26), idx(DType::i64, rows * 4, 27);
+  topk_rows(x.get(), vals.get(), static_cast<int64_t*>(idx.get()), DType::f32, rows, cols, 4, nullptr);
+  auto hv = vals.host(), hi = idx.host();
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<float> row(hx.begin() + r * cols, hx.begin() + (r + 1) * cols);
+    std::sort(row.rbegin(), row.rend());
+    for (int j = 0; j < 4; ++j) {
+      CHECK(hv[r * 4 + j] == row[j]);
+      CHECK(hx[r * cols + static_cast<int64_t>(hi[r * 4 + j])] == row[j]);
+    }
+  }
+}
+
+TEST_CASE("copies: transpose, gather, rope, pooling, im2col") {
+  Tensor x(DType::f32, 2 * 3 * 4, 31), y(DType::f32, 24, 32);
+  strided_copy(x.get(), y.get(), 4, {4, 3, 2}, {1, 4, 12}, {6, 2, 1}, 0, 0, nullptr);  // (2,3,4) -> perm (2,1,0)
+  auto hx = x.host(), hy = y.host();
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 3; ++b)
+      for (int c = 0; c < 4; ++c) CHECK(hy[(c * 3 + b) * 2 + a] == hx[(a * 3 + b) * 4 + c]);
+
+  Tensor table(DType::bf16, 50 * 16, 33), ids(DType::i64, 7, 34, 50), rows(DType::bf16, 7 * 16, 35);
+  gather(table.get(), ids.get(), DType::i64, rows.get(), 2, 1, 50, 7, 16, nullptr);
+  auto ht = table.host(), hi = ids.host(), hr = rows.host();
+  for (int j = 0; j < 7; ++j)
+    for (int c = 0; c < 16; ++c) CHECK(hr[j * 16 + c] == ht[static_cast<int>(hi[j]) * 16 + c]);
+
+  const int64_t seq = 5, heads = 2, d = 8, maxpos = 10;
+  Tensor q(DType::f32, seq * heads * d, 36), pos(DType::i64, seq, 37, maxpos), cs(DType::f32, maxpos * d / 2, 38),
+      sn(DType::f32, maxpos * d / 2, 39), out(DType::f32, seq * heads * d, 40);
+  rope(q.get(), static_cast<const int64_t*>(pos.get()), cs.get(), sn.get(), out.get(), DType::f32, seq * heads, heads, seq, d, d,
+       false, nullptr);
+  auto hq = q.host(), hp = pos.host(), hc = cs.host(), hs = sn.host(), ho = out.host();
+  for (int64_t r = 0; r < seq * heads; ++r) {
+    int64_t p = static_cast<int64_t>(hp[r / heads]);
+    for (int64_t j = 0; j < d / 2; ++j) {
+      float c = hc[p * d / 2 + j], s = hs[p * d / 2 + j], a = hq[r * d + j], b = hq[r * d + j + d / 2];
+      CHECK(std::abs(ho[r * d + j] - (a * c - b * s)) < 1e-6);
+      CHECK(std::abs(ho[r * d + j + d / 2] - (b * c + a * s)) < 1e-6);
+    }
+  }
+
+  Tensor img(DType::f32, 1 * 2 * 6 * 6, 41), pooled(DType::f32, 2 * 3 * 3, 42);
+  pool2d(img.get(), pooled.get(), DType::f32, Pool2d{1, 2, 6, 6, 3, 3, 3, 3, 2, 2, 1, 1, true}, nullptr);
+  auto hm = img.host(), hpool = pooled.host();
+  for (int c = 0; c < 2; ++c)
+    for (int oy = 0; oy < 3; ++oy)
+      for (int ox = 0; ox < 3; ++ox) {
+        float m = -1e30f;
+        for (int ky = 0; ky < 3; ++ky)
+          for (int kx = 0; kx < 3; ++kx) {
+            int yy = oy * 2 - 1 + ky, xx = ox * 2 - 1 + kx;
+            if (yy >= 0 && yy < 6 && xx >= 0 && xx < 6) m = std::max(m, hm[(c * 6 + yy) * 6 + xx]);
+          }
+        CHECK(hpool[(c * 3 + oy) * 3 + ox] == m);
+      }
+
+  Tensor col(DType::f32, 2 * 9 * 3 * 3, 43);
+  im2col(img.get(), col.get(), DType::f32, 2, 6, 6, 3, 3, 3, 3, 2, 2, 1, 1, 1, 1, nullptr);
+  auto hcol = col.host();
+  for (int ch = 0; ch < 2; ++ch)
+    for (int ky = 0; ky < 3; ++ky)
+      for (int kx = 0; kx < 3; ++kx)
+        for (int oy = 0; oy < 3; ++oy)
+          for (int ox = 0; ox < 3; ++ox) {
+            int yy = oy * 2 - 1 + ky, xx = ox * 2 - 1 + kx;
+            float want = yy >= 0 && yy < 6 && xx >= 0 && xx < 6 ? hm[(ch * 6 + yy) * 6 + xx] : 0.f;
+            CHECK(hcol[(((ch * 3 + ky) * 3 + kx) * 3 + oy) * 3 + ox] == want);
+          }
+}
+
+namespace {
+
+// Host attention over q [B,Sq,Hq,D], k/v [B,Hkv,Skv,D(v)] (v = nullptr: the first dv of k).
+std::vector<float> host_attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>* v,
+                                  const AttentionDims& d) {
+  std::vector<float> o(static_cast<size_t>(d.batch * d.q_len * d.q_heads * d.head_dim_v));
+  int64_t g = d.q_heads / d.kv_heads, off = d.kv_len - d.q_len;
+  double scale = 1 / std::sqrt(static_cast<double>(d.head_dim_qk));
+  for (int64_t b = 0; b < d.batch; ++b)
+    for (int64_t h = 0; h < d.q_heads; ++h)
+      for (int64_t i = 0; i < d.q_len; ++i) {
+        int64_t kvh = h / g;
+        std::vector<double> s(static_cast<size_t>(d.kv_len), -1e300);
+        double m = -1e300;
+        for (int64_t j = 0; j < d.kv_len; ++j) {
+          if (d.causal && j > i + off) continue;
+          double acc = 0;
+          for (int64_t c = 0; c < d.head_dim_qk; ++c)
+            acc += q[((b * d.q_len + i) * d.q_heads + h) * d.head_dim_qk + c] * k[((b * d.kv_heads + kvh) * d.kv_len + j) * d.head_dim_qk + c];
+          s[j] = acc * scale;
+          m = std::max(m, s[j]);
+        }
+        double sum = 0;
+        for (auto& x : s) sum += x > -1e299 ? (x = std::exp(x - m)) : (x = 0);
+        for (int64_t c = 0; c < d.head_dim_v; ++c) {
+          double acc = 0;
+          for (int64_t j = 0; j < d.kv_len; ++j) {
+            float vv = v ? (*v)[((b * d.kv_heads + kvh) * d.kv_len + j) * d.head_dim_v + c]
+                         : k[((b * d.kv_heads + kvh) * d.kv_len + j) * d.head_dim_qk + c];
+            acc += s[j] * vv;
+          }
+          o[((b * d.q_len + i) * d.q_heads + h) * d.head_dim_v + c] = static_cast<float>(acc / sum);
+        }
+      }
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("flash prefill attention matches the host: causal and not, GQA, D 64 and 128") {
+  for (int64_t D : {64, 128})
+    for (bool causal : {false, true}) {
+      DYNAMIC_SECTION("D=" << D << (causal ? " causal" : "")) {
+        AttentionDims d{2, 4, 2, 77, 77, D, D, causal, 0};
+        Tensor q(DType::bf16, 2 * 77 * 4 * D, 51), k(DType::bf16, 2 * 2 * 77 * D, 52), v(DType::bf16, 2 * 2 * 77 * D, 53),
+            o(DType::bf16, 2 * 77 * 4 * D, 54);
+        flash_prefill(q.get(), k.get(), v.get(), o.get(), DType::bf16, d, nullptr);
+        auto hv = v.host();
+        CHECK(max_rel_error(o.host(), host_attention(q.host(), k.host(), &hv, d), 0.05) < 3e-2);
+      }
+    }
+}
+
+TEST_CASE("split-KV decode attention matches the host: GQA and MLA's shared latent") {
+  int sms = 132;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  {
+    AttentionDims d{2, 8, 2, 1, 1000, 128, 128, true, 0};
+    Tensor q(DType::f16, 2 * 8 * 128, 61), k(DType::f16, 2 * 2 * 1000 * 128, 62), v(DType::f16, 2 * 2 * 1000 * 128, 63),
+        o(DType::f16, 2 * 8 * 128, 64);
+    DeviceBuffer ws(static_cast<size_t>(decode_workspace_bytes(d, sms)));
+    decode_attention(q.get(), k.get(), v.get(), o.get(), ws.get(), DType::f16, d, sms, nullptr);
+    auto hv = v.host();
+    CHECK(max_rel_error(o.host(), host_attention(q.host(), k.host(), &hv, d), 0.05) < 2e-2);
+  }
+  {
+    AttentionDims d{1, 16, 1, 1, 300, 576, 512, true, 0};  // MLA absorbed: V is the latent prefix of K
+    Tensor q(DType::bf16, 16 * 576, 65), k(DType::bf16, 300 * 576, 66), o(DType::bf16, 16 * 512, 67);
+    DeviceBuffer ws(static_cast<size_t>(decode_workspace_bytes(d, sms)));
+    decode_attention(q.get(), k.get(), nullptr, o.get(), ws.get(), DType::bf16, d, sms, nullptr);
+    CHECK(max_rel_error(o.host(), host_attention(q.host(), k.host(), nullptr, d), 0.05) < 3e-2);
+  }
+}

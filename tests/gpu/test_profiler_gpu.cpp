@@ -1,0 +1,79 @@
+// The harness on a real GPU: CUPTI sees every kernel with nothing dropped, NVTX ranges contain
+// the launches attributed to them, a profile run measures every replayable layer, and
+// calibrate's figures are plausible against the spec sheet.
+#include <catch2/catch.hpp>
+#include <cuda_runtime.h>
+
+#include "analyzer/transformer_analysis.hpp"
+#include "kernels/calibrate_kernels.hpp"
+#include "profiler/attribution.hpp"
+#include "profiler/calibrate.hpp"
+#include "profiler/cupti_session.hpp"
+#include "profiler/harness.hpp"
+
+using namespace rooflens;
+using namespace rooflens::profiler;
+
+TEST_CASE("CUPTI records every kernel launched under an external id, none dropped") {
+  CuptiSession cupti;
+  REQUIRE(cupti.ok());
+  cupti.flush();
+  for (int i = 0; i < 50; ++i) {
+    cupti.push_external(external_id(7, i));
+    kernels::empty_kernel(nullptr);
+    cupti.pop_external();
+  }
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  Trace t = cupti.flush();
+  CHECK(t.dropped == 0);
+  Attribution a = attribute(t, {});
+  CHECK(a.samples.size() == 50);
+  for (int i = 0; i < 50; ++i) CHECK(a.samples[{7, i}].kernels == 1);
+}
+
+TEST_CASE("profile of a GPT-2 decode step: every replayable layer measured, NVTX attribution right") {
+  TransformerConfig c = load_transformer_config(ROOFLENS_SOURCE_DIR "/samples/configs/gpt2/config.json");
+  TransformerOptions o;
+  o.workload = Workload::decode;
+  o.lowering.batch = 1;
+  o.lowering.context = 256;
+  o.lowering.weights = o.lowering.activations = o.lowering.kv = DType::f16;
+  Graph g;
+  Analysis a = analyze_transformer(c, o, &g);
+  ProfileOptions po;
+  po.max_samples = 10;
+  Trace trace;
+  run_profile(a, g, std::nullopt, po, &trace);
+  REQUIRE(a.profile);
+  CHECK(a.profile->timing == "cupti");
+  CHECK(a.profile->valid);
+  CHECK(a.profile->dropped_records == 0);
+  CHECK(a.profile->measured > 50);
+  std::map<int, std::string> paths;
+  for (const NodeResult& n : a.nodes) {
+    REQUIRE(n.measured);
+    if (n.measured->status != ReplayStatus::measured) continue;
+    CHECK(n.measured->time.n >= 10);
+    CHECK(n.measured->kernels >= 1);
+    CHECK(n.measured->time.median > 0);
+    paths[n.index] = n.name;
+  }
+  Attribution at = attribute(trace, paths);
+  CHECK(at.nvtx_checked > 0);
+  CHECK(at.nvtx_mismatches == 0);
+  for (auto& [index, name] : paths) CHECK(at.samples.count({index, 0}) == 1);
+}
+
+TEST_CASE("calibrate: figures plausible against the spec of this GPU") {
+  DeviceProfile p = run_calibrate({true});
+  Device spec = find_device(p.base_device);
+  CHECK(p.hbm_bandwidth > 0.5 * spec.hbm_bandwidth);
+  CHECK(p.hbm_bandwidth < 1.1 * spec.hbm_bandwidth);
+  CHECK(p.l2_bandwidth > p.hbm_bandwidth);
+  CHECK(p.tensor_flops.at("bf16") > 0.3 * spec.tensor_flops.at("bf16"));
+  CHECK(p.tensor_flops.at("bf16") < 1.05 * spec.tensor_flops.at("bf16"));
+  CHECK(p.launch_floor_s > 2e-7);
+  CHECK(p.launch_floor_s < 2e-5);
+  CHECK(p.sm_clock_mhz > 500);
+  CHECK(p.sm_clock_mhz < 3000);
+}
