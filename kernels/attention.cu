@@ -168,8 +168,10 @@ DecodeGrid decode_grid(const AttentionDims& d, int sm_count) {
   int64_t G = d.q_heads / d.kv_heads;
   g.groups = (G + kHeadsPerBlock - 1) / kHeadsPerBlock;
   int64_t base = d.batch * d.kv_heads * g.groups;
-  int64_t want = std::max<int64_t>(1, (2 * sm_count + base - 1) / base);  // two waves of blocks
-  g.splits = std::clamp<int64_t>(want, 1, std::max<int64_t>(1, (d.kv_len + 63) / 64));
+  // Enough blocks for ~16 per SM: each works through its keys serially, so the chip needs many
+  // of them in flight to keep HBM busy (flash-decoding's split-KV).
+  int64_t want = std::max<int64_t>(1, (16 * sm_count + base - 1) / base);
+  g.splits = std::clamp<int64_t>(want, 1, std::max<int64_t>(1, (d.kv_len + kDecodeKeys - 1) / kDecodeKeys));
   g.chunk = (d.kv_len + g.splits - 1) / g.splits;
   g.chunk = (g.chunk + kDecodeKeys - 1) / kDecodeKeys * kDecodeKeys;
   g.splits = (d.kv_len + g.chunk - 1) / g.chunk;
@@ -204,18 +206,21 @@ __global__ void __launch_bounds__(kHeadsPerBlock * 32) decode_kernel(const T* __
   int64_t begin = split * chunk, end = std::min<int64_t>(skv, begin + chunk);
   for (int64_t t0 = begin; t0 < end; t0 += kDecodeKeys) {
     __syncthreads();
-    for (int i = threadIdx.x; i < kDecodeKeys * (dqk / 2); i += blockDim.x) {
-      int r = i / (dqk / 2), c = (i % (dqk / 2)) * 2;
-      __half2 kv{};
-      if (t0 + r < end) kv = *reinterpret_cast<const __half2*>(kbase + (t0 + r) * dqk + c);
-      *reinterpret_cast<__half2*>(ks + r * kld + c) = kv;
+    // 16-byte loads from HBM; 4-byte stores into the padded rows.
+    for (int i = threadIdx.x; i < kDecodeKeys * (dqk / 8); i += blockDim.x) {
+      int r = i / (dqk / 8), c = (i % (dqk / 8)) * 8;
+      uint4 kv{};
+      if (t0 + r < end) kv = *reinterpret_cast<const uint4*>(kbase + (t0 + r) * dqk + c);
+      uint32_t* dst = reinterpret_cast<uint32_t*>(ks + r * kld + c);
+      dst[0] = kv.x, dst[1] = kv.y, dst[2] = kv.z, dst[3] = kv.w;
     }
     if (vbase)
-      for (int i = threadIdx.x; i < kDecodeKeys * (dv / 2); i += blockDim.x) {
-        int r = i / (dv / 2), c = (i % (dv / 2)) * 2;
-        __half2 vv{};
-        if (t0 + r < end) vv = *reinterpret_cast<const __half2*>(vbase + (t0 + r) * dv + c);
-        *reinterpret_cast<__half2*>(vs + r * vld + c) = vv;
+      for (int i = threadIdx.x; i < kDecodeKeys * (dv / 8); i += blockDim.x) {
+        int r = i / (dv / 8), c = (i % (dv / 8)) * 8;
+        uint4 vv{};
+        if (t0 + r < end) vv = *reinterpret_cast<const uint4*>(vbase + (t0 + r) * dv + c);
+        uint32_t* dst = reinterpret_cast<uint32_t*>(vs + r * vld + c);
+        dst[0] = vv.x, dst[1] = vv.y, dst[2] = vv.z, dst[3] = vv.w;
       }
     __syncthreads();
     if (!active) continue;

@@ -103,17 +103,19 @@ __global__ void ew_vector(EwOp op, int n_in, const To* __restrict__ a, const To*
   }
 }
 
-template <class To, class T0>
+// I is the index type: 32-bit when every offset fits (64-bit division is many times slower).
+template <class To, class T0, class I>
 __global__ void ew_broadcast(EwOp op, int n_in, const T0* __restrict__ a, const To* __restrict__ b,
-                             const To* __restrict__ c, To* __restrict__ out, int64_t n, Dims dims, Strides st) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t rem = i, oa = 0, ob = 0, oc = 0;
+                             const To* __restrict__ c, To* __restrict__ out, I n, Dims dims, Strides st) {
+  for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < n; i += I(gridDim.x) * blockDim.x) {
+    I rem = i, oa = 0, ob = 0, oc = 0;
+#pragma unroll 1
     for (int d = dims.rank - 1; d >= 0; --d) {
-      int64_t e = dims.extent[d], idx = rem % e;
+      I e = static_cast<I>(dims.extent[d]), idx = rem % e;
       rem /= e;
-      oa += idx * st.s[0][d];
-      ob += idx * st.s[1][d];
-      oc += idx * st.s[2][d];
+      oa += idx * static_cast<I>(st.s[0][d]);
+      ob += idx * static_cast<I>(st.s[1][d]);
+      oc += idx * static_cast<I>(st.s[2][d]);
     }
     float x = to_f(a[oa]);
     float y = n_in > 1 ? to_f(b[ob]) : 0.f, z = n_in > 2 ? to_f(c[oc]) : 0.f;
@@ -178,7 +180,11 @@ void launch_ew(EwOp op, const std::vector<EwOperand>& in, void* out, const std::
     dims.extent[d] = extent[d];
     for (int k = 0; k < 3; ++k) st.s[k][d] = strides[k][d];
   }
-  ew_broadcast<To, T0><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(op, n_in, a, b, c, static_cast<To*>(out), n, dims, st);
+  if (n < (int64_t{1} << 31))
+    ew_broadcast<To, T0, uint32_t><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(op, n_in, a, b, c, static_cast<To*>(out),
+                                                                                         static_cast<uint32_t>(n), dims, st);
+  else
+    ew_broadcast<To, T0, int64_t><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(op, n_in, a, b, c, static_cast<To*>(out), n, dims, st);
 }
 
 template <class T>
@@ -201,18 +207,19 @@ __global__ void sum_slots_kernel(const T* __restrict__ in, T* __restrict__ out, 
 
 // ---- copies ---------------------------------------------------------------------------------
 
-template <class E>
-__global__ void copy_kernel(const E* __restrict__ src, E* __restrict__ dst, int64_t n, Dims dims, Strides st,
-                            int64_t src_off, int64_t dst_off) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t rem = i, os = src_off, od = dst_off;
+template <class E, class I>
+__global__ void copy_kernel(const E* __restrict__ src, E* __restrict__ dst, I n, Dims dims, Strides st, int64_t src_off,
+                            int64_t dst_off) {
+  for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < n; i += I(gridDim.x) * blockDim.x) {
+    I rem = i, os = 0, od = 0;
+#pragma unroll 1
     for (int d = dims.rank - 1; d >= 0; --d) {
-      int64_t e = dims.extent[d], idx = rem % e;
+      I e = static_cast<I>(dims.extent[d]), idx = rem % e;
       rem /= e;
-      os += idx * st.s[0][d];
-      od += idx * st.s[1][d];
+      os += idx * static_cast<I>(st.s[0][d]);
+      od += idx * static_cast<I>(st.s[1][d]);
     }
-    dst[od] = src[os];
+    dst[dst_off + od] = src[src_off + os];
   }
 }
 
@@ -257,6 +264,88 @@ __device__ __forceinline__ float warp_min(float v) {
 constexpr int kWarpsPerBlock = kThreads / 32;
 
 __device__ __forceinline__ int64_t warp_row() { return blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32; }
+
+// ---- row kernels: one block per long row, the row held in registers ---------------------------
+
+constexpr int kRowThreads = 256, kRowCache = 32;  // rows up to 8192 read from HBM once
+constexpr int64_t kBlockRowMinCols = 1024;        // shorter rows: one warp each
+
+template <bool kMax>
+__device__ float block_reduce(float v, float* red) {
+  v = kMax ? warp_max(v) : warp_sum(v);
+  int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();  // red may still be read by the previous reduction
+  if (lane == 0) red[w] = v;
+  __syncthreads();
+  v = lane < kRowThreads / 32 ? red[lane] : (kMax ? -FLT_MAX : 0.f);
+  return kMax ? warp_max(v) : warp_sum(v);
+}
+
+// Loads row r into registers (cached) or reads it again per pass (rows above 8192).
+template <class T, bool kCached>
+struct RowReader {
+  const T* row;
+  int64_t cols;
+  float v[kCached ? kRowCache : 1];
+  __device__ RowReader(const T* r, int64_t c, const T* skip) : row(r), cols(c) {
+    if constexpr (kCached) {
+#pragma unroll
+      for (int i = 0; i < kRowCache; ++i) {
+        int64_t j = threadIdx.x + static_cast<int64_t>(i) * kRowThreads;
+        v[i] = j < cols ? to_f(row[j]) + (skip ? to_f(skip[j]) : 0.f) : 0.f;
+      }
+    }
+  }
+  template <class F>
+  __device__ void each(const T* skip, F&& f) {
+    if constexpr (kCached) {
+#pragma unroll
+      for (int i = 0; i < kRowCache; ++i) {
+        int64_t j = threadIdx.x + static_cast<int64_t>(i) * kRowThreads;
+        if (j < cols) f(j, v[i]);
+      }
+    } else {
+      for (int64_t j = threadIdx.x; j < cols; j += kRowThreads) f(j, to_f(row[j]) + (skip ? to_f(skip[j]) : 0.f));
+    }
+  }
+};
+
+template <class T, bool kCached>
+__global__ void __launch_bounds__(kRowThreads) softmax_block(const T* __restrict__ in, T* __restrict__ out, int64_t cols, bool log) {
+  __shared__ float red[32];
+  int64_t r = blockIdx.x;
+  RowReader<T, kCached> row(in + r * cols, cols, nullptr);
+  float m = -FLT_MAX;
+  row.each(nullptr, [&](int64_t, float x) { m = fmaxf(m, x); });
+  m = block_reduce<true>(m, red);
+  float sum = 0;
+  row.each(nullptr, [&](int64_t, float x) { sum += __expf(x - m); });
+  sum = block_reduce<false>(sum, red);
+  float inv = 1.f / sum, lsum = __logf(sum);
+  T* o = out + r * cols;
+  row.each(nullptr, [&](int64_t j, float x) { o[j] = from_f<T>(log ? x - m - lsum : __expf(x - m) * inv); });
+}
+
+template <class T, bool kCached>
+__global__ void __launch_bounds__(kRowThreads) norm_block(const T* __restrict__ x, const T* __restrict__ skip, const T* __restrict__ gamma,
+                                                          const T* __restrict__ beta, T* __restrict__ out, int64_t cols, bool rms) {
+  __shared__ float red[32];
+  int64_t r = blockIdx.x;
+  const T* sr = skip ? skip + r * cols : nullptr;
+  RowReader<T, kCached> row(x + r * cols, cols, sr);
+  float s = 0, s2 = 0;
+  row.each(sr, [&](int64_t, float v) { s += v, s2 += v * v; });
+  s = block_reduce<false>(s, red);
+  s2 = block_reduce<false>(s2, red);
+  float mean = rms ? 0.f : s / cols;
+  float inv = rsqrtf(fmaxf(s2 / cols - mean * mean, 0.f) + 1e-5f);
+  T* o = out + r * cols;
+  row.each(sr, [&](int64_t j, float v) {
+    float y = (v - mean) * inv * to_f(gamma[j]);
+    if (beta) y += to_f(beta[j]);
+    o[j] = from_f<T>(y);
+  });
+}
 
 template <class T>
 __global__ void softmax_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows, int64_t cols, bool log) {
@@ -487,8 +576,14 @@ void strided_copy(const void* src, void* dst, int elem_bytes, const std::vector<
   }
   dispatch_bytes(elem_bytes, [&](auto e) {
     using E = decltype(e);
-    copy_kernel<E><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(static_cast<const E*>(src), static_cast<E*>(dst), n,
-                                                                          dims, strides, src_offset, dst_offset);
+    int64_t reach = std::max(src_offset, dst_offset);
+    for (size_t d = 0; d < extent.size(); ++d) reach += (extent[d] - 1) * std::max(std::abs(st[0][d]), std::abs(st[1][d]));
+    if (n < (int64_t{1} << 31) && reach < (int64_t{1} << 31))
+      copy_kernel<E, uint32_t><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(
+          static_cast<const E*>(src), static_cast<E*>(dst), static_cast<uint32_t>(n), dims, strides, src_offset, dst_offset);
+    else
+      copy_kernel<E, int64_t><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(static_cast<const E*>(src), static_cast<E*>(dst), n,
+                                                                                    dims, strides, src_offset, dst_offset);
   });
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }
@@ -511,6 +606,12 @@ void gather(const void* data, const void* indices, DType index_dtype, void* out,
 void softmax_rows(const void* in, void* out, DType d, int64_t rows, int64_t cols, bool log, cudaStream_t s) {
   dispatch_float(d, [&](auto t) {
     using T = decltype(t);
+    if (cols >= kBlockRowMinCols) {
+      auto grid = static_cast<unsigned>(rows);
+      if (cols <= kRowThreads * kRowCache) softmax_block<T, true><<<grid, kRowThreads, 0, s>>>(static_cast<const T*>(in), static_cast<T*>(out), cols, log);
+      else softmax_block<T, false><<<grid, kRowThreads, 0, s>>>(static_cast<const T*>(in), static_cast<T*>(out), cols, log);
+      return;
+    }
     softmax_kernel<<<blocks_for(rows, kWarpsPerBlock, INT32_MAX), kThreads, 0, s>>>(static_cast<const T*>(in), static_cast<T*>(out),
                                                                                     rows, cols, log);
   });
@@ -521,6 +622,16 @@ void norm_rows(const void* x, const void* skip, const void* gamma, const void* b
                int64_t cols, bool rms, cudaStream_t s) {
   dispatch_float(d, [&](auto t) {
     using T = decltype(t);
+    if (cols >= kBlockRowMinCols) {
+      auto grid = static_cast<unsigned>(rows);
+      auto args = [&](auto kernel) {
+        kernel<<<grid, kRowThreads, 0, s>>>(static_cast<const T*>(x), static_cast<const T*>(skip), static_cast<const T*>(gamma),
+                                            static_cast<const T*>(beta), static_cast<T*>(out), cols, rms);
+      };
+      if (cols <= kRowThreads * kRowCache) args(norm_block<T, true>);
+      else args(norm_block<T, false>);
+      return;
+    }
     norm_kernel<<<blocks_for(rows, kWarpsPerBlock, INT32_MAX), kThreads, 0, s>>>(
         static_cast<const T*>(x), static_cast<const T*>(skip), static_cast<const T*>(gamma), static_cast<const T*>(beta),
         static_cast<T*>(out), rows, cols, rms);

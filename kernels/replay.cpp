@@ -116,7 +116,7 @@ void LayerReplay::prepare_moe(cudaStream_t s) {
   int64_t rows = m.tokens * m.k;
   // workspace: routed input rows, two expert intermediates, expert outputs, top-k values/indices.
   int64_t eb = elem_bytes(dt);
-  int64_t bytes = rows * m.hidden * eb + 2 * rows * m.inter * eb + rows * m.hidden * eb + m.tokens * m.k * (eb + 8);
+  int64_t bytes = rows * m.hidden * eb + 2 * rows * m.inter * eb + rows * m.hidden * eb + m.tokens * m.k * (eb + 8) + 16;
   workspace_ = DeviceBuffer(static_cast<size_t>(bytes));
   for (int64_t e = 0; e < m.experts; ++e) {
     int64_t r = expert_tokens_[static_cast<size_t>(e)];
@@ -153,7 +153,8 @@ void LayerReplay::launch_moe(cudaStream_t s) {
   char* h3 = h1 + rows * m.inter * eb;
   char* eo = h3 + rows * m.inter * eb;
   char* topv = eo + rows * m.hidden * eb;
-  auto* topi = reinterpret_cast<int64_t*>(topv + m.tokens * m.k * eb);
+  // int64 indices need 8-byte alignment: round the offset up.
+  auto* topi = reinterpret_cast<int64_t*>(topv + (m.tokens * m.k * eb + 15) / 16 * 16);
   // Routing: top-k of the router probabilities (the dispatch below uses the uniform assignment).
   topk_rows(in(1), topv, topi, dt, m.tokens, m.experts, static_cast<int>(m.k), s);
   // Dispatch: each token's row copied to its k slots (expert-major order).

@@ -166,6 +166,9 @@ class Planner {
     if (b_elems != checked_mul(d.k, d.n) && b_elems != checked_mul(checked_mul(d.batch, d.k), d.n))
       refuse("B operand broadcast in a way one strided-batched GEMM cannot express");
     p_.shape.gemm_b_shared = b_elems == checked_mul(d.k, d.n);
+    // A config's Linear weights are stored [out, in] in the checkpoint (the "TN" GEMM), while
+    // an ONNX MatMul reads its B as stored, [k, n], unless transposed.
+    p_.shape.gemm_b_transposed = ks.gemm_b_transposed || g_.producer == "rooflens lowering";
     p_.description = fmt::format("cuBLASLt {} GEMM m={} n={} k={} batch={}", precision_name(p_.precision), d.m, d.n, d.k, d.batch);
   }
 
@@ -224,7 +227,7 @@ class Planner {
 
   void elementwise() {
     auto ew = elementwise_op_from(n_.op_type);
-    if (!ew || !n_.domain.empty() && n_.domain != "rooflens") refuse(fmt::format("no replay functor for {}", r_.op));
+    if (!ew || (!n_.domain.empty() && n_.domain != "rooflens")) refuse(fmt::format("no replay functor for {}", r_.op));
     graph_buffers();
     if (out_shape().size() > kMaxReplayRank) refuse("rank above 6");
     BufferSpec& out = p_.outputs[0];

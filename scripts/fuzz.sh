@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 limit="-max_total_time=${1:-60}"
 case "${1:-}" in runs=*) limit="-runs=${1#runs=}" ;; esac
 scripts/setup.sh fuzz
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -DROOFLENS_FUZZ=ON -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DROOFLENS_FUZZ=ON -DROOFLENS_CUDA=OFF -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
 cmake --build build-fuzz -j"$(nproc)" --target fuzz_onnx fuzz_config
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what rooflens needs from Debian's packages (idempotent) and configures the build.
-# The CUDA toolkit, where present, is expected at /usr/local/cuda; nothing here needs it.
+# The CUDA toolkit, where present, is expected at /usr/local/cuda: with it the build adds the replay
+# harness (kernels/, profiler/); without it `rooflens analyze` and `report` still build and work.
 set -euo pipefail
+# chromium: the HTML report's tests load the page in headless Chromium.
 packages=(cmake g++ make libonnx-dev libprotobuf-dev protobuf-compiler libfmt-dev libcli11-dev
-          nlohmann-json3-dev catch2)
+          nlohmann-json3-dev catch2 chromium)
 # `scripts/setup.sh fuzz` adds clang and its libFuzzer/sanitizer runtimes.
 if [ "${1:-}" = fuzz ]; then packages+=(clang libclang-rt-14-dev); fi
 missing=()
@@ -16,3 +18,8 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
+
+# The CUDA compiler for CMake: nvcc is often not on PATH even where the toolkit is installed.
+cuda_flags() {
+  if [ -x /usr/local/cuda/bin/nvcc ]; then echo "-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc"; fi
+}

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 label="${1:-cpu}"
-scripts/setup.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+source scripts/setup.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo $(cuda_flags) > /dev/null
 cmake --build build -j"$(nproc)"
 ctest --test-dir build -L "$label" --output-on-failure

@@ -18,7 +18,7 @@
     if (parent) parent.appendChild(e);
     return e;
   };
-  const si = (v, unit) => {
+  const si = (v, unit = "") => {
     if (v === null || v === undefined || !isFinite(v)) return "-";
     const a = Math.abs(v), p = [[1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
     for (const [s, n] of p) if (a >= s) return (v / s).toFixed(a / s >= 100 ? 0 : 1) + " " + n + unit;
@@ -71,7 +71,7 @@
   const tip = $("tip");
   const showTip = (ev, text) => { tip.textContent = text; tip.style.display = "block"; tip.style.left = ev.clientX + 14 + "px"; tip.style.top = ev.clientY + 10 + "px"; };
   const hideTip = () => { tip.style.display = "none"; };
-  const W = 900, H = 480, L = 70, B = 40, Tm = 14, Rm = 150;
+  const W = 900, H = 480, L = 96, B = 40, Tm = 14, Rm = 160;
   const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", id: "roofline-svg" }, $("roofline"));
   const roofsOf = (d) => {
     const r = [];
