@@ -75,7 +75,7 @@ LayerReplay::LayerReplay(const profiler::ReplayPlan& plan, const ReplayContext& 
       if (a.q_len == 1) workspace_ = DeviceBuffer(static_cast<size_t>(decode_workspace_bytes(a, ctx_.sm_count)));
       break;
     }
-    case ReplayKind::moe: prepare_moe(s); break;
+    case ReplayKind::moe: prepare_moe(); break;
     default: break;
   }
   ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(s));
@@ -106,7 +106,7 @@ void LayerReplay::launch_conv(cudaStream_t s) {
   }
 }
 
-void LayerReplay::prepare_moe(cudaStream_t s) {
+void LayerReplay::prepare_moe() {
   const MoeDims& m = *plan_.shape.moe;
   // Uniform routing, the prediction's assumption: assignment j of token t goes to expert
   // (t*k + j) mod E, so each expert's row count is known on the host.
@@ -118,28 +118,19 @@ void LayerReplay::prepare_moe(cudaStream_t s) {
   int64_t eb = elem_bytes(dt);
   int64_t bytes = rows * m.hidden * eb + 2 * rows * m.inter * eb + rows * m.hidden * eb + m.tokens * m.k * (eb + 8) + 16;
   workspace_ = DeviceBuffer(static_cast<size_t>(bytes));
-  for (int64_t e = 0; e < m.experts; ++e) {
-    int64_t r = expert_tokens_[static_cast<size_t>(e)];
-    if (r == 0) {
-      gemms_.emplace_back();
-      continue;
+  // One GEMM per expert with rows: fc1/fc3 (n = inter, k = hidden), then fc2 (n = hidden,
+  // k = inter). Expert weights are stored [k, n] ([hidden, inter] and [inter, hidden]).
+  for (auto [n, k] : {std::pair{m.inter, m.hidden}, std::pair{m.hidden, m.inter}})
+    for (int64_t e = 0; e < m.experts; ++e) {
+      int64_t r = expert_tokens_[static_cast<size_t>(e)];
+      if (r == 0) {
+        gemms_.emplace_back();
+        continue;
+      }
+      GemmShape g = gemm_shape(plan_, GemmDims{1, r, n, k}, dt, false);
+      g.b_kn = true;
+      gemms_.push_back(std::make_unique<Gemm>(*ctx_.lt, g));
     }
-    // W1/W3 [hidden, inter] and W2 [inter, hidden] per expert, as stored: read as [n, k] panels.
-    GemmShape g = gemm_shape(plan_, GemmDims{1, r, m.inter, m.hidden}, dt, false);
-    g.b_kn = true;  // expert weights stored [hidden, inter]
-    gemms_.push_back(std::make_unique<Gemm>(*ctx_.lt, g));
-  }
-  for (int64_t e = 0; e < m.experts; ++e) {
-    int64_t r = expert_tokens_[static_cast<size_t>(e)];
-    if (r == 0) {
-      gemms_.emplace_back();
-      continue;
-    }
-    GemmShape g = gemm_shape(plan_, GemmDims{1, r, m.hidden, m.inter}, dt, false);
-    g.b_kn = true;  // stored [inter, hidden]
-    gemms_.push_back(std::make_unique<Gemm>(*ctx_.lt, g));
-  }
-  (void)s;
 }
 
 void LayerReplay::launch_moe(cudaStream_t s) {

@@ -38,7 +38,7 @@ class LayerReplay {
   void* out(size_t i) const { return buffers_[plan_.inputs.size() + i].get(); }
   void launch_conv(cudaStream_t s);
   void launch_moe(cudaStream_t s);
-  void prepare_moe(cudaStream_t s);
+  void prepare_moe();
 };
 
 }  // namespace rooflens::kernels
