@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole CPU test suite: set-up, build, then every test labelled cpu. GPU tests (label gpu)
-# run on the GPU machine: scripts/test.sh gpu.
+# run where a GPU is: scripts/test.sh gpu (without one, ctest reports them skipped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 label="${1:-cpu}"
