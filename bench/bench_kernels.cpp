@@ -15,6 +15,7 @@
 #include "profiler/attribution.hpp"
 #include "profiler/calibrate.hpp"
 #include "profiler/cupti_session.hpp"
+#include "profiler/gpu.hpp"
 
 using namespace rooflens;
 using rooflens::kernels::EwOp;
@@ -22,23 +23,7 @@ using rooflens::kernels::EwOp;
 namespace {
 
 double event_median(const std::function<void()>& fn, int reps = 20) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  fn();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    cudaEventRecord(a);
-    fn();
-    cudaEventRecord(b);
-    cudaEventSynchronize(b);
-    float ms;
-    cudaEventElapsedTime(&ms, a, b);
-    t.push_back(ms * 1e-3);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return summarize_samples(t).median;
+  return profiler::event_time_median([&](cudaStream_t) { fn(); }, reps, nullptr);
 }
 
 struct Case {

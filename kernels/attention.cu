@@ -281,9 +281,7 @@ void flash_prefill(const void* q, const void* k, const void* v, void* out, DType
     if (d.head_dim_qk == 64) launch_prefill<T, 64>(q, k, v, out, d, s);
     else launch_prefill<T, 128>(q, k, v, out, d, s);
   };
-  if (dt == DType::f16) go(__half{});
-  else if (dt == DType::bf16) go(__nv_bfloat16{});
-  else throw CudaError("flash prefill takes fp16 or bf16");
+  dispatch_half(dt, go);
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -312,9 +310,7 @@ void decode_attention(const void* q, const void* k, const void* v, void* out, vo
                                                                                   static_cast<T*>(out), g.splits,
                                                                                   static_cast<int>(d.head_dim_v));
   };
-  if (dt == DType::f16) go(__half{});
-  else if (dt == DType::bf16) go(__nv_bfloat16{});
-  else throw CudaError("decode attention takes fp16 or bf16");
+  dispatch_half(dt, go);
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -37,6 +37,16 @@ void dispatch_float(DType d, F&& f) {
   }
 }
 
+// The same for the 16-bit types only (the tensor-core attention kernels).
+template <class F>
+void dispatch_half(DType d, F&& f) {
+  switch (d) {
+    case DType::f16: f(__half{}); return;
+    case DType::bf16: f(__nv_bfloat16{}); return;
+    default: throw CudaError("kernel takes fp16 or bf16 only");
+  }
+}
+
 inline unsigned blocks_for(int64_t n, int threads, int64_t cap = 1 << 20) {
   int64_t b = (n + threads - 1) / threads;
   return static_cast<unsigned>(b < 1 ? 1 : b > cap ? cap : b);

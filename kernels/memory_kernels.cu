@@ -75,6 +75,19 @@ struct Dims {
   int64_t extent[kMaxRank];
 };
 
+// Offsets into K operands of linear index i of an iteration space walked with per-operand strides
+// (broadcast element-wise ops and strided copies). I: 32-bit when every offset fits.
+template <int K, class I>
+__device__ __forceinline__ void strided_offsets(I i, const Dims& dims, const Strides& st, I (&off)[K]) {
+  for (int k = 0; k < K; ++k) off[k] = 0;
+#pragma unroll 1
+  for (int d = dims.rank - 1; d >= 0; --d) {
+    I e = static_cast<I>(dims.extent[d]), idx = i % e;
+    i /= e;
+    for (int k = 0; k < K; ++k) off[k] += idx * static_cast<I>(st.s[k][d]);
+  }
+}
+
 // Inputs 1 and 2 are of the output's type; input 0 may differ (Where's bool, Cast's source).
 template <class To, class T0>
 __global__ void ew_contiguous(EwOp op, int n_in, const T0* __restrict__ a, const To* __restrict__ b,
@@ -108,17 +121,10 @@ template <class To, class T0, class I>
 __global__ void ew_broadcast(EwOp op, int n_in, const T0* __restrict__ a, const To* __restrict__ b,
                              const To* __restrict__ c, To* __restrict__ out, I n, Dims dims, Strides st) {
   for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < n; i += I(gridDim.x) * blockDim.x) {
-    I rem = i, oa = 0, ob = 0, oc = 0;
-#pragma unroll 1
-    for (int d = dims.rank - 1; d >= 0; --d) {
-      I e = static_cast<I>(dims.extent[d]), idx = rem % e;
-      rem /= e;
-      oa += idx * static_cast<I>(st.s[0][d]);
-      ob += idx * static_cast<I>(st.s[1][d]);
-      oc += idx * static_cast<I>(st.s[2][d]);
-    }
-    float x = to_f(a[oa]);
-    float y = n_in > 1 ? to_f(b[ob]) : 0.f, z = n_in > 2 ? to_f(c[oc]) : 0.f;
+    I off[3];
+    strided_offsets(i, dims, st, off);
+    float x = to_f(a[off[0]]);
+    float y = n_in > 1 ? to_f(b[off[1]]) : 0.f, z = n_in > 2 ? to_f(c[off[2]]) : 0.f;
     out[i] = from_f<To>(apply(op, x, y, z));
   }
 }
@@ -211,15 +217,9 @@ template <class E, class I>
 __global__ void copy_kernel(const E* __restrict__ src, E* __restrict__ dst, I n, Dims dims, Strides st, int64_t src_off,
                             int64_t dst_off) {
   for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < n; i += I(gridDim.x) * blockDim.x) {
-    I rem = i, os = 0, od = 0;
-#pragma unroll 1
-    for (int d = dims.rank - 1; d >= 0; --d) {
-      I e = static_cast<I>(dims.extent[d]), idx = rem % e;
-      rem /= e;
-      os += idx * static_cast<I>(st.s[0][d]);
-      od += idx * static_cast<I>(st.s[1][d]);
-    }
-    dst[dst_off + od] = src[src_off + os];
+    I off[2];
+    strided_offsets(i, dims, st, off);
+    dst[dst_off + off[1]] = src[src_off + off[0]];
   }
 }
 

@@ -66,8 +66,7 @@ LayerReplay::LayerReplay(const profiler::ReplayPlan& plan, const ReplayContext& 
       g.b_shared = false;
       g.b_kn = true;
       gemms_.push_back(std::make_unique<Gemm>(*ctx_.lt, g));
-      bool pointwise = plan_.description.rfind("im2col", 0) != 0;
-      if (!pointwise) workspace_ = DeviceBuffer(static_cast<size_t>(c.in_channels * kel * osp * elem_bytes(plan_.inputs[0].dtype)));
+      if (!profiler::conv_is_pointwise(c)) workspace_ = DeviceBuffer(static_cast<size_t>(c.in_channels * kel * osp * elem_bytes(plan_.inputs[0].dtype)));
       break;
     }
     case ReplayKind::attention: {

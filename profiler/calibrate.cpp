@@ -18,30 +18,6 @@
 
 namespace rooflens::profiler {
 
-namespace {
-
-// Median seconds of `reps` runs of `fn`, each between two events, after one untimed run.
-double time_median(const std::function<void(cudaStream_t)>& fn, int reps, cudaStream_t s) {
-  cudaEvent_t a, b;
-  ROOFLENS_CUDA_CHECK(cudaEventCreate(&a));
-  ROOFLENS_CUDA_CHECK(cudaEventCreate(&b));
-  fn(s);
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    ROOFLENS_CUDA_CHECK(cudaEventRecord(a, s));
-    fn(s);
-    ROOFLENS_CUDA_CHECK(cudaEventRecord(b, s));
-    ROOFLENS_CUDA_CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    ROOFLENS_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms * 1e-3);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return summarize_samples(t).median;
-}
-
-}  // namespace
 
 DeviceProfile run_calibrate(const CalibrateOptions& o) {
   GpuInfo gpu = query_gpu();
@@ -62,8 +38,8 @@ DeviceProfile run_calibrate(const CalibrateOptions& o) {
     kernels::fill(src.get(), DType::u8, sizes.back(), 256, 1, s);
     double best_copy = 0, best_read = 0;
     for (int64_t bytes : sizes) {
-      double tc = time_median([&](cudaStream_t st) { kernels::stream_copy(dst.get(), src.get(), bytes, gpu.sm_count, st); }, reps, s);
-      double tr = time_median([&](cudaStream_t st) { kernels::stream_read(src.get(), bytes, 1, sink.as<float>(), gpu.sm_count, st); }, reps, s);
+      double tc = event_time_median([&](cudaStream_t st) { kernels::stream_copy(dst.get(), src.get(), bytes, gpu.sm_count, st); }, reps, s);
+      double tr = event_time_median([&](cudaStream_t st) { kernels::stream_read(src.get(), bytes, 1, sink.as<float>(), gpu.sm_count, st); }, reps, s);
       best_copy = std::max(best_copy, 2.0 * bytes / tc);
       best_read = std::max(best_read, bytes / tr);
     }
@@ -78,7 +54,7 @@ DeviceProfile run_calibrate(const CalibrateOptions& o) {
     double best = 0;
     for (int64_t bytes : {gpu.l2_bytes / 4 / 16 * 16, gpu.l2_bytes / 2 / 16 * 16}) {
       int passes = 50;
-      double t = time_median([&](cudaStream_t st) { kernels::stream_read(buf.get(), bytes, passes, sink.as<float>(), gpu.sm_count, st); },
+      double t = event_time_median([&](cudaStream_t st) { kernels::stream_read(buf.get(), bytes, passes, sink.as<float>(), gpu.sm_count, st); },
                              reps, s);
       best = std::max(best, static_cast<double>(bytes) * passes / t);
     }
@@ -112,7 +88,7 @@ DeviceProfile run_calibrate(const CalibrateOptions& o) {
         shape.precision = c.precision;
         shape.dims = GemmDims{1, n, n, n};
         kernels::Gemm g(lt, shape);
-        double t = time_median([&](cudaStream_t st) { g.run(a.get(), b.get(), d.get(), nullptr, st); }, reps, s);
+        double t = event_time_median([&](cudaStream_t st) { g.run(a.get(), b.get(), d.get(), nullptr, st); }, reps, s);
         double rate = 2.0 * n * n * n / t;
         if (rate > best) best = rate, best_n = n;
       }
@@ -123,7 +99,7 @@ DeviceProfile run_calibrate(const CalibrateOptions& o) {
   // Launches: back-to-back empty kernels (issue interval) and, under CUPTI, the shortest kernel.
   {
     constexpr int kLaunches = 2000;
-    double t = time_median([&](cudaStream_t st) {
+    double t = event_time_median([&](cudaStream_t st) {
       for (int i = 0; i < kLaunches; ++i) kernels::empty_kernel(st);
     }, 3, s);
     p.launch_interval_s = t / kLaunches;

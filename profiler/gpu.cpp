@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "analyzer/errors.hpp"
+#include "analyzer/measurement.hpp"
 #include "kernels/calibrate_kernels.hpp"
 #include "kernels/cuda_check.hpp"
 
@@ -34,6 +35,26 @@ double measure_sm_clock_mhz() {
     kernels::clock_probe(out.as<unsigned long long>(), 20'000'000, nullptr);
   ROOFLENS_CUDA_CHECK(cudaMemcpy(host, out.get(), sizeof(host), cudaMemcpyDeviceToHost));
   return host[1] ? static_cast<double>(host[0]) / static_cast<double>(host[1]) * 1e3 : 0;
+}
+
+double event_time_median(const std::function<void(cudaStream_t)>& fn, int reps, cudaStream_t s) {
+  cudaEvent_t a, b;
+  ROOFLENS_CUDA_CHECK(cudaEventCreate(&a));
+  ROOFLENS_CUDA_CHECK(cudaEventCreate(&b));
+  fn(s);
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    ROOFLENS_CUDA_CHECK(cudaEventRecord(a, s));
+    fn(s);
+    ROOFLENS_CUDA_CHECK(cudaEventRecord(b, s));
+    ROOFLENS_CUDA_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    ROOFLENS_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms * 1e-3);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return summarize_samples(t).median;
 }
 
 int64_t free_device_memory() {

@@ -50,6 +50,11 @@ std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
   return st;
 }
 
+bool conv_is_pointwise(const ConvDims& c) {
+  auto all = [](const std::vector<int64_t>& v, int64_t x) { return std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; }); };
+  return all(c.kernel, 1) && all(c.strides, 1) && all(c.pads, 0);
+}
+
 namespace {
 
 // Why a node is not replayed: thrown inside the planner, caught per node.
@@ -180,10 +185,7 @@ class Planner {
     require_float(p_.inputs[0], "Conv");
     p_.kind = ReplayKind::conv;
     p_.shape.conv = c;
-    bool pointwise = std::all_of(c.kernel.begin(), c.kernel.end(), [](int64_t k) { return k == 1; }) &&
-                     std::all_of(c.strides.begin(), c.strides.end(), [](int64_t s) { return s == 1; }) &&
-                     std::all_of(c.pads.begin(), c.pads.end(), [](int64_t s) { return s == 0; });
-    p_.description = fmt::format("{}cuBLASLt {} GEMM, groups {}", pointwise ? "" : "im2col + ", precision_name(p_.precision), c.groups);
+    p_.description = fmt::format("{}cuBLASLt {} GEMM, groups {}", conv_is_pointwise(c) ? "" : "im2col + ", precision_name(p_.precision), c.groups);
   }
 
   void attention() {

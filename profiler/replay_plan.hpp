@@ -68,6 +68,9 @@ struct ReplayDecision {
   std::optional<ReplayPlan> plan;
 };
 
+// A 1x1, stride-1, unpadded convolution is a GEMM on the input as it lies: no im2col.
+bool conv_is_pointwise(const ConvDims& c);
+
 // One decision per analysis node, in node order. `forced` is the run's --dtype, which sets the
 // storage of every float tensor as it did for the prediction.
 std::vector<ReplayDecision> plan_replay(const Analysis& a, const Graph& inferred, std::optional<Precision> forced);

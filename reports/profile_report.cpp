@@ -31,13 +31,17 @@ void write_profile_table(std::ostream& out, const Analysis& a, int top_n) {
                human_time(n->roof.predicted), human_time(m.time.median), 100 * m.time.spread(), 100 * m.error,
                fmt::format("{}/{}", bound_name(n->roof.bound), bound_name(m.measured_class)), m.kernels);
   }
-  fmt::print(out, "\nPrediction error |predicted - measured| / measured, per layer\n{:<14} {:>6} {:>8} {:>8} {:>10} {:>10}\n",
-             "class", "layers", "median", "p90", "predicted", "measured");
-  for (const ClassError& c : p.classes)
-    fmt::print(out, "{:<14} {:>6} {:>7.1f}% {:>7.1f}% {:>10} {:>10}\n", c.family, c.layers, 100 * c.median_abs, 100 * c.p90_abs,
-               human_time(c.predicted_s), human_time(c.measured_s));
-  fmt::print(out, "{:<14} {:>6} {:>7.1f}% {:>7.1f}% {:>10} {:>10}  (model sum: {:+.1f}%)\n", "all", p.measured,
-             100 * p.median_abs_error, 100 * p.p90_abs_error, human_time(p.predicted_s), human_time(p.measured_s), 100 * p.model_error);
+  if (p.measured == 0) {
+    fmt::print(out, "\nno layer was measured: no prediction error to report\n");
+  } else {
+    fmt::print(out, "\nPrediction error |predicted - measured| / measured, per layer\n{:<14} {:>6} {:>8} {:>8} {:>10} {:>10}\n",
+               "class", "layers", "median", "p90", "predicted", "measured");
+    for (const ClassError& c : p.classes)
+      fmt::print(out, "{:<14} {:>6} {:>7.1f}% {:>7.1f}% {:>10} {:>10}\n", c.family, c.layers, 100 * c.median_abs, 100 * c.p90_abs,
+                 human_time(c.predicted_s), human_time(c.measured_s));
+    fmt::print(out, "{:<14} {:>6} {:>7.1f}% {:>7.1f}% {:>10} {:>10}  (model sum: {:+.1f}%)\n", "all", p.measured,
+               100 * p.median_abs_error, 100 * p.p90_abs_error, human_time(p.predicted_s), human_time(p.measured_s), 100 * p.model_error);
+  }
   fmt::print(out, "replay: {} measured, {} not replayed, {} skipped, {} without a kernel; {:.1f} s\n", p.measured, p.not_replayed,
              p.skipped, p.no_kernel, p.wall_s);
   std::map<std::string, int> reasons;

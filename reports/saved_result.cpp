@@ -41,7 +41,7 @@ std::string summary_from_json(const json& r, int top_n) {
     const json& t = r.at("totals");
     s += fmt::format("FLOPs    {}   params {}   predicted {}\n", human_count(t.at("flops").get<double>()),
                      with_commas(t.at("params").get<int64_t>()), human_time(t.at("predicted_s").get<double>()));
-    if (r.contains("profile")) {
+    if (r.contains("profile") && r["profile"].at("measured").get<int>() > 0) {
       const json& p = r["profile"];
       s += fmt::format("measured {} on {} over {} layers; per-layer |error| median {:.1f}%, p90 {:.1f}%{}\n",
                        human_time(p.at("measured_s").get<double>()), p.at("gpu").get<std::string>(), p.at("measured").get<int>(),

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "model_builder.hpp"
+#include "scratch_dir.hpp"
 
 using namespace rooflens;
 using namespace rooflens::test;
@@ -23,11 +24,7 @@ struct RunResult {
 };
 
 fs::path scratch() {
-  static fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("rooflens_cli_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
+  static const fs::path dir = test::scratch_dir("cli");
   return dir;
 }
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <unistd.h>
 #include <fstream>
 #include <set>
 
@@ -131,7 +133,7 @@ TEST_CASE("a trace recorded on an H100 (GPT-2 decode, first 14 layers) attribute
 TEST_CASE("trace files: round trip and clear errors", "[profiler]") {
   Trace t = hand_trace();
   t.gpu = "test";
-  std::string path = std::string(std::tmpnam(nullptr)) + ".json";
+  std::string path = (std::filesystem::temp_directory_path() / ("rooflens_trace_" + std::to_string(::getpid()) + ".json")).string();
   {
     std::ofstream out(path);
     write_trace(out, t);
@@ -192,7 +194,9 @@ TEST_CASE("error summary: per class and for the whole model", "[profiler]") {
   add(OpFamily::gemm, 10, 10);      // 0
   add(OpFamily::norm, 1, 2);        // -50%
   NodeResult skipped;
-  skipped.measured = Measurement{ReplayStatus::not_replayed, "no kernel for X"};
+  Measurement not_replayed;
+  not_replayed.reason = "no kernel for X";  // status defaults to not_replayed
+  skipped.measured = not_replayed;
   a.nodes.push_back(skipped);
   ProfileSummary s = summarize_profile(a, {});
   CHECK(s.measured == 4);

@@ -11,6 +11,7 @@
 
 #include "analyzer/transformer_analysis.hpp"
 #include "json_schema_check.hpp"
+#include "scratch_dir.hpp"
 #include "profiler/attribution.hpp"
 #include "profiler/compare.hpp"
 #include "profiler/trace_io.hpp"
@@ -25,11 +26,7 @@ using nlohmann::json;
 namespace {
 
 fs::path scratch() {
-  static fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("rooflens_html_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
+  static const fs::path dir = test::scratch_dir("html");
   return dir;
 }
 

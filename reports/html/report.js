@@ -63,8 +63,9 @@
   if (R.transformer) card("KV cache", bytes(R.transformer.kv_bytes_batch || 0), `${bytes(R.transformer.kv_bytes_per_token || 0)} per token`);
   card("memory", `${bytes(M.total_bytes)} of ${bytes(M.device_memory_bytes)}`, `weights ${bytes(M.weight_bytes)} + peak act. ${bytes(M.peak_activation_bytes)}`, !M.fits);
   card("predicted", time(T.predicted_s), `${T.throughput_per_s.toFixed(1)} samples/s`);
-  if (P) card("measured", time(P.measured_s), `over ${P.measured} layers; model error ${(100 * P.model_error).toFixed(1)}%` + (P.valid ? "" : " \u2014 INVALID"), !P.valid);
-  if (P) card("per-layer error", `${(100 * P.median_abs_error).toFixed(1)}% median`, `p90 ${(100 * P.p90_abs_error).toFixed(1)}% \u00b7 ${P.timing}, L2 ${P.l2}`);
+  const anyMeasured = P && P.measured > 0;
+  if (anyMeasured) card("measured", time(P.measured_s), `over ${P.measured} layers; model error ${(100 * P.model_error).toFixed(1)}%` + (P.valid ? "" : " \u2014 INVALID"), !P.valid);
+  if (anyMeasured) card("per-layer error", `${(100 * P.median_abs_error).toFixed(1)}% median`, `p90 ${(100 * P.p90_abs_error).toFixed(1)}% \u00b7 ${P.timing}, L2 ${P.l2}`);
   card("coverage", `${R.coverage.costed}/${R.coverage.total} costed`, R.coverage.line, R.coverage.not_costed > 0);
 
   // ---- roofline -------------------------------------------------------------------------------
