@@ -223,7 +223,7 @@ TEST_CASE("HTML in headless Chromium: loads clean with no network and one point 
 
 TEST_CASE("HTML of a 5000-node model: under 5 MB and rendered in under 2 s", "[reports][browser]") {
   json cfg = json::parse(slurp(ROOFLENS_SOURCE_DIR "/samples/configs/llama-2-7b/config.json"));
-  cfg["num_hidden_layers"] = 400;  // 400 decoder layers of 13 nodes: 5,203 nodes
+  cfg["num_hidden_layers"] = 400;  // 400 decoder layers of 16 nodes: 6,403 nodes
   fs::path config = scratch() / "config.json", html = scratch() / "big.html";
   std::ofstream(config) << cfg.dump();
   REQUIRE(sh(std::string(ROOFLENS_BIN) + " analyze " + config.string() + " --phase generate --prompt 512 --gen 64 --html " +
