@@ -63,7 +63,12 @@ RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d)
   int64_t tiles = c.parallel_tiles > 0 ? c.parallel_tiles : elementwise_tiles(std::max<int64_t>(c.written / 2, 1));
   r.wave_fraction = std::min(1.0, static_cast<double>(tiles) / static_cast<double>(d.sm_count));
   double ideal = std::max(r.t_compute, r.t_memory);
-  r.predicted = std::max(ideal / r.wave_fraction, d.launch_floor_s);
+  // The floor adds to the roofline time rather than bounding it: every kernel pays its launch,
+  // first-byte latency and drain once, whatever it streams (the latency + bytes/bandwidth model
+  // of a transfer). Too few blocks to fill the SMs shrink the compute roof; memory-bound kernels
+  // (GEMV, split-KV decode, element-wise) size their grids to fill the chip, so their memory
+  // time is not scaled. Both choices fitted the H100 timeline better (docs/profile.md).
+  r.predicted = std::max(r.t_compute / r.wave_fraction, r.t_memory) + d.launch_floor_s;
   r.roof_fraction = ideal / r.predicted;
   if (r.roof_fraction < kLatencyThreshold) r.bound = Bound::latency;
   else r.bound = r.t_compute >= r.t_memory ? Bound::compute : Bound::memory;

@@ -16,8 +16,10 @@ void flash_prefill(const void* q, const void* k, const void* v, void* out, DType
                    cudaStream_t s);
 
 // Decode (one query per sequence). q [B, Hq, Dqk], k [B, Hkv, Skv, Dqk], v [B, Hkv, Skv, Dv] or,
-// with v == nullptr, the first Dv of each K row. `workspace` holds decode_workspace_bytes().
+// with v == nullptr, the first Dv of each K row. `workspace` holds decode_workspace_bytes() and is
+// zeroed once by prepare_decode_workspace() (its completion counters reset themselves after).
 int64_t decode_workspace_bytes(const AttentionDims& dims, int sm_count);
+void prepare_decode_workspace(void* workspace, const AttentionDims& dims, int sm_count, cudaStream_t s);
 void decode_attention(const void* q, const void* k, const void* v, void* out, void* workspace, DType d,
                       const AttentionDims& dims, int sm_count, cudaStream_t s);
 

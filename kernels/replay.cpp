@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kernels/attention.hpp"
+#include "kernels/gemv.hpp"
 #include "kernels/memory_kernels.hpp"
 
 namespace rooflens::kernels {
@@ -51,6 +52,15 @@ LayerReplay::LayerReplay(const profiler::ReplayPlan& plan, const ReplayContext& 
       // Weights as the graph stores them: [k, n] for ONNX MatMul, [n, k] under transB; fp8
       // needs [n, k] (the only layout cuBLASLt's fp8 kernels take).
       g.b_kn = !ks.gemm_b_transposed && plan_.precision != Precision::fp8;
+      // A few rows against [n, k] weights (the decode step): a GEMV kernel, as deployments run.
+      int64_t rows = ks.gemm->batch * ks.gemm->m;
+      DType dt = plan_.inputs[0].dtype;
+      bool bias_ok = plan_.inputs.size() <= 2 || g.bias;
+      if (g.b_shared && !g.b_kn && !g.a_shared && bias_ok && plan_.outputs[0].dtype == dt && plan_.inputs[1].dtype == dt &&
+          gemv_supported(dt, rows, ks.gemm->k, in(0), in(1))) {
+        gemv_rows_ = rows;
+        break;
+      }
       gemms_.push_back(std::make_unique<Gemm>(*ctx_.lt, g));
       break;
     }
@@ -71,7 +81,10 @@ LayerReplay::LayerReplay(const profiler::ReplayPlan& plan, const ReplayContext& 
     }
     case ReplayKind::attention: {
       const AttentionDims& a = *ks.attention;
-      if (a.q_len == 1) workspace_ = DeviceBuffer(static_cast<size_t>(decode_workspace_bytes(a, ctx_.sm_count)));
+      if (a.q_len == 1) {
+        workspace_ = DeviceBuffer(static_cast<size_t>(decode_workspace_bytes(a, ctx_.sm_count)));
+        prepare_decode_workspace(workspace_.get(), a, ctx_.sm_count, s);
+      }
       break;
     }
     case ReplayKind::moe: prepare_moe(); break;
@@ -181,7 +194,8 @@ void LayerReplay::launch(cudaStream_t s) {
   DType dt = p.inputs.empty() ? DType::f32 : p.inputs[0].dtype;
   switch (p.kind) {
     case ReplayKind::gemm:
-      gemms_[0]->run(in(0), in(1), out(0), p.inputs.size() > 2 ? in(2) : nullptr, s);
+      if (gemv_rows_ > 0) gemv(in(0), in(1), p.inputs.size() > 2 ? in(2) : nullptr, out(0), dt, gemv_rows_, p.shape.gemm->n, p.shape.gemm->k, s);
+      else gemms_[0]->run(in(0), in(1), out(0), p.inputs.size() > 2 ? in(2) : nullptr, s);
       break;
     case ReplayKind::conv: launch_conv(s); break;
     case ReplayKind::attention: {

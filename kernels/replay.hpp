@@ -34,6 +34,7 @@ class LayerReplay {
   DeviceBuffer workspace_;
   std::vector<std::unique_ptr<Gemm>> gemms_;
   std::vector<int64_t> expert_tokens_;  // MoE: rows each expert receives
+  int64_t gemv_rows_ = 0;               // > 0: this GEMM runs as a GEMV over that many rows
   void* in(size_t i) const { return buffers_[i].get(); }
   void* out(size_t i) const { return buffers_[plan_.inputs.size() + i].get(); }
   void launch_conv(cudaStream_t s);

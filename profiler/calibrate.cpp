@@ -107,10 +107,11 @@ DeviceProfile run_calibrate(const CalibrateOptions& o) {
     if (cupti.ok()) {
       // The shortest real kernel: 4 KiB copied from HBM (L2 flushed first), the least any layer
       // that reads and writes memory costs on the timeline.
-      kernels::DeviceBuffer flush(static_cast<size_t>(2 * gpu.l2_bytes)), a(4096), b(4096);
+      L2Flush flush(gpu.l2_bytes, gpu.sm_count);
+      kernels::DeviceBuffer a(4096), b(4096);
       cupti.flush();
       for (int i = 0; i < 100; ++i) {
-        ROOFLENS_CUDA_CHECK(cudaMemsetAsync(flush.get(), 0, flush.bytes(), s));
+        flush.run(s);
         cupti.push_external(external_id(0, i));
         kernels::stream_copy(b.get(), a.get(), 4096, 1, s);
         cupti.pop_external();

@@ -1,6 +1,7 @@
 #include "profiler/gpu.hpp"
 
 #include <cuda_runtime.h>
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "analyzer/errors.hpp"
@@ -61,6 +62,15 @@ int64_t free_device_memory() {
   size_t free = 0, total = 0;
   ROOFLENS_CUDA_CHECK(cudaMemGetInfo(&free, &total));
   return static_cast<int64_t>(free);
+}
+
+L2Flush::L2Flush(int64_t l2_bytes, int sm_count)
+    : buffer_(static_cast<size_t>(std::max<int64_t>(2 * l2_bytes, 8 << 20))), sink_(16), sm_count_(sm_count) {
+  ROOFLENS_CUDA_CHECK(cudaMemset(buffer_.get(), 0, buffer_.bytes()));
+}
+
+void L2Flush::run(cudaStream_t s) const {
+  kernels::stream_read(buffer_.get(), static_cast<int64_t>(buffer_.bytes()), 1, static_cast<float*>(sink_.get()), sm_count_, s);
 }
 
 }  // namespace rooflens::profiler

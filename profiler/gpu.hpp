@@ -6,6 +6,8 @@
 #include <functional>
 #include <string>
 
+#include "kernels/cuda_check.hpp"
+
 namespace rooflens::profiler {
 
 struct GpuInfo {
@@ -25,5 +27,18 @@ double measure_sm_clock_mhz();
 double event_time_median(const std::function<void(cudaStream_t)>& fn, int reps, cudaStream_t s);
 // Free device memory in bytes.
 int64_t free_device_memory();
+
+// Empties L2 of everything a sample will touch: a read pass over twice its size. Reading, not a
+// memset: a memset leaves L2 full of dirty lines, and their write-back to HBM would land inside
+// the next kernel's time (a 32 MiB GEMV measured 20 us after a memset, 15 us after a read pass).
+class L2Flush {
+ public:
+  L2Flush(int64_t l2_bytes, int sm_count);
+  void run(cudaStream_t s) const;
+
+ private:
+  kernels::DeviceBuffer buffer_, sink_;
+  int sm_count_;
+};
 
 }  // namespace rooflens::profiler

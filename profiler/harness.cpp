@@ -37,14 +37,6 @@ struct NvtxDomain {
   void pop() const { nvtxDomainRangePop(handle); }
 };
 
-// The buffer written to flush L2 between samples: twice its size, so nothing of the layer's
-// data survives in it.
-struct L2Flush {
-  kernels::DeviceBuffer buffer;
-  explicit L2Flush(int64_t l2_bytes) : buffer(static_cast<size_t>(std::max<int64_t>(2 * l2_bytes, 8 << 20))) {}
-  void run(cudaStream_t s) const { ROOFLENS_CUDA_CHECK(cudaMemsetAsync(buffer.get(), 0, buffer.bytes(), s)); }
-};
-
 bool is_out_of_memory(const std::string& what) { return what.find("out of memory") != std::string::npos; }
 
 }  // namespace
@@ -75,7 +67,7 @@ void run_profile(Analysis& a, const Graph& g, std::optional<Precision> forced, c
   ROOFLENS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   kernels::CublasLt lt;
   kernels::ReplayContext ctx{&lt, gpu.sm_count};
-  L2Flush flush(gpu.l2_bytes);
+  L2Flush flush(gpu.l2_bytes, gpu.sm_count);
   cudaEvent_t ev_start, ev_end;
   ROOFLENS_CUDA_CHECK(cudaEventCreate(&ev_start));
   ROOFLENS_CUDA_CHECK(cudaEventCreate(&ev_end));

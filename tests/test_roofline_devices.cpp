@@ -17,7 +17,7 @@ TEST_CASE("a 4096^3 bf16 GEMM on H100 is compute-bound at the tensor roof", "[ro
   RooflinePoint p = place_on_roofline(c, Precision::bf16, h100);
   CHECK(p.bound == Bound::compute);
   CHECK(p.unit == "tensor bf16");
-  CHECK(p.predicted == Approx(137.438953472e9 / 989.4e12));  // 138.9 us
+  CHECK(p.predicted == Approx(137.438953472e9 / 989.4e12 + h100.launch_floor_s));  // 138.9 us + the floor
 }
 
 TEST_CASE("a large element-wise add is memory-bound at HBM bandwidth", "[roofline]") {
@@ -29,7 +29,7 @@ TEST_CASE("a large element-wise add is memory-bound at HBM bandwidth", "[rooflin
   c.written = n * 4;
   RooflinePoint p = place_on_roofline(c, Precision::fp32, h100);
   CHECK(p.bound == Bound::memory);
-  CHECK(p.predicted == Approx(12.0 * n / 3.35e12));
+  CHECK(p.predicted == Approx(12.0 * n / 3.35e12 + h100.launch_floor_s));
 }
 
 TEST_CASE("a tiny kernel is latency-bound at the launch floor", "[roofline]") {
@@ -39,7 +39,9 @@ TEST_CASE("a tiny kernel is latency-bound at the launch floor", "[roofline]") {
   c.read_act = c.written = 1024;
   RooflinePoint p = place_on_roofline(c, Precision::fp32, h100);
   CHECK(p.bound == Bound::latency);
-  CHECK(p.predicted == Approx(h100.launch_floor_s));
+  // One block of work on 132 SMs; memory time is not scaled by the wave fraction.
+  CHECK(p.wave_fraction == Approx(1.0 / 132));
+  CHECK(p.predicted == Approx(h100.launch_floor_s + 2048 / 3.35e12));
 }
 
 TEST_CASE("below one wave the roofs shrink and the node is latency-bound", "[roofline]") {
@@ -51,7 +53,7 @@ TEST_CASE("below one wave the roofs shrink and the node is latency-bound", "[roo
   c.parallel_tiles = 33;  // a quarter of 132 SMs
   RooflinePoint p = place_on_roofline(c, Precision::fp16, h100);
   CHECK(p.wave_fraction == Approx(0.25));
-  CHECK(p.predicted == Approx(4 * p.t_compute));
+  CHECK(p.predicted == Approx(4 * p.t_compute + h100.launch_floor_s));
   CHECK(p.bound == Bound::latency);
 }
 

@@ -7,6 +7,7 @@
 #include "gpu_helpers.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/gemv.hpp"
 #include "kernels/memory_kernels.hpp"
 
 using namespace gpu_test;
@@ -64,6 +65,23 @@ TEST_CASE("cuBLASLt GEMM matches the host in every precision and layout") {
   }
 }
 
+TEST_CASE("GEMV (decode-step GEMM) matches the host for 1 to 8 rows, with and without bias") {
+  const int64_t n = 100, k = 264;
+  for (int64_t m : {1, 3, 8})
+    for (DType dt : {DType::bf16, DType::f32}) {
+      DYNAMIC_SECTION("m=" << m << " " << dtype_name(dt)) {
+        Tensor x(dt, m * k, 15), w(dt, n * k, 16), bias(dt, n, 17), y(dt, m * n, 18);
+        REQUIRE(gemv_supported(dt, m, k, x.get(), w.get()));
+        gemv(x.get(), w.get(), m == 3 ? bias.get() : nullptr, y.get(), dt, m, n, k, nullptr);
+        auto hb = bias.host();
+        auto want = host_gemm(x.host(), w.host(), m == 3 ? &hb : nullptr, 1, m, n, k, false, true, false);
+        CHECK(max_rel_error(y.host(), want, 0.5) < (dt == DType::f32 ? 1e-4 : 2e-2));
+      }
+    }
+  CHECK_FALSE(gemv_supported(DType::bf16, 9, 264, nullptr, nullptr));
+  CHECK_FALSE(gemv_supported(DType::bf16, 1, 260, nullptr, nullptr));  // k not whole 16-byte vectors
+}
+
 TEST_CASE("element-wise with broadcast, Where and Cast match the host") {
   Tensor a(DType::f32, 4 * 3 * 8, 1), b(DType::f32, 3 * 1, 2), out(DType::f32, 4 * 3 * 8, 3);
   elementwise(EwOp::add, {{a.get(), DType::f32, {4, 3, 8}}, {b.get(), DType::f32, {3, 1}}}, out.get(), DType::f32, {4, 3, 8}, nullptr);
@@ -73,6 +91,18 @@ TEST_CASE("element-wise with broadcast, Where and Cast match the host") {
     for (int j = 0; j < 3; ++j)
       for (int q = 0; q < 8; ++q) worst = std::max(worst, std::abs(ho[(i * 3 + j) * 8 + q] - (ha[(i * 3 + j) * 8 + q] + hb[j])) * 1.0);
   CHECK(worst < 1e-6);
+
+  // A bias add over rows (vector loads of both operands) and an innermost dim that is not a
+  // whole number of vectors (the scalar walk).
+  for (auto [rows, cols, dt] : {std::tuple{6, 24, DType::bf16}, std::tuple{5, 7, DType::f32}}) {
+    Tensor m(dt, rows * cols, 41), bias(dt, cols, 42), sum(dt, rows * cols, 43);
+    elementwise(EwOp::add, {{m.get(), dt, {rows, cols}}, {bias.get(), dt, {cols}}}, sum.get(), dt, {rows, cols}, nullptr);
+    auto hm = m.host(), hbias = bias.host(), hs = sum.host();
+    std::vector<float> want(hm.size());
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) want[r * cols + c] = hm[r * cols + c] + hbias[c];
+    CHECK(max_rel_error(hs, want, 0.05) < 1e-2);
+  }
 
   Tensor x(DType::bf16, 4096, 4), y(DType::bf16, 4096, 5);  // the vectorized path
   elementwise(EwOp::gelu, {{x.get(), DType::bf16, {4096}}}, y.get(), DType::bf16, {4096}, nullptr);
@@ -92,31 +122,60 @@ TEST_CASE("element-wise with broadcast, Where and Cast match the host") {
   CHECK(max_rel_error(dst.host(), src.host()) < 1e-2);
 }
 
-TEST_CASE("row kernels: softmax, layer and RMS norm, reductions, top-k") {
-  const int64_t rows = 37, cols = 300;
-  Tensor x(DType::f32, rows * cols, 21), y(DType::f32, rows * cols, 22), g(DType::f32, cols, 23), b(DType::f32, cols, 24);
-  auto hx = x.host(), hg = g.host(), hb = b.host();
-  softmax_rows(x.get(), y.get(), DType::f32, rows, cols, false, nullptr);
-  auto hy = y.host();
+namespace {
+
+// Host norm of each row of x (+ skip), times gamma, plus beta.
+std::vector<float> host_norm(const std::vector<float>& x, const std::vector<float>* skip, const std::vector<float>& g,
+                             const std::vector<float>* b, int64_t rows, int64_t cols, bool rms) {
+  std::vector<float> y(x.size());
   for (int64_t r = 0; r < rows; ++r) {
-    double m = -1e30, s = 0;
-    for (int64_t c = 0; c < cols; ++c) m = std::max<double>(m, hx[r * cols + c]);
-    for (int64_t c = 0; c < cols; ++c) s += std::exp(hx[r * cols + c] - m);
-    for (int64_t c = 0; c < cols; ++c) REQUIRE(std::abs(hy[r * cols + c] - std::exp(hx[r * cols + c] - m) / s) < 1e-5);
+    std::vector<double> v(static_cast<size_t>(cols));
+    double mean = 0, sq = 0;
+    for (int64_t c = 0; c < cols; ++c) mean += v[c] = x[r * cols + c] + (skip ? (*skip)[r * cols + c] : 0.f);
+    mean = rms ? 0 : mean / cols;
+    for (double e : v) sq += (e - mean) * (e - mean);
+    double inv = 1 / std::sqrt(sq / cols + 1e-5);
+    for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = static_cast<float>((v[c] - mean) * inv * g[c] + (b ? (*b)[c] : 0.f));
   }
-  for (bool rms : {false, true}) {
-    norm_rows(x.get(), nullptr, g.get(), rms ? nullptr : b.get(), y.get(), DType::f32, rows, cols, rms, nullptr);
-    hy = y.host();
-    for (int64_t r = 0; r < rows; ++r) {
-      double mean = 0, sq = 0;
-      for (int64_t c = 0; c < cols; ++c) mean += hx[r * cols + c];
-      mean = rms ? 0 : mean / cols;
-      for (int64_t c = 0; c < cols; ++c) sq += (hx[r * cols + c] - mean) * (hx[r * cols + c] - mean);
-      double inv = 1 / std::sqrt(sq / cols + 1e-5);
-      for (int64_t c = 0; c < cols; ++c)
-        REQUIRE(std::abs(hy[r * cols + c] - ((hx[r * cols + c] - mean) * inv * hg[c] + (rms ? 0 : hb[c]))) < 1e-3);
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("row kernels: softmax and norms on vector, warp and block rows") {
+  // 300: whole 16-byte vectors (the vector kernel); 301: a warp per row; 1501: a block per row.
+  for (int64_t cols : {300, 301, 1501}) {
+    DYNAMIC_SECTION("cols=" << cols) {
+      const int64_t rows = 37;
+      Tensor x(DType::f32, rows * cols, 21), y(DType::f32, rows * cols, 22), g(DType::f32, cols, 23), b(DType::f32, cols, 24);
+      auto hx = x.host(), hg = g.host(), hb = b.host();
+      softmax_rows(x.get(), y.get(), DType::f32, rows, cols, false, nullptr);
+      auto hy = y.host();
+      for (int64_t r = 0; r < rows; ++r) {
+        double m = -1e30, s = 0;
+        for (int64_t c = 0; c < cols; ++c) m = std::max<double>(m, hx[r * cols + c]);
+        for (int64_t c = 0; c < cols; ++c) s += std::exp(hx[r * cols + c] - m);
+        for (int64_t c = 0; c < cols; ++c) REQUIRE(std::abs(hy[r * cols + c] - std::exp(hx[r * cols + c] - m) / s) < 1e-5);
+      }
+      for (bool rms : {false, true}) {
+        norm_rows(x.get(), nullptr, g.get(), rms ? nullptr : b.get(), y.get(), DType::f32, rows, cols, rms, nullptr);
+        CHECK(max_rel_error(y.host(), host_norm(hx, nullptr, hg, rms ? nullptr : &hb, rows, cols, rms), 0.5) < 1e-4);
+      }
     }
   }
+  SECTION("bf16 RMS norm with a residual input, rows of 4096") {
+    const int64_t rows = 3, cols = 4096;
+    Tensor x(DType::bf16, rows * cols, 25), skip(DType::bf16, rows * cols, 26), g(DType::bf16, cols, 27), y(DType::bf16, rows * cols, 28);
+    norm_rows(x.get(), skip.get(), g.get(), nullptr, y.get(), DType::bf16, rows, cols, true, nullptr);
+    auto hs = skip.host();
+    CHECK(max_rel_error(y.host(), host_norm(x.host(), &hs, g.host(), nullptr, rows, cols, true), 0.5) < 2e-2);
+  }
+}
+
+TEST_CASE("row kernels: reductions and top-k") {
+  const int64_t rows = 37, cols = 300;
+  Tensor x(DType::f32, rows * cols, 21);
+  auto hx = x.host();
   Tensor red(DType::f32, rows, 25);
   reduce_rows(x.get(), red.get(), DType::f32, rows, cols, RowReduce::mean, nullptr);
   auto hr = red.host();
@@ -146,11 +205,35 @@ TEST_CASE("copies: transpose, gather, rope, pooling, im2col") {
     for (int b = 0; b < 3; ++b)
       for (int c = 0; c < 4; ++c) CHECK(hy[(c * 3 + b) * 2 + a] == hx[(a * 3 + b) * 4 + c]);
 
+  // Tiled transposes: (37, 45) -> (45, 37) in fp32, and the last two dims of (2, 33, 40) in bf16.
+  Tensor mat(DType::f32, 37 * 45, 44), matt(DType::f32, 37 * 45, 45);
+  strided_copy(mat.get(), matt.get(), 4, {37, 45}, {45, 1}, {1, 37}, 0, 0, nullptr);
+  auto hmat = mat.host(), hmatt = matt.host();
+  for (int i = 0; i < 37; ++i)
+    for (int j = 0; j < 45; ++j) REQUIRE(hmatt[j * 37 + i] == hmat[i * 45 + j]);
+  Tensor t3(DType::bf16, 2 * 33 * 40, 46), t3t(DType::bf16, 2 * 33 * 40, 47);
+  strided_copy(t3.get(), t3t.get(), 2, {2, 33, 40}, {33 * 40, 40, 1}, {33 * 40, 1, 33}, 0, 0, nullptr);
+  auto h3 = t3.host(), h3t = t3t.host();
+  for (int bb = 0; bb < 2; ++bb)
+    for (int i = 0; i < 33; ++i)
+      for (int j = 0; j < 40; ++j) REQUIRE(h3t[bb * 1320 + j * 33 + i] == h3[bb * 1320 + i * 40 + j]);
+  // A concat half: rows of 64 bf16 into the second half of rows of 128 (16-byte elements).
+  Tensor part(DType::bf16, 3 * 64, 48), whole(DType::bf16, 3 * 128, 49);
+  strided_copy(part.get(), whole.get(), 2, {3, 64}, {64, 1}, {128, 1}, 0, 64, nullptr);
+  auto hpart = part.host(), hw = whole.host();
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 64; ++c) REQUIRE(hw[r * 128 + 64 + c] == hpart[r * 64 + c]);
+
   Tensor table(DType::bf16, 50 * 16, 33), ids(DType::i64, 7, 34, 50), rows(DType::bf16, 7 * 16, 35);
   gather(table.get(), ids.get(), DType::i64, rows.get(), 2, 1, 50, 7, 16, nullptr);
   auto ht = table.host(), hi = ids.host(), hr = rows.host();
   for (int j = 0; j < 7; ++j)
     for (int c = 0; c < 16; ++c) CHECK(hr[j * 16 + c] == ht[static_cast<int>(hi[j]) * 16 + c]);
+  Tensor narrow(DType::bf16, 7 * 3, 50);  // rows of 3 elements: not whole vectors
+  gather(table.get(), ids.get(), DType::i64, narrow.get(), 2, 1, 50 * 16 / 3, 7, 3, nullptr);
+  auto hn = narrow.host();
+  for (int j = 0; j < 7; ++j)
+    for (int c = 0; c < 3; ++c) CHECK(hn[j * 3 + c] == ht[static_cast<int>(hi[j]) * 3 + c]);
 
   const int64_t seq = 5, heads = 2, d = 8, maxpos = 10;
   Tensor q(DType::f32, seq * heads * d, 36), pos(DType::i64, seq, 37, maxpos), cs(DType::f32, maxpos * d / 2, 38),
@@ -252,11 +335,28 @@ TEST_CASE("flash prefill attention matches the host: causal and not, GQA, D 64 a
 TEST_CASE("split-KV decode attention matches the host: GQA and MLA's shared latent") {
   int sms = 132;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  // MHA (group of 1), a group of 7 (padded to 8 heads) at D 64, and a group of 16 (the wide kernel).
+  for (auto [hq, hkv, kv, D] : {std::tuple{4, 4, 777, 128}, std::tuple{14, 2, 500, 64}, std::tuple{16, 1, 300, 128}}) {
+    DYNAMIC_SECTION("heads " << hq << "/" << hkv << " D=" << D) {
+      AttentionDims d{1, hq, hkv, 1, kv, D, D, true, 0};
+      Tensor q(DType::bf16, hq * D, 68), k(DType::bf16, hkv * kv * D, 69), v(DType::bf16, hkv * kv * D, 70), o(DType::bf16, hq * D, 71);
+      DeviceBuffer ws(static_cast<size_t>(decode_workspace_bytes(d, sms)));
+      prepare_decode_workspace(ws.get(), d, sms, nullptr);
+      auto hv = v.host();
+      auto want = host_attention(q.host(), k.host(), &hv, d);
+      for (int run = 0; run < 2; ++run) {  // the second run checks that the split counters reset
+        ROOFLENS_CUDA_CHECK(cudaMemset(o.get(), 0, static_cast<size_t>(hq * D * 2)));
+        decode_attention(q.get(), k.get(), v.get(), o.get(), ws.get(), DType::bf16, d, sms, nullptr);
+        CHECK(max_rel_error(o.host(), want, 0.05) < 3e-2);
+      }
+    }
+  }
   {
     AttentionDims d{2, 8, 2, 1, 1000, 128, 128, true, 0};
     Tensor q(DType::f16, 2 * 8 * 128, 61), k(DType::f16, 2 * 2 * 1000 * 128, 62), v(DType::f16, 2 * 2 * 1000 * 128, 63),
         o(DType::f16, 2 * 8 * 128, 64);
     DeviceBuffer ws(static_cast<size_t>(decode_workspace_bytes(d, sms)));
+    prepare_decode_workspace(ws.get(), d, sms, nullptr);
     decode_attention(q.get(), k.get(), v.get(), o.get(), ws.get(), DType::f16, d, sms, nullptr);
     auto hv = v.host();
     CHECK(max_rel_error(o.host(), host_attention(q.host(), k.host(), &hv, d), 0.05) < 2e-2);
@@ -265,6 +365,7 @@ TEST_CASE("split-KV decode attention matches the host: GQA and MLA's shared late
     AttentionDims d{1, 16, 1, 1, 300, 576, 512, true, 0};  // MLA absorbed: V is the latent prefix of K
     Tensor q(DType::bf16, 16 * 576, 65), k(DType::bf16, 300 * 576, 66), o(DType::bf16, 16 * 512, 67);
     DeviceBuffer ws(static_cast<size_t>(decode_workspace_bytes(d, sms)));
+    prepare_decode_workspace(ws.get(), d, sms, nullptr);
     decode_attention(q.get(), k.get(), nullptr, o.get(), ws.get(), DType::bf16, d, sms, nullptr);
     CHECK(max_rel_error(o.host(), host_attention(q.host(), k.host(), nullptr, d), 0.05) < 3e-2);
   }

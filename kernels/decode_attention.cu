@@ -1,0 +1,398 @@
+// Decode attention (one query per sequence), split-KV: each block works through one slice of
+// the cache and writes a partial (max, sum, unnormalized output); a combine kernel merges the
+// slices. Groups of up to 8 query heads per KV head (MHA, GQA) with head dim 64 or 128 go
+// through a kernel that streams K and V with 16-byte loads straight into registers; wider groups
+// and MLA's latent (V a prefix of K) through one that stages keys in shared memory.
+#include <algorithm>
+#include <cfloat>
+
+#include "kernels/attention.hpp"
+#include "kernels/strided.cuh"
+
+namespace rooflens::kernels {
+namespace {
+
+// ---- groups of up to 8 heads: a few lanes per key, K and V streamed into registers -------------
+
+constexpr int kGroupWarps = 4;
+constexpr int64_t kMaxGroupSplits = 64;  // the last block merges at most this many slices
+
+// L lanes share one key, each holding E = D / L of its elements (in 16-byte chunks interleaved so
+// that the L lanes read one contiguous run); a warp takes 32 / L keys per step. Every lane group
+// keeps its own running max, sum and output for each of the MaxG heads (an online softmax per
+// group), merged across groups and warps at the end.
+template <class T, int D, int MaxG, int L>
+__global__ void __launch_bounds__(kGroupWarps * 32) decode_group_kernel(const T* __restrict__ Q, const T* __restrict__ K,
+                                                                         const T* __restrict__ V, float* __restrict__ part,
+                                                                         unsigned* __restrict__ done, T* __restrict__ out,
+                                                                         int64_t skv, int hq, int hkv, int64_t chunk,
+                                                                         int64_t splits, float scale) {
+  constexpr int KPW = 32 / L, E = D / L, C = E / 8;
+  static_assert(C >= 1 && sizeof(T) == 2, "16-bit types, at least one 16-byte chunk per lane");
+  __shared__ __align__(16) float qs[MaxG][D];
+  __shared__ float red_o[kGroupWarps][MaxG][D];
+  __shared__ float red_m[kGroupWarps][MaxG], red_l[kGroupWarps][MaxG];
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gl = lane % L, kg = lane / L;
+  int64_t split = blockIdx.x;
+  int kvh = blockIdx.y % hkv, b = blockIdx.y / hkv, G = hq / hkv;
+  const T* kb = K + (static_cast<int64_t>(b) * hkv + kvh) * skv * D;
+  const T* vb = V + (static_cast<int64_t>(b) * hkv + kvh) * skv * D;
+  float m[MaxG], l[MaxG], o[MaxG][E];
+#pragma unroll
+  for (int g = 0; g < MaxG; ++g) {
+    m[g] = -FLT_MAX, l[g] = 0.f;
+#pragma unroll
+    for (int e = 0; e < E; ++e) o[g][e] = 0.f;
+  }
+  int64_t begin = split * chunk, end = std::min<int64_t>(skv, begin + chunk);
+  constexpr int64_t kStep = kGroupWarps * KPW;
+  auto load = [&](int64_t t, Vec<T> (&kr)[C], Vec<T> (&vr)[C]) {
+    if (t >= end) return;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      kr[c] = Vec<T>::load(kb + t * D + (c * L + gl) * 8);
+      vr[c] = Vec<T>::load(vb + t * D + (c * L + gl) * 8);
+    }
+  };
+  // The first keys are requested before q, so the two trips to memory overlap.
+  Vec<T> kv[C], vv[C];
+  int64_t t = begin + warp * KPW + kg;
+  load(t, kv, vv);
+  for (int i = threadIdx.x; i < MaxG * D; i += blockDim.x) {
+    int g = i / D, e = i % D;
+    qs[g][e] = g < G ? to_f(Q[(static_cast<int64_t>(b) * hq + kvh * G + g) * D + e]) * scale : 0.f;
+  }
+  __syncthreads();
+  for (int64_t base = begin; base < end; base += kStep, t += kStep) {
+    Vec<T> kn[C], vn[C];
+    load(t + kStep, kn, vn);  // the next step's key is in flight while this one is used
+    float sc[MaxG];
+#pragma unroll
+    for (int g = 0; g < MaxG; ++g) {
+      float acc = 0.f;
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        const float4* q4 = reinterpret_cast<const float4*>(&qs[g][(c * L + gl) * 8]);
+        float4 a = q4[0], bq = q4[1];
+        acc += a.x * to_f(kv[c][0]) + a.y * to_f(kv[c][1]) + a.z * to_f(kv[c][2]) + a.w * to_f(kv[c][3]) +
+               bq.x * to_f(kv[c][4]) + bq.y * to_f(kv[c][5]) + bq.z * to_f(kv[c][6]) + bq.w * to_f(kv[c][7]);
+      }
+#pragma unroll
+      for (int off = L / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+      sc[g] = acc;
+    }
+    if (t < end) {
+#pragma unroll
+      for (int g = 0; g < MaxG; ++g) {
+        float m_new = fmaxf(m[g], sc[g]);
+        float alpha = __expf(m[g] - m_new), p = __expf(sc[g] - m_new);
+        l[g] = l[g] * alpha + p;
+        m[g] = m_new;
+#pragma unroll
+        for (int c = 0; c < C; ++c)
+#pragma unroll
+          for (int j = 0; j < 8; ++j) o[g][c * 8 + j] = o[g][c * 8 + j] * alpha + p * to_f(vv[c][j]);
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < C; ++c) kv[c] = kn[c], vv[c] = vn[c];
+  }
+  // Merge the warp's lane groups, then the block's warps.
+#pragma unroll
+  for (int g = 0; g < MaxG; ++g) {
+    float mg = m[g];
+    for (int off = L; off < 32; off <<= 1) mg = fmaxf(mg, __shfl_xor_sync(0xffffffffu, mg, off));
+    float f = __expf(m[g] - mg);
+    float lg = l[g] * f;
+    for (int off = L; off < 32; off <<= 1) lg += __shfl_xor_sync(0xffffffffu, lg, off);
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      float x = o[g][e] * f;
+      for (int off = L; off < 32; off <<= 1) x += __shfl_xor_sync(0xffffffffu, x, off);
+      o[g][e] = x;
+    }
+    if (kg == 0) {
+#pragma unroll
+      for (int c = 0; c < C; ++c)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) red_o[warp][g][(c * L + gl) * 8 + j] = o[g][c * 8 + j];
+      if (gl == 0) red_m[warp][g] = mg, red_l[warp][g] = lg;
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
+    int g = i / D, e = i % D;
+    float mx = -FLT_MAX;
+    for (int w = 0; w < kGroupWarps; ++w) mx = fmaxf(mx, red_m[w][g]);
+    float num = 0.f, den = 0.f;
+    for (int w = 0; w < kGroupWarps; ++w) {
+      float f = __expf(red_m[w][g] - mx);
+      num += f * red_o[w][g][e];
+      den += f * red_l[w][g];
+    }
+    float* dst = part + ((static_cast<int64_t>(b) * hq + kvh * G + g) * splits + split) * (D + 2);
+    if (e == 0) dst[0] = mx, dst[1] = den;
+    dst[2 + e] = num;
+  }
+  // The last block of this (batch, KV head) to finish merges the splits: no combine launch.
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&done[blockIdx.y], 1u) == static_cast<unsigned>(splits - 1);
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  // One warp per head computes each split's weight exp(m_s - max) / sum once; then every output
+  // element is one coalesced pass over the splits' partial outputs.
+  __shared__ float weight[MaxG][kMaxGroupSplits];
+  for (int g = warp; g < G; g += kGroupWarps) {
+    const float* p = part + (static_cast<int64_t>(b) * hq + kvh * G + g) * splits * (D + 2);
+    float mx = -FLT_MAX;
+    for (int64_t sp = lane; sp < splits; sp += 32) mx = fmaxf(mx, __ldcg(p + sp * (D + 2)));
+    for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+    float den = 0.f;
+    for (int64_t sp = lane; sp < splits; sp += 32) {
+      float f = __expf(__ldcg(p + sp * (D + 2)) - mx);
+      weight[g][sp] = f;
+      den += f * __ldcg(p + sp * (D + 2) + 1);
+    }
+    for (int off = 16; off > 0; off >>= 1) den += __shfl_xor_sync(0xffffffffu, den, off);
+    float inv = den > 0 ? 1.f / den : 0.f;
+    __syncwarp();
+    for (int64_t sp = lane; sp < splits; sp += 32) weight[g][sp] *= inv;
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
+    int g = i / D, e = i % D;
+    const float* p = part + (static_cast<int64_t>(b) * hq + kvh * G + g) * splits * (D + 2) + 2 + e;
+    float num = 0.f;
+#pragma unroll 8
+    for (int64_t sp = 0; sp < splits; ++sp) num += weight[g][sp] * __ldcg(p + sp * (D + 2));
+    out[(static_cast<int64_t>(b) * hq + kvh * G + g) * D + e] = from_f<T>(num);
+  }
+  if (threadIdx.x == 0) done[blockIdx.y] = 0;  // ready for the next launch
+}
+
+bool group_kernel_takes(const AttentionDims& d, bool separate_v) {
+  int64_t G = d.kv_heads > 0 ? d.q_heads / d.kv_heads : 0;
+  return separate_v && d.head_dim_qk == d.head_dim_v && (d.head_dim_qk == 64 || d.head_dim_qk == 128) && G >= 1 && G <= 8;
+}
+
+// Lanes per key: the most keys per step that keeps MaxG * E accumulators within 64 registers.
+template <int D, int MaxG>
+constexpr int lanes_per_key() {
+  int l = D * MaxG / 64;
+  return l < 4 ? 4 : l;
+}
+
+// ---- wide groups and MLA: one warp per query head, keys staged in shared memory --------------
+
+constexpr int kDecodeKeys = 32;     // keys per shared-memory tile: one per lane
+constexpr int kHeadsPerBlock = 4;   // one query head per warp
+constexpr int kMaxDv = 512;
+
+struct DecodeGrid {
+  int64_t groups;      // blocks per KV head: ceil(G / 4)
+  int64_t splits;      // the key range split this many ways
+  int64_t chunk;       // keys per split
+};
+
+DecodeGrid wide_grid(const AttentionDims& d, int sm_count) {
+  DecodeGrid g;
+  int64_t G = d.q_heads / d.kv_heads;
+  g.groups = (G + kHeadsPerBlock - 1) / kHeadsPerBlock;
+  int64_t base = d.batch * d.kv_heads * g.groups;
+  // Enough blocks for ~16 per SM: each works through its keys serially, so the chip needs many
+  // of them in flight to keep HBM busy (flash-decoding's split-KV).
+  int64_t want = std::max<int64_t>(1, (16 * sm_count + base - 1) / base);
+  g.splits = std::clamp<int64_t>(want, 1, std::max<int64_t>(1, (d.kv_len + kDecodeKeys - 1) / kDecodeKeys));
+  g.chunk = (d.kv_len + g.splits - 1) / g.splits;
+  g.chunk = (g.chunk + kDecodeKeys - 1) / kDecodeKeys * kDecodeKeys;
+  g.splits = (d.kv_len + g.chunk - 1) / g.chunk;
+  return g;
+}
+
+
+// About eight blocks per SM (two waves at the kernel's occupancy) of 64 keys or more: short
+// slices, so each warp has all its loads in flight at once rather than walking the cache serially.
+DecodeGrid group_grid(const AttentionDims& d, int sm_count) {
+  DecodeGrid g;
+  g.groups = 1;
+  int64_t base = d.batch * d.kv_heads;
+  int64_t step = 64;  // slice granularity: a multiple of every block step (4 warps x at most 16 keys)
+  int64_t want = std::max<int64_t>(1, (8 * sm_count + base - 1) / base);
+  g.splits = std::clamp<int64_t>(std::min(want, kMaxGroupSplits), 1, std::max<int64_t>(1, d.kv_len / step));
+  g.chunk = (d.kv_len + g.splits - 1) / g.splits;
+  g.chunk = (g.chunk + step - 1) / step * step;
+  g.splits = (d.kv_len + g.chunk - 1) / g.chunk;
+  return g;
+}
+
+struct GroupArgs {
+  const void *q, *k, *v;
+  void* out;
+  float* part;
+  unsigned* done;
+};
+
+template <class T, int D, int MaxG>
+void launch_group(const GroupArgs& a, const AttentionDims& d, const DecodeGrid& g, cudaStream_t s) {
+  dim3 grid(static_cast<unsigned>(g.splits), static_cast<unsigned>(d.batch * d.kv_heads));
+  decode_group_kernel<T, D, MaxG, lanes_per_key<D, MaxG>()><<<grid, kGroupWarps * 32, 0, s>>>(
+      static_cast<const T*>(a.q), static_cast<const T*>(a.k), static_cast<const T*>(a.v), a.part, a.done, static_cast<T*>(a.out),
+      d.kv_len, static_cast<int>(d.q_heads), static_cast<int>(d.kv_heads), g.chunk, g.splits, rsqrtf(static_cast<float>(D)));
+}
+
+template <class T, int D>
+void launch_group_d(const GroupArgs& a, const AttentionDims& d, const DecodeGrid& g, cudaStream_t s) {
+  int64_t G = d.q_heads / d.kv_heads;
+  if (G == 1) launch_group<T, D, 1>(a, d, g, s);
+  else if (G == 2) launch_group<T, D, 2>(a, d, g, s);
+  else if (G <= 4) launch_group<T, D, 4>(a, d, g, s);
+  else launch_group<T, D, 8>(a, d, g, s);
+}
+
+// Partial results per (batch, head, split): running max, sum and the unnormalized output.
+template <class T>
+__global__ void __launch_bounds__(kHeadsPerBlock * 32) decode_kernel(const T* __restrict__ Q, const T* __restrict__ K,
+                                                                     const T* __restrict__ V, float* __restrict__ part,
+                                                                     int64_t skv, int hq, int hkv, int dqk, int dv,
+                                                                     int64_t chunk, int64_t splits, float scale) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  int kld = dqk + 2, vld = dv + 2;  // odd word strides: lanes reading their own row hit distinct banks
+  float* qs = reinterpret_cast<float*>(smem);
+  T* ks = reinterpret_cast<T*>(qs + kHeadsPerBlock * dqk);
+  T* vs = ks + kDecodeKeys * kld;
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  int64_t split = blockIdx.x;
+  int G = hq / hkv, kvh = blockIdx.y / ((G + kHeadsPerBlock - 1) / kHeadsPerBlock);
+  int hg = blockIdx.y % ((G + kHeadsPerBlock - 1) / kHeadsPerBlock);
+  int b = blockIdx.z;
+  int gh = hg * kHeadsPerBlock + warp;  // head within the group
+  bool active = gh < G;
+  int h = kvh * G + (active ? gh : 0);
+  const T* kbase = K + (static_cast<int64_t>(b) * hkv + kvh) * skv * dqk;
+  const T* vbase = V ? V + (static_cast<int64_t>(b) * hkv + kvh) * skv * dv : nullptr;
+  for (int i = lane; i < dqk; i += 32) qs[warp * dqk + i] = active ? to_f(Q[(static_cast<int64_t>(b) * hq + h) * dqk + i]) : 0.f;
+  float o[kMaxDv / 32];
+  for (int j = 0; j < kMaxDv / 32; ++j) o[j] = 0.f;
+  float m = -FLT_MAX, l = 0.f;
+  int64_t begin = split * chunk, end = std::min<int64_t>(skv, begin + chunk);
+  for (int64_t t0 = begin; t0 < end; t0 += kDecodeKeys) {
+    __syncthreads();
+    // 16-byte loads from HBM; 4-byte stores into the padded rows.
+    for (int i = threadIdx.x; i < kDecodeKeys * (dqk / 8); i += blockDim.x) {
+      int r = i / (dqk / 8), c = (i % (dqk / 8)) * 8;
+      uint4 kv{};
+      if (t0 + r < end) kv = *reinterpret_cast<const uint4*>(kbase + (t0 + r) * dqk + c);
+      uint32_t* dst = reinterpret_cast<uint32_t*>(ks + r * kld + c);
+      dst[0] = kv.x, dst[1] = kv.y, dst[2] = kv.z, dst[3] = kv.w;
+    }
+    if (vbase)
+      for (int i = threadIdx.x; i < kDecodeKeys * (dv / 8); i += blockDim.x) {
+        int r = i / (dv / 8), c = (i % (dv / 8)) * 8;
+        uint4 vv{};
+        if (t0 + r < end) vv = *reinterpret_cast<const uint4*>(vbase + (t0 + r) * dv + c);
+        uint32_t* dst = reinterpret_cast<uint32_t*>(vs + r * vld + c);
+        dst[0] = vv.x, dst[1] = vv.y, dst[2] = vv.z, dst[3] = vv.w;
+      }
+    __syncthreads();
+    if (!active) continue;
+    // Lane t scores key t0 + t.
+    float s = 0.f;
+    const T* kr = ks + lane * kld;
+    for (int i = 0; i < dqk; ++i) s += qs[warp * dqk + i] * to_f(kr[i]);
+    bool valid = t0 + lane < end;
+    s = valid ? s * scale : -FLT_MAX;
+    float tile_max = s;
+    for (int off = 16; off > 0; off >>= 1) tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, off));
+    float m_new = fmaxf(m, tile_max);
+    float alpha = __expf(m - m_new);
+    float p = valid ? __expf(s - m_new) : 0.f;
+    float psum = p;
+    for (int off = 16; off > 0; off >>= 1) psum += __shfl_xor_sync(0xffffffffu, psum, off);
+    l = l * alpha + psum;
+    m = m_new;
+    const T* vsrc = vbase ? vs : ks;
+    int ld = vbase ? vld : kld;
+    for (int j = 0; j < dv / 32; ++j) o[j] *= alpha;
+    for (int t = 0; t < kDecodeKeys; ++t) {
+      float pt = __shfl_sync(0xffffffffu, p, t);
+      const T* vr = vsrc + t * ld;
+      for (int j = 0; j < dv / 32; ++j) o[j] += pt * to_f(vr[lane + 32 * j]);
+    }
+  }
+  if (!active) return;
+  float* dst = part + ((static_cast<int64_t>(b) * hq + h) * splits + split) * (dv + 2);
+  if (lane == 0) dst[0] = m, dst[1] = l;
+  for (int j = 0; j < dv / 32; ++j) dst[2 + lane + 32 * j] = o[j];
+}
+
+template <class T>
+__global__ void decode_combine(const float* __restrict__ part, T* __restrict__ out, int64_t splits, int dv) {
+  int64_t bh = blockIdx.x;
+  const float* p = part + bh * splits * (dv + 2);
+  float m = -FLT_MAX;
+  for (int64_t s = 0; s < splits; ++s) m = fmaxf(m, p[s * (dv + 2)]);
+  for (int c = threadIdx.x; c < dv; c += blockDim.x) {
+    float num = 0.f, den = 0.f;
+    for (int64_t s = 0; s < splits; ++s) {
+      float w = __expf(p[s * (dv + 2)] - m);
+      den += w * p[s * (dv + 2) + 1];
+      num += w * p[s * (dv + 2) + 2 + c];
+    }
+    out[bh * dv + c] = from_f<T>(den > 0 ? num / den : 0.f);
+  }
+}
+
+}  // namespace
+
+namespace {
+// Partials first, then one completion counter per (batch, KV head).
+int64_t partial_bytes(const AttentionDims& d, int sm_count) {
+  // Sized for either kernel: the caller may pass V or not.
+  int64_t splits = std::max(group_grid(d, sm_count).splits, wide_grid(d, sm_count).splits);
+  return d.batch * d.q_heads * splits * (d.head_dim_v + 2) * static_cast<int64_t>(sizeof(float));
+}
+}  // namespace
+
+int64_t decode_workspace_bytes(const AttentionDims& d, int sm_count) {
+  return partial_bytes(d, sm_count) + d.batch * d.kv_heads * static_cast<int64_t>(sizeof(unsigned));
+}
+
+void prepare_decode_workspace(void* workspace, const AttentionDims& d, int sm_count, cudaStream_t s) {
+  ROOFLENS_CUDA_CHECK(cudaMemsetAsync(workspace, 0, static_cast<size_t>(decode_workspace_bytes(d, sm_count)), s));
+}
+
+void decode_attention(const void* q, const void* k, const void* v, void* out, void* workspace, DType dt, const AttentionDims& d,
+                      int sm_count, cudaStream_t s) {
+  if (d.head_dim_v > kMaxDv || d.head_dim_qk % 32 || d.head_dim_v % 32) throw CudaError("decode head dims must be multiples of 32, Dv <= 512");
+  auto* part = static_cast<float*>(workspace);
+  bool grouped = group_kernel_takes(d, v != nullptr);
+  DecodeGrid g = grouped ? group_grid(d, sm_count) : wide_grid(d, sm_count);
+  auto go = [&](auto t) {
+    using T = decltype(t);
+    if (grouped) {  // merges its splits itself
+      auto* done = reinterpret_cast<unsigned*>(static_cast<char*>(workspace) + partial_bytes(d, sm_count));
+      GroupArgs a{q, k, v, out, part, done};
+      if (d.head_dim_qk == 64) launch_group_d<T, 64>(a, d, g, s);
+      else launch_group_d<T, 128>(a, d, g, s);
+      return;
+    }
+    size_t smem = kHeadsPerBlock * d.head_dim_qk * sizeof(float) + kDecodeKeys * (d.head_dim_qk + 2) * 2 +
+                  (v ? kDecodeKeys * (d.head_dim_v + 2) * 2 : 0);
+    dim3 grid(static_cast<unsigned>(g.splits), static_cast<unsigned>(d.kv_heads * g.groups), static_cast<unsigned>(d.batch));
+    auto kernel = decode_kernel<T>;
+    ROOFLENS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    kernel<<<grid, kHeadsPerBlock * 32, smem, s>>>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), part,
+                                                   d.kv_len, static_cast<int>(d.q_heads), static_cast<int>(d.kv_heads),
+                                                   static_cast<int>(d.head_dim_qk), static_cast<int>(d.head_dim_v), g.chunk,
+                                                   g.splits, rsqrtf(static_cast<float>(d.head_dim_qk)));
+    decode_combine<T><<<static_cast<unsigned>(d.batch * d.q_heads), 128, 0, s>>>(part, static_cast<T*>(out), g.splits,
+                                                                                  static_cast<int>(d.head_dim_v));
+  };
+  dispatch_half(dt, go);
+  ROOFLENS_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace rooflens::kernels

@@ -1,0 +1,20 @@
+#pragma once
+// The decode-step GEMM: y[m, n] = x[m, k] . W[n, k]^T (+ bias[n]) for a handful of rows m, with
+// W in nn.Linear's [n, k] layout. Such a GEMM only streams W, so deployments run a GEMV-style
+// kernel for it (one warp per output column, 16-byte loads of W) rather than a tiled GEMM.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "analyzer/dtype.hpp"
+
+namespace rooflens::kernels {
+
+constexpr int64_t kGemvMaxRows = 8;
+
+// Whether gemv() takes this problem: fp32/fp16/bf16, m <= kGemvMaxRows, k a whole number of
+// 16-byte vectors, 16-byte aligned operands.
+bool gemv_supported(DType d, int64_t m, int64_t k, const void* x, const void* w);
+void gemv(const void* x, const void* w, const void* bias, void* y, DType d, int64_t m, int64_t n, int64_t k, cudaStream_t s);
+
+}  // namespace rooflens::kernels
