@@ -126,7 +126,8 @@ TEST_CASE("a trace recorded on an H100 (GPT-2 decode, first 14 layers) attribute
       }
   CHECK(saw_decode);
   CHECK(saw_combine);
-  // The L2 flush between samples is a memset that belongs to no layer.
+  // The L2 flush between samples (a memset when this trace was recorded; a read pass now)
+  // belongs to no layer.
   CHECK(a.unattributed > 0);
 }
 
