@@ -15,6 +15,9 @@ int64_t gemm_flops(const GemmDims& d);  // 2 * macs
 // Thread blocks a GEMM library launches: 64x64 output tiles, and split-K (one block per 512
 // of K, up to 8) when the output alone is too small to fill the chip.
 int64_t gemm_tiles(const GemmDims& d);
+// Up to this many rows a GEMM is a GEMV that streams its weights (the decode step); above it a
+// tiled matrix-unit kernel. The replay picks its kernel by the same threshold.
+constexpr int64_t kGemvMaxRows = 8;
 
 // Direct convolution counted as its implicit GEMM: every output element of every output
 // channel takes (in_channels / groups) * kernel_elements MACs.

@@ -33,12 +33,14 @@ double event_median(const std::function<void()>& fn, int reps = 20) {
 
 // Median over `reps` runs of the summed GPU duration of the kernels `fn` launches, from CUPTI:
 // for short kernels the CUDA-event pair adds microseconds of its own.
-double cupti_median(const std::function<void()>& fn, int reps = 30) {
+// `before` runs outside the measured range (an L2 flush).
+double cupti_median(const std::function<void()>& fn, int reps = 30, const std::function<void()>& before = {}) {
   fn();
   cudaDeviceSynchronize();
   profiler::CuptiSession cupti;
   if (!cupti.ok()) return event_median(fn, reps);
   for (int r = 0; r < reps; ++r) {
+    if (before) before();
     cupti.push_external(profiler::external_id(0, r));
     fn();
     cupti.pop_external();
@@ -160,6 +162,30 @@ int main() {
     double rate = 2.0 * gc.m * gc.n * gc.k / t;
     double peak = p.tensor_flops[std::string(precision_name(gc.p))];
     fmt::print("  {:<40} {:>8.1f} us {:>7.0f} TFLOP/s {:>5.1f}%\n", gc.name, t * 1e6, rate / 1e12, 100 * rate / peak);
+  }
+  // Small GEMMs as a prefill of GPT-2 runs them, after an L2 flush as `profile --l2 cold` does:
+  // how far from max(compute, memory) + launch floor they land. The 128^3 one is all overhead.
+  {
+    fmt::print("\nSmall bf16 GEMMs, L2 flushed, CUPTI durations (launch floor {:.2f} us)\n", p.launch_floor_s * 1e6);
+    profiler::L2Flush flush(profiler::query_gpu().l2_bytes, sms);
+    DeviceBuffer x(4096 * 4096 * 2), w(4096 * 4096 * 2), d(4096 * 4096 * 2);
+    kernels::fill(x.get(), DType::bf16, 4096 * 4096, 0, 5, nullptr);
+    kernels::fill(w.get(), DType::bf16, 4096 * 4096, 0, 6, nullptr);
+    struct S {
+      int64_t m, n, k;
+    };
+    for (S sc : {S{128, 128, 128}, S{256, 256, 256}, S{1024, 768, 768}, S{1024, 2304, 768}, S{1024, 3072, 768}, S{1024, 768, 3072},
+                 S{2048, 4096, 4096}}) {
+      kernels::GemmShape gs;
+      gs.precision = Precision::bf16;
+      gs.dims = GemmDims{1, sc.m, sc.n, sc.k};
+      kernels::Gemm gemm(lt, gs);
+      double t = cupti_median([&] { gemm.run(x.get(), w.get(), d.get(), nullptr, nullptr); }, 30, [&] { flush.run(nullptr); });
+      double fl = 2.0 * sc.m * sc.n * sc.k, by = 2.0 * (sc.m * sc.k + sc.n * sc.k + sc.m * sc.n);
+      double model = std::max(fl / p.tensor_flops["bf16"], by / hbm) + p.launch_floor_s;
+      fmt::print("  m={:<5} n={:<5} k={:<5} {:>8.2f} us  model {:>8.2f} us  ({:+.1f}%)\n", sc.m, sc.n, sc.k, t * 1e6, model * 1e6,
+                 100 * (model - t) / t);
+    }
   }
   // CUPTI overhead. Single-kernel event timings spread by several percent from run to run, so
   // each figure is a batch of back-to-back launches (>= 5 ms) between two events, per launch,

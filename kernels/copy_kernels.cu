@@ -65,6 +65,37 @@ __global__ void gather_kernel(const E* __restrict__ data, const I* __restrict__ 
   }
 }
 
+// Concat and Split in one launch: the whole tensor is [outer, columns], part j owns columns
+// [start[j], start[j + 1]) and is itself [outer, width_j]. Each thread finds its part by
+// comparing against the boundaries in registers (unrolled, so no table goes to local memory).
+constexpr int kMaxParts = 8;
+template <class E>
+struct Parts {
+  E* ptr[kMaxParts];
+  int64_t start[kMaxParts + 1];  // relative to the group's first column
+};
+
+template <class E, class I>
+__global__ void concat_split_kernel(E* __restrict__ whole, Parts<E> parts, int n_parts, I group_cols, I whole_cols,
+                                    I col_base, I n, bool split) {
+  for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < n; i += I(gridDim.x) * blockDim.x) {
+    I o = i / group_cols, q = i - o * group_cols;
+    E* part = parts.ptr[0];
+    I lo = 0, width = static_cast<I>(parts.start[1]);
+#pragma unroll
+    for (int j = 1; j < kMaxParts; ++j)
+      if (j < n_parts && q >= static_cast<I>(parts.start[j])) {
+        part = parts.ptr[j];
+        lo = static_cast<I>(parts.start[j]);
+        width = static_cast<I>(parts.start[j + 1]) - lo;
+      }
+    E* w = whole + (o * whole_cols + col_base + q);
+    E* p = part + (o * width + (q - lo));
+    if (split) *p = *w;
+    else *w = *p;
+  }
+}
+
 template <class F>
 void dispatch_bytes(int elem_bytes, F&& f) {
   switch (elem_bytes) {
@@ -163,6 +194,48 @@ void strided_copy(const void* src, void* dst, int elem_bytes, const std::vector<
     else
       copy_kernel<E, int64_t><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(static_cast<const E*>(src), static_cast<E*>(dst), n,
                                                                                     dims, strides, src_offset, dst_offset);
+  });
+  ROOFLENS_CUDA_CHECK(cudaGetLastError());
+}
+
+void concat_split(void* whole, const std::vector<void*>& parts, const std::vector<int64_t>& part_cols, int64_t outer,
+                  int elem_bytes, bool split, cudaStream_t s) {
+  if (parts.empty() || parts.size() != part_cols.size()) throw CudaError("concat/split: one width per part");
+  int64_t cols = 0;
+  for (int64_t c : part_cols) cols += c;
+  // 16-byte elements when every part's width and every pointer allows it.
+  bool wide = elem_bytes < 16 && aligned16(whole);
+  int64_t w = 16 / elem_bytes;
+  for (size_t j = 0; j < parts.size() && wide; ++j) wide = aligned16(parts[j]) && part_cols[j] % w == 0;
+  int64_t scale = wide ? w : 1;
+  if (wide) elem_bytes = 16;
+  int64_t whole_cols = cols / scale;
+  dispatch_bytes(elem_bytes, [&](auto e) {
+    using E = decltype(e);
+    int64_t base = 0;
+    for (size_t first = 0; first < parts.size(); first += kMaxParts) {
+      size_t count = std::min<size_t>(kMaxParts, parts.size() - first);
+      Parts<E> table{};
+      int64_t width = 0;
+      for (size_t j = 0; j < count; ++j) {
+        table.ptr[j] = static_cast<E*>(parts[first + j]);
+        table.start[j] = width;
+        width += part_cols[first + j] / scale;
+      }
+      table.start[count] = width;
+      for (size_t j = count + 1; j <= kMaxParts; ++j) table.start[j] = width;
+      int64_t n = outer * width;
+      if (n > 0) {
+        if (outer * whole_cols < (int64_t{1} << 31))
+          concat_split_kernel<E, uint32_t><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(
+              static_cast<E*>(whole), table, static_cast<int>(count), static_cast<uint32_t>(width),
+              static_cast<uint32_t>(whole_cols), static_cast<uint32_t>(base), static_cast<uint32_t>(n), split);
+        else
+          concat_split_kernel<E, int64_t><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(
+              static_cast<E*>(whole), table, static_cast<int>(count), width, whole_cols, base, n, split);
+      }
+      base += width;
+    }
   });
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }

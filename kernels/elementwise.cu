@@ -1,6 +1,8 @@
 // Element-wise replay kernels: one functor table, a 16-byte vector path when no operand
 // broadcasts, a vector path for broadcasts along leading dims (bias adds, per-channel scales),
 // and a scalar strided walk for everything else.
+#include <type_traits>
+
 #include "kernels/memory_kernels.hpp"
 #include "kernels/strided.cuh"
 
@@ -54,49 +56,48 @@ __global__ void ew_contiguous(EwOp op, int n_in, const T0* __restrict__ a, const
   }
 }
 
-// One switch per vector, not per element: the kernel stays small (with L2 flushed before every
-// sample its instructions come from HBM too) and each case is a straight loop over the vector.
-template <class T>
-__device__ Vec<T> apply_vec(EwOp op, int n_in, const Vec<T>& va, const Vec<T>& vb, const Vec<T>& vc) {
+// The vector kernels are instantiated per op: each is a short straight loop. With L2 flushed
+// before every sample the instructions come from HBM too, so a shared kernel that branches into
+// a 28-way switch pays instruction fetches on the critical path of a tiny launch.
+template <EwOp Op, class T>
+__device__ __forceinline__ Vec<T> apply_vec(int n_in, const Vec<T>& va, const Vec<T>& vb, const Vec<T>& vc) {
   constexpr int V = Vec<T>::n;
-  float a[V], b[V], c[V];
+  Vec<T> o;
 #pragma unroll
   for (int j = 0; j < V; ++j) {
-    a[j] = to_f(va[j]);
-    b[j] = n_in > 1 ? to_f(vb[j]) : 0.f;
-    c[j] = n_in > 2 ? to_f(vc[j]) : 0.f;
+    float b = n_in > 1 ? to_f(vb[j]) : 0.f, c = n_in > 2 ? to_f(vc[j]) : 0.f;
+    o[j] = from_f<T>(apply(Op, to_f(va[j]), b, c));
   }
+  return o;
+}
+
+template <class F>
+void dispatch_op(EwOp op, F&& f) {
   switch (op) {
-#define ROOFLENS_EW_CASE(name)                            \
-  case EwOp::name:                                        \
-    _Pragma("unroll") for (int j = 0; j < V; ++j) a[j] = apply(EwOp::name, a[j], b[j], c[j]); \
-    break;
+#define ROOFLENS_EW_CASE(name) \
+  case EwOp::name: f(std::integral_constant<EwOp, EwOp::name>{}); return;
     ROOFLENS_EW_CASE(relu) ROOFLENS_EW_CASE(gelu) ROOFLENS_EW_CASE(gelu_tanh) ROOFLENS_EW_CASE(sigmoid)
     ROOFLENS_EW_CASE(swish) ROOFLENS_EW_CASE(tanh_) ROOFLENS_EW_CASE(exp_) ROOFLENS_EW_CASE(erf_)
     ROOFLENS_EW_CASE(sqrt_) ROOFLENS_EW_CASE(neg) ROOFLENS_EW_CASE(abs_) ROOFLENS_EW_CASE(reciprocal)
     ROOFLENS_EW_CASE(log_) ROOFLENS_EW_CASE(softplus) ROOFLENS_EW_CASE(leaky_relu) ROOFLENS_EW_CASE(hard_sigmoid)
-    ROOFLENS_EW_CASE(hard_swish) ROOFLENS_EW_CASE(add) ROOFLENS_EW_CASE(sub) ROOFLENS_EW_CASE(mul)
-    ROOFLENS_EW_CASE(div) ROOFLENS_EW_CASE(pow_) ROOFLENS_EW_CASE(max_) ROOFLENS_EW_CASE(min_)
-    ROOFLENS_EW_CASE(where) ROOFLENS_EW_CASE(clip)
+    ROOFLENS_EW_CASE(hard_swish) ROOFLENS_EW_CASE(identity) ROOFLENS_EW_CASE(cast) ROOFLENS_EW_CASE(add)
+    ROOFLENS_EW_CASE(sub) ROOFLENS_EW_CASE(mul) ROOFLENS_EW_CASE(div) ROOFLENS_EW_CASE(pow_) ROOFLENS_EW_CASE(max_)
+    ROOFLENS_EW_CASE(min_) ROOFLENS_EW_CASE(where) ROOFLENS_EW_CASE(clip)
 #undef ROOFLENS_EW_CASE
-    default: break;  // identity, cast
   }
-  Vec<T> o;
-#pragma unroll
-  for (int j = 0; j < V; ++j) o[j] = from_f<T>(a[j]);
-  return o;
+  throw CudaError("element-wise op out of range");
 }
 
 // Equal shapes, one type: 16-byte loads and stores.
-template <class T>
-__global__ void ew_vector(EwOp op, int n_in, const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ c,
+template <EwOp Op, class T>
+__global__ void ew_vector(int n_in, const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ c,
                           T* __restrict__ out, int64_t n_vec) {
   constexpr int V = Vec<T>::n;
   for (int64_t v = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; v < n_vec; v += int64_t(gridDim.x) * blockDim.x) {
     Vec<T> x = Vec<T>::load(a + v * V), y, z;
     if (n_in > 1) y = Vec<T>::load(b + v * V);
     if (n_in > 2) z = Vec<T>::load(c + v * V);
-    apply_vec(op, n_in, x, y, z).store(out + v * V);
+    apply_vec<Op>(n_in, x, y, z).store(out + v * V);
   }
 }
 
@@ -115,8 +116,8 @@ __global__ void ew_broadcast(EwOp op, int n_in, const T0* __restrict__ a, const 
 // Broadcast whose innermost dim is a multiple of the vector width: the walk runs over vectors
 // (dims.extent[last] divided by V) and yields element offsets; an operand contiguous in the
 // innermost dim is loaded as a vector, one broadcast along it as a splatted scalar.
-template <class T, class I>
-__global__ void ew_broadcast_vec(EwOp op, int n_in, const T* __restrict__ a, const T* __restrict__ b,
+template <EwOp Op, class T, class I>
+__global__ void ew_broadcast_vec(int n_in, const T* __restrict__ a, const T* __restrict__ b,
                                  const T* __restrict__ c, T* __restrict__ out, I n_vec, Dims dims, Strides st,
                                  unsigned vector_mask) {
   constexpr int V = Vec<T>::n;
@@ -130,7 +131,7 @@ __global__ void ew_broadcast_vec(EwOp op, int n_in, const T* __restrict__ a, con
       if (k >= n_in) break;
       x[k] = (vector_mask >> k) & 1 ? Vec<T>::load(in[k] + off[k]) : Vec<T>::splat(in[k][off[k]]);
     }
-    apply_vec(op, n_in, x[0], x[1], x[2]).store(out + v * V);
+    apply_vec<Op>(n_in, x[0], x[1], x[2]).store(out + v * V);
   }
 }
 
@@ -157,7 +158,9 @@ void launch_ew(EwOp op, const std::vector<EwOperand>& in, void* out_ptr, const s
   if (same) {
     if constexpr (one_type) {
       if (all_aligned && n % V == 0) {
-        ew_vector<To><<<blocks_for(n / V, kThreads, 132 * 16), kThreads, 0, s>>>(op, n_in, a, b, c, out, n / V);
+        dispatch_op(op, [&](auto o) {
+          ew_vector<decltype(o)::value, To><<<blocks_for(n / V, kThreads, 132 * 16), kThreads, 0, s>>>(n_in, a, b, c, out, n / V);
+        });
         return;
       }
     }
@@ -192,8 +195,10 @@ void launch_ew(EwOp op, const std::vector<EwOperand>& in, void* out_ptr, const s
       dims.extent[last] /= V;
       for (int k = 0; k < 3; ++k) st.s[k][last] *= V;
       auto n_vec = static_cast<uint32_t>(n / V);
-      ew_broadcast_vec<To, uint32_t><<<blocks_for(n_vec, kThreads, 132 * 16), kThreads, 0, s>>>(op, n_in, a, b, c, out, n_vec,
-                                                                                                 dims, st, mask);
+      dispatch_op(op, [&](auto o) {
+        ew_broadcast_vec<decltype(o)::value, To, uint32_t><<<blocks_for(n_vec, kThreads, 132 * 16), kThreads, 0, s>>>(
+            n_in, a, b, c, out, n_vec, dims, st, mask);
+      });
       return;
     }
   }

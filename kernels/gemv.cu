@@ -1,38 +1,49 @@
+#include <algorithm>
+
 #include "kernels/gemv.hpp"
 #include "kernels/strided.cuh"
 
 namespace rooflens::kernels {
 namespace {
 
-constexpr int kWarps = 8;   // output columns per block, one per warp
-constexpr int kUnroll = 8;  // 16-byte loads of W in flight per lane: a 4096-wide bf16 row in two rounds
+constexpr int kWarps = 8;    // warps per block
+constexpr int kUnroll = 8;   // 16-byte loads of W in flight per lane per round
+constexpr int kMinWarps = 132 * 48;  // enough warps in flight to keep HBM busy on an H100-class chip
 
-template <class T, int MaxM>
+// Each output column is shared by S warps of a block, each summing a contiguous slice of k;
+// the block covers kWarps / S columns. S is picked so that a lane's slice of a row fits in one
+// round of loads (all of them in flight at once, no load-wait-load chain per warp) and so that
+// there are enough warps to keep HBM busy when n is small. Partial sums meet in shared memory.
+template <class T, int MaxM, int S>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                            const T* __restrict__ bias, T* __restrict__ y, int m, int64_t n,
                                                            int64_t k) {
   constexpr int V = Vec<T>::n;
-  int lane = threadIdx.x % 32;
-  int64_t col = blockIdx.x * int64_t(kWarps) + threadIdx.x / 32;
-  if (col >= n) return;
-  const T* wr = w + col * k;
-  int64_t nvec = k / V;
+  __shared__ float partial[kWarps][MaxM];
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32, slice = warp % S;
+  int64_t col = blockIdx.x * int64_t(kWarps / S) + warp / S;
+  int64_t nvec = k / V, per_slice = (nvec + S - 1) / S;
+  int64_t lo = slice * per_slice, hi = std::min(nvec, lo + per_slice);
   float acc[MaxM] = {};
-  for (int64_t v0 = lane; v0 < nvec; v0 += 32 * kUnroll) {
-    Vec<T> wv[kUnroll];
+  if (col < n) {
+    const T* wr = w + col * k;
+    for (int64_t v0 = lo + lane; v0 < hi; v0 += 32 * kUnroll) {
+      Vec<T> wv[kUnroll], xv[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (v0 + 32 * u < nvec) wv[u] = Vec<T>::load(wr + (v0 + 32 * u) * V);
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      int64_t v = v0 + 32 * u;
-      if (v >= nvec) break;
+      for (int u = 0; u < kUnroll; ++u)
+        if (v0 + 32 * u < hi) wv[u] = Vec<T>::load(wr + (v0 + 32 * u) * V);
 #pragma unroll
       for (int r = 0; r < MaxM; ++r) {
         if (r >= m) break;
-        Vec<T> xv = Vec<T>::load(x + r * k + v * V);  // x is small and stays in L1/L2
 #pragma unroll
-        for (int j = 0; j < V; ++j) acc[r] += to_f(xv[j]) * to_f(wv[u][j]);
+        for (int u = 0; u < kUnroll; ++u)  // x is small and stays in L1/L2
+          if (v0 + 32 * u < hi) xv[u] = Vec<T>::load(x + r * k + (v0 + 32 * u) * V);
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          if (v0 + 32 * u >= hi) break;
+#pragma unroll
+          for (int j = 0; j < V; ++j) acc[r] += to_f(xv[u][j]) * to_f(wv[u][j]);
+        }
       }
     }
   }
@@ -41,7 +52,14 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
     if (r >= m) break;
     float a = acc[r];
     for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
-    if (lane == 0) y[r * n + col] = from_f<T>(a + (bias ? to_f(bias[col]) : 0.f));
+    if (lane == 0) partial[warp][r] = a;
+  }
+  if constexpr (S > 1) __syncthreads();
+  if (slice == 0 && lane < m && col < n) {
+    float a = 0.f;
+#pragma unroll
+    for (int s = 0; s < S; ++s) a += partial[warp + s][lane];
+    y[lane * n + col] = from_f<T>(a + (bias ? to_f(bias[col]) : 0.f));
   }
 }
 
@@ -55,17 +73,31 @@ bool gemv_supported(DType d, int64_t m, int64_t k, const void* x, const void* w)
 
 void gemv(const void* x, const void* w, const void* bias, void* y, DType d, int64_t m, int64_t n, int64_t k, cudaStream_t s) {
   if (!gemv_supported(d, m, k, x, w)) throw CudaError("gemv: unsupported shape, dtype or alignment");
+  int64_t nvec = k / (16 / (dtype_bits(d) / 8));
+  int split = 1;
+  while (split < kWarps && nvec > int64_t{32} * kUnroll * split) split *= 2;  // one round of loads per lane
+  // Few columns: more warps per column, while every lane keeps at least two loads.
+  while (split < kWarps && n * split < kMinWarps && nvec >= int64_t{32} * 2 * (2 * split)) split *= 2;
   dispatch_float(d, [&](auto t) {
     using T = decltype(t);
-    auto go = [&](auto kernel) {
-      kernel<<<blocks_for(n, kWarps, INT32_MAX), kWarps * 32, 0, s>>>(static_cast<const T*>(x), static_cast<const T*>(w),
-                                                                      static_cast<const T*>(bias), static_cast<T*>(y),
-                                                                      static_cast<int>(m), n, k);
+    auto launch = [&](auto kernel, int s_warps) {
+      kernel<<<blocks_for(n, kWarps / s_warps, INT32_MAX), kWarps * 32, 0, s>>>(
+          static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<T*>(y),
+          static_cast<int>(m), n, k);
     };
-    if (m == 1) go(gemv_kernel<T, 1>);
-    else if (m == 2) go(gemv_kernel<T, 2>);
-    else if (m <= 4) go(gemv_kernel<T, 4>);
-    else go(gemv_kernel<T, 8>);
+    auto by_split = [&](auto rows) {
+      constexpr int M = decltype(rows)::value;
+      switch (split) {
+        case 1: launch(gemv_kernel<T, M, 1>, 1); break;
+        case 2: launch(gemv_kernel<T, M, 2>, 2); break;
+        case 4: launch(gemv_kernel<T, M, 4>, 4); break;
+        default: launch(gemv_kernel<T, M, 8>, 8); break;
+      }
+    };
+    if (m == 1) by_split(std::integral_constant<int, 1>{});
+    else if (m == 2) by_split(std::integral_constant<int, 2>{});
+    else if (m <= 4) by_split(std::integral_constant<int, 4>{});
+    else by_split(std::integral_constant<int, 8>{});
   });
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }

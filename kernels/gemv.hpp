@@ -1,16 +1,16 @@
 #pragma once
 // The decode-step GEMM: y[m, n] = x[m, k] . W[n, k]^T (+ bias[n]) for a handful of rows m, with
 // W in nn.Linear's [n, k] layout. Such a GEMM only streams W, so deployments run a GEMV-style
-// kernel for it (one warp per output column, 16-byte loads of W) rather than a tiled GEMM.
+// kernel for it (1 to 8 warps per output column, each streaming a slice of the row in 16-byte
+// loads, all in flight at once) rather than a tiled GEMM.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "analyzer/dtype.hpp"
+#include "analyzer/formulas.hpp"
 
 namespace rooflens::kernels {
-
-constexpr int64_t kGemvMaxRows = 8;
 
 // Whether gemv() takes this problem: fp32/fp16/bf16, m <= kGemvMaxRows, k a whole number of
 // 16-byte vectors, 16-byte aligned operands.

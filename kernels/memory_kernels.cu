@@ -4,6 +4,7 @@
 
 #include "kernels/dtypes.cuh"
 #include "kernels/memory_kernels.hpp"
+#include "kernels/strided.cuh"
 
 namespace rooflens::kernels {
 namespace {
@@ -94,6 +95,39 @@ __global__ void rope_kernel(const T* __restrict__ x, const int64_t* __restrict__
   }
 }
 
+// Whole 16-byte vectors: a thread rotates V pairs (x[f], x[f + half]) with one load of each
+// half, of cos and of sin, and copies the unrotated tail a vector at a time. 32-bit indices.
+template <class T>
+__global__ void rope_vec_kernel(const T* __restrict__ x, const int64_t* __restrict__ pos, const T* __restrict__ cosc,
+                                const T* __restrict__ sinc, T* __restrict__ out, uint32_t rows, uint32_t heads, uint32_t seq,
+                                uint32_t d, uint32_t rot, bool bhsd) {
+  constexpr int V = Vec<T>::n;
+  uint32_t half = rot / 2, pair_vecs = half / V, units = pair_vecs + (d - rot) / V, n = rows * units;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    uint32_t row = i / units, u = i - row * units;
+    const T* xr = x + size_t(row) * d;
+    T* orow = out + size_t(row) * d;
+    if (u >= pair_vecs) {  // unrotated tail
+      uint32_t j = rot + (u - pair_vecs) * V;
+      Vec<T>::load(xr + j).store(orow + j);
+      continue;
+    }
+    uint32_t token = bhsd ? (row / (heads * seq)) * seq + row % seq : row / heads;
+    uint32_t f = u * V;
+    int64_t p = pos[token];
+    Vec<T> a = Vec<T>::load(xr + f), b = Vec<T>::load(xr + f + half);
+    Vec<T> c = Vec<T>::load(cosc + p * half + f), sn = Vec<T>::load(sinc + p * half + f), lo, hi;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      float av = to_f(a[j]), bv = to_f(b[j]), cv = to_f(c[j]), sv = to_f(sn[j]);
+      lo[j] = from_f<T>(av * cv - bv * sv);
+      hi[j] = from_f<T>(bv * cv + av * sv);
+    }
+    lo.store(orow + f);
+    hi.store(orow + f + half);
+  }
+}
+
 template <class T>
 __global__ void im2col_kernel(const T* __restrict__ x, T* __restrict__ col, int64_t c, int64_t h, int64_t w, int64_t kh,
                               int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
@@ -159,6 +193,16 @@ void rope(const void* x, const int64_t* positions, const void* cosc, const void*
           int64_t heads, int64_t seq, int64_t head_dim, int64_t rot, bool bhsd, cudaStream_t s) {
   dispatch_float(d, [&](auto t) {
     using T = decltype(t);
+    constexpr int V = 16 / sizeof(T);
+    if ((rot / 2) % V == 0 && head_dim % V == 0 && rot % 2 == 0 && aligned16(x) && aligned16(out) && aligned16(cosc) &&
+        aligned16(sinc) && rows * head_dim < (int64_t{1} << 31)) {
+      int64_t units = rot / 2 / V + (head_dim - rot) / V;
+      rope_vec_kernel<<<blocks_for(rows * units, kThreads, 132 * 32), kThreads, 0, s>>>(
+          static_cast<const T*>(x), positions, static_cast<const T*>(cosc), static_cast<const T*>(sinc), static_cast<T*>(out),
+          static_cast<uint32_t>(rows), static_cast<uint32_t>(heads), static_cast<uint32_t>(seq), static_cast<uint32_t>(head_dim),
+          static_cast<uint32_t>(rot), bhsd);
+      return;
+    }
     rope_kernel<<<blocks_for(rows * head_dim, kThreads, 132 * 32), kThreads, 0, s>>>(
         static_cast<const T*>(x), positions, static_cast<const T*>(cosc), static_cast<const T*>(sinc), static_cast<T*>(out), rows,
         heads, seq, head_dim, rot, bhsd);

@@ -35,6 +35,10 @@ void sum_slots(const void* in, void* out, DType d, int64_t rows, int64_t k, int6
 void strided_copy(const void* src, void* dst, int elem_bytes, const std::vector<int64_t>& extent,
                   const std::vector<int64_t>& src_strides, const std::vector<int64_t>& dst_strides, int64_t src_offset,
                   int64_t dst_offset, cudaStream_t s);
+// Concat (split = false) or Split (true) along one axis in one launch: `whole` is [outer, sum of
+// part_cols], part j is [outer, part_cols[j]] and takes the next part_cols[j] columns.
+void concat_split(void* whole, const std::vector<void*>& parts, const std::vector<int64_t>& part_cols, int64_t outer,
+                  int elem_bytes, bool split, cudaStream_t s);
 // out[o, j, i] = data[o, idx[j], i]; data is [outer, axis_len, inner].
 void gather(const void* data, const void* indices, DType index_dtype, void* out, int elem_bytes, int64_t outer,
             int64_t axis_len, int64_t n_indices, int64_t inner, cudaStream_t s);

@@ -243,6 +243,14 @@ void LayerReplay::launch(cudaStream_t s) {
       break;
     }
     case ReplayKind::strided_copy:
+      if (!p.part_cols.empty()) {  // Concat / Split: one launch for all parts
+        bool split = p.op == "Split";
+        std::vector<void*> parts;
+        size_t first = split ? p.inputs.size() : 0, count = split ? p.outputs.size() : p.inputs.size();
+        for (size_t j = 0; j < count; ++j) parts.push_back(buffers_[first + j].get());
+        concat_split(split ? in(0) : out(0), parts, p.part_cols, p.outer, elem_bytes(dt), split, s);
+        break;
+      }
       for (const profiler::CopyPart& c : p.copies)
         strided_copy(buffers_[static_cast<size_t>(c.src)].get(), buffers_[static_cast<size_t>(c.dst)].get(), elem_bytes(dt),
                      c.extent, c.src_strides, c.dst_strides, c.src_offset, c.dst_offset, s);

@@ -24,10 +24,15 @@ struct Dims {
 template <int K, class I>
 __device__ __forceinline__ void strided_offsets(I i, const Dims& dims, const Strides& st, I (&off)[K]) {
   for (int k = 0; k < K; ++k) off[k] = 0;
-#pragma unroll 1
-  for (int d = dims.rank - 1; d >= 0; --d) {
+  // Fully unrolled so every dims/strides index is a constant: a runtime index into a kernel
+  // parameter makes the compiler copy the struct to per-thread local memory (a 56-byte stack
+  // frame per thread, written and read back for every element).
+#pragma unroll
+  for (int d = kMaxRank - 1; d >= 0; --d) {
+    if (d >= dims.rank) continue;
     I e = static_cast<I>(dims.extent[d]), idx = i % e;
     i /= e;
+#pragma unroll
     for (int k = 0; k < K; ++k) off[k] += idx * static_cast<I>(st.s[k][d]);
   }
 }

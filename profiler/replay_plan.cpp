@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 
 #include "analyzer/checked.hpp"
@@ -417,8 +418,10 @@ class Planner {
       for (size_t i = 0; i < p_.inputs.size(); ++i) {
         const Shape& s = p_.inputs[i].shape;
         p_.copies.push_back({static_cast<int>(i), out_base, s, contiguous_strides(s), dst, 0, offset * dst[axis]});
+        p_.part_cols.push_back(s[axis] * dst[axis]);
         offset += s[axis];
       }
+      p_.outer = std::accumulate(out.begin(), out.begin() + axis, int64_t{1}, std::multiplies<>());
     } else if (op == "Split") {
       const Shape& in = in_shape(0);
       int64_t axis = norm_axis(n_.attr_int("axis", 0), in.size()), offset = 0;
@@ -427,8 +430,10 @@ class Planner {
       for (size_t j = 0; j < p_.outputs.size(); ++j) {
         const Shape& s = p_.outputs[j].shape;
         p_.copies.push_back({0, 1 + static_cast<int>(j), s, src, contiguous_strides(s), offset * src[axis], 0});
+        p_.part_cols.push_back(s[axis] * src[axis]);
         offset += s[axis];
       }
+      p_.outer = std::accumulate(in.begin(), in.begin() + axis, int64_t{1}, std::multiplies<>());
     } else if (op == "Slice") {
       const Shape& in = in_shape(0);
       auto ints = [&](size_t i) -> std::optional<std::vector<int64_t>> {
@@ -461,7 +466,9 @@ class Planner {
       p_.copies.push_back({0, 1, out_shape(), broadcast_strides(in_shape(0), out_shape()), contiguous_strides(out_shape()), 0, 0});
     }
     p_.kind = ReplayKind::strided_copy;
-    p_.description = fmt::format("strided copy ({}), {} part{}", op, p_.copies.size(), p_.copies.size() == 1 ? "" : "s");
+    p_.description = p_.part_cols.empty()
+                         ? fmt::format("strided copy ({})", op)
+                         : fmt::format("{}, {} parts in one launch", op, p_.part_cols.size());
   }
 };
 

@@ -55,7 +55,8 @@ struct ReplayPlan {
   int64_t k = 0;                            // TopK
   bool residual = false;                    // Skip*LayerNorm: add the second input first
   std::vector<CopyPart> copies;             // strided_copy
-  int64_t axis = 0, outer = 1, inner = 1;   // gather: data [outer, axis_len, inner]
+  std::vector<int64_t> part_cols;           // Concat/Split as one launch: [outer, part_cols[j]] parts
+  int64_t axis = 0, outer = 1, inner = 1;   // gather: data [outer, axis_len, inner]; Concat/Split: outer
   std::vector<int64_t> window, strides, pads;  // pool2d (h, w); pads (top, left, bottom, right)
   int64_t rotary_dim = 0, head_dim = 0;     // rope
   std::string description;                  // what runs, for the report

@@ -153,6 +153,9 @@ TEST_CASE("MoE, MLA and what is not replayed, each with its reason", "[replay]")
   REQUIRE(cat.copies.size() == 2);
   CHECK(cat.copies[1].dst_offset == 5);  // the second input starts at column 5 of 10
   CHECK(cat.copies[1].dst_strides == std::vector<int64_t>{120, 30, 10, 1});
+  // One launch: c is [2*4*3 rows, 10 columns]; t owns the first 5 columns of each row, y the next 5.
+  CHECK(cat.outer == 24);
+  CHECK(cat.part_cols == std::vector<int64_t>{5, 5});
   CHECK(m.d[2].status == ReplayStatus::not_replayed);
 }
 

@@ -224,6 +224,32 @@ TEST_CASE("copies: transpose, gather, rope, pooling, im2col") {
   for (int r = 0; r < 3; ++r)
     for (int c = 0; c < 64; ++c) REQUIRE(hw[r * 128 + 64 + c] == hpart[r * 64 + c]);
 
+  // Concat and Split in one launch: 16-byte elements (parts of 64 and 128 bf16), then scalar
+  // ones (parts of 3 and 5), and more parts than one launch takes (11 parts of 1 fp32 column).
+  for (auto cols : {std::vector<int64_t>{64, 128, 64}, std::vector<int64_t>{3, 5}, std::vector<int64_t>(11, 1)}) {
+    int64_t total = 0, rows_n = 5;
+    for (int64_t c : cols) total += c;
+    DType dt = cols.size() == 11 ? DType::f32 : DType::bf16;
+    int eb = dt == DType::f32 ? 4 : 2;
+    Tensor src(dt, rows_n * total, 51), back(dt, rows_n * total, 52);
+    std::vector<Tensor> pieces;
+    pieces.reserve(cols.size());
+    std::vector<void*> ptrs;
+    for (size_t j = 0; j < cols.size(); ++j) pieces.emplace_back(dt, rows_n * cols[j], 60 + static_cast<int>(j));
+    for (auto& t : pieces) ptrs.push_back(t.get());
+    concat_split(src.get(), ptrs, cols, rows_n, eb, true, nullptr);
+    concat_split(back.get(), ptrs, cols, rows_n, eb, false, nullptr);
+    auto hs = src.host(), hb = back.host();
+    int64_t c0 = 0;
+    for (size_t j = 0; j < cols.size(); ++j) {
+      auto hp = pieces[j].host();
+      for (int64_t r = 0; r < rows_n; ++r)
+        for (int64_t c = 0; c < cols[j]; ++c) REQUIRE(hp[r * cols[j] + c] == hs[r * total + c0 + c]);
+      c0 += cols[j];
+    }
+    for (int64_t i = 0; i < rows_n * total; ++i) REQUIRE(hb[i] == hs[i]);
+  }
+
   Tensor table(DType::bf16, 50 * 16, 33), ids(DType::i64, 7, 34, 50), rows(DType::bf16, 7 * 16, 35);
   gather(table.get(), ids.get(), DType::i64, rows.get(), 2, 1, 50, 7, 16, nullptr);
   auto ht = table.host(), hi = ids.host(), hr = rows.host();
@@ -235,18 +261,30 @@ TEST_CASE("copies: transpose, gather, rope, pooling, im2col") {
   for (int j = 0; j < 7; ++j)
     for (int c = 0; c < 3; ++c) CHECK(hn[j * 3 + c] == ht[static_cast<int>(hi[j]) * 3 + c]);
 
-  const int64_t seq = 5, heads = 2, d = 8, maxpos = 10;
-  Tensor q(DType::f32, seq * heads * d, 36), pos(DType::i64, seq, 37, maxpos), cs(DType::f32, maxpos * d / 2, 38),
-      sn(DType::f32, maxpos * d / 2, 39), out(DType::f32, seq * heads * d, 40);
-  rope(q.get(), static_cast<const int64_t*>(pos.get()), cs.get(), sn.get(), out.get(), DType::f32, seq * heads, heads, seq, d, d,
-       false, nullptr);
-  auto hq = q.host(), hp = pos.host(), hc = cs.host(), hs = sn.host(), ho = out.host();
-  for (int64_t r = 0; r < seq * heads; ++r) {
-    int64_t p = static_cast<int64_t>(hp[r / heads]);
-    for (int64_t j = 0; j < d / 2; ++j) {
-      float c = hc[p * d / 2 + j], s = hs[p * d / 2 + j], a = hq[r * d + j], b = hq[r * d + j + d / 2];
-      CHECK(std::abs(ho[r * d + j] - (a * c - b * s)) < 1e-6);
-      CHECK(std::abs(ho[r * d + j + d / 2] - (b * c + a * s)) < 1e-6);
+  // Rotary embedding against a host reference: the vector path (fp32 with d 8; bf16 with d 128,
+  // half of it rotated, in (B, H, S, D) layout) and the scalar one (d 6).
+  struct RopeCase {
+    DType dt;
+    int64_t d, rot;
+    bool bhsd;
+  };
+  for (RopeCase rc : {RopeCase{DType::f32, 8, 8, false}, RopeCase{DType::bf16, 128, 64, true}, RopeCase{DType::f32, 6, 6, false}}) {
+    const int64_t batch = 2, seq = 5, heads = 2, maxpos = 10, d = rc.d, half = rc.rot / 2, rows = batch * seq * heads;
+    Tensor q(rc.dt, rows * d, 36), pos(DType::i64, batch * seq, 37, maxpos), cs(rc.dt, maxpos * half, 38),
+        sn(rc.dt, maxpos * half, 39), out(rc.dt, rows * d, 40);
+    rope(q.get(), static_cast<const int64_t*>(pos.get()), cs.get(), sn.get(), out.get(), rc.dt, rows, heads, seq, d, rc.rot,
+         rc.bhsd, nullptr);
+    auto hq = q.host(), hp = pos.host(), hc = cs.host(), hs = sn.host(), ho = out.host();
+    float tol = rc.dt == DType::bf16 ? 2e-2f : 1e-6f;
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t token = rc.bhsd ? (r / (heads * seq)) * seq + r % seq : r / heads;
+      int64_t p = static_cast<int64_t>(hp[token]);
+      for (int64_t j = 0; j < half; ++j) {
+        float c = hc[p * half + j], s = hs[p * half + j], a = hq[r * d + j], b = hq[r * d + j + half];
+        REQUIRE(std::abs(ho[r * d + j] - (a * c - b * s)) <= tol);
+        REQUIRE(std::abs(ho[r * d + j + half] - (b * c + a * s)) <= tol);
+      }
+      for (int64_t j = rc.rot; j < d; ++j) REQUIRE(ho[r * d + j] == hq[r * d + j]);
     }
   }
 
