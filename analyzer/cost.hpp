@@ -48,6 +48,9 @@ struct NodeCost {
   // reachable. 0 means "derive from the bytes written".
   int64_t parallel_tiles = 0;
   bool tensor_cores = false;  // runs on the matrix units (GEMM, conv, attention)
+  // A tiled GEMM-class kernel (more rows than a GEMV takes, implicit-GEMM conv, flash
+  // attention): it pays the device's GEMM floor, not the plain launch floor.
+  bool tiled = false;
   int64_t collective_bytes = 0;  // a collective (all-reduce) over this many bytes per rank
   int64_t collective_ranks = 0;  // ... among this many GPUs
   std::string note;           // e.g. "causal: executed half of the dense scores; fused traffic"

@@ -20,6 +20,9 @@ struct Device {
   std::optional<double> nvlink_bandwidth;  // both directions together, as NVIDIA quotes it
   std::optional<double> pcie_bandwidth;    // per direction
   double launch_floor_s = 0;
+  // The shortest tiled matrix-unit GEMM: the launch plus the first tiles' loads before any MMA
+  // and the epilogue after the last. 0: not measured, tiled kernels use launch_floor_s.
+  double gemm_floor_s = 0;
   std::map<std::string, double> tensor_flops;     // tf32, bf16, fp16, fp8, int8
   std::map<std::string, double> cuda_core_flops;  // fp64, fp32, fp16, bf16
   std::map<std::string, std::string> sources;
@@ -45,6 +48,7 @@ struct DeviceProfile {
   double hbm_bandwidth = 0, l2_bandwidth = 0;
   std::map<std::string, double> tensor_flops, cuda_core_flops;  // only what was measured
   double launch_floor_s = 0;       // shortest kernel on the timeline
+  double gemm_floor_s = 0;         // shortest tiled GEMM; 0 in profiles written before it was measured
   double launch_interval_s = 0;    // back-to-back launches, per launch
   std::map<std::string, std::string> method;  // how each figure was measured
 };

@@ -47,6 +47,7 @@ std::string device_profile_json(const DeviceProfile& p) {
   j["tensor_flops"] = p.tensor_flops;
   j["cuda_core_flops"] = p.cuda_core_flops;
   j["launch_floor_s"] = p.launch_floor_s;
+  if (p.gemm_floor_s > 0) j["gemm_floor_s"] = p.gemm_floor_s;
   j["launch_interval_s"] = p.launch_interval_s;
   j["method"] = p.method;
   return j.dump(2) + "\n";
@@ -71,6 +72,8 @@ DeviceProfile read_device_profile(const std::string& path) {
     p.cuda_core_flops = j.at("cuda_core_flops").get<std::map<std::string, double>>();
     p.launch_floor_s = j.at("launch_floor_s").get<double>();
     p.launch_interval_s = j.value("launch_interval_s", 0.0);
+    p.gemm_floor_s = j.value("gemm_floor_s", 0.0);
+    if (!(p.gemm_floor_s >= 0) || p.gemm_floor_s > 1) throw InputError(fmt::format("{}: gemm_floor_s must be a positive figure", path));
     p.method = j.value("method", std::map<std::string, std::string>{});
     auto positive = [&](double v, const char* what) {
       if (!(v > 0) || v > 1e18) throw InputError(fmt::format("{}: {} must be a positive figure", path, what));
@@ -96,6 +99,7 @@ Device calibrated_device(const DeviceProfile& p) {
   for (const auto& [k, v] : p.tensor_flops) d.tensor_flops[k] = v;
   for (const auto& [k, v] : p.cuda_core_flops) d.cuda_core_flops[k] = v;
   d.launch_floor_s = p.launch_floor_s;
+  d.gemm_floor_s = p.gemm_floor_s;
   d.profile_gpu = p.gpu;
   d.profile_sm_clock_mhz = p.sm_clock_mhz;
   for (const auto& [k, v] : p.method) d.sources[k] = "measured: " + v;

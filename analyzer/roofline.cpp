@@ -68,7 +68,9 @@ RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d)
   // of a transfer). Too few blocks to fill the SMs shrink the compute roof; memory-bound kernels
   // (GEMV, split-KV decode, element-wise) size their grids to fill the chip, so their memory
   // time is not scaled. Both choices fitted the H100 timeline better (docs/profile.md).
-  r.predicted = std::max(r.t_compute / r.wave_fraction, r.t_memory) + d.launch_floor_s;
+  // A tiled kernel's floor also holds its first tile loads before any MMA and its epilogue.
+  double floor = c.tiled && d.gemm_floor_s > 0 ? d.gemm_floor_s : d.launch_floor_s;
+  r.predicted = std::max(r.t_compute / r.wave_fraction, r.t_memory) + floor;
   r.roof_fraction = ideal / r.predicted;
   if (r.roof_fraction < kLatencyThreshold) r.bound = Bound::latency;
   else r.bound = r.t_compute >= r.t_memory ? Bound::compute : Bound::memory;

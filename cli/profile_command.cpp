@@ -100,6 +100,7 @@ int run_calibrate_command(const CalibrateArgs& a) {
   }
   std::cout << fmt::format("  {:<22} {:>10.2f} us    (back-to-back launch every {:.2f} us)\n", "shortest kernel",
                            p.launch_floor_s * 1e6, p.launch_interval_s * 1e6);
+  if (p.gemm_floor_s > 0) std::cout << fmt::format("  {:<22} {:>10.2f} us\n", "shortest tiled GEMM", p.gemm_floor_s * 1e6);
   std::cout << fmt::format("wrote {}\n", a.out);
   return 0;
 }

@@ -105,23 +105,46 @@ DeviceProfile run_calibrate(const CalibrateOptions& o) {
     p.launch_interval_s = t / kLaunches;
     CuptiSession cupti;
     if (cupti.ok()) {
-      // The shortest real kernel: 4 KiB copied from HBM (L2 flushed first), the least any layer
-      // that reads and writes memory costs on the timeline.
+      // Floors, measured as `profile --l2 cold` measures a layer: L2 flushed before each run,
+      // the median CUPTI duration of 100. The launch floor is the replay's own element-wise add
+      // on 1024 bf16 (2 KiB read twice, written once): the least a layer that touches HBM
+      // costs. The GEMM floor is a 128^3 fp16 cuBLASLt GEMM, one tile: launch, the first
+      // tile loads before any MMA, the epilogue.
       L2Flush flush(gpu.l2_bytes, gpu.sm_count);
-      kernels::DeviceBuffer a(4096), b(4096);
-      cupti.flush();
-      for (int i = 0; i < 100; ++i) {
-        flush.run(s);
-        cupti.push_external(external_id(0, i));
-        kernels::stream_copy(b.get(), a.get(), 4096, 1, s);
-        cupti.pop_external();
+      auto cold_median = [&](const std::function<void()>& fn) {
+        fn();  // warm-up: module load, cuBLASLt kernel choice
         ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(s));
-      }
-      Attribution at = attribute(cupti.flush(), {});
-      std::vector<double> d;
-      for (const auto& [key, st] : at.samples) d.push_back(st.gpu_ns * 1e-9);
-      p.launch_floor_s = summarize_samples(d).median;
-      p.method["launch_floor_s"] = fmt::format("median CUPTI duration of {} 4 KiB copies from HBM (L2 flushed)", d.size());
+        cupti.flush();
+        for (int i = 0; i < 100; ++i) {
+          flush.run(s);
+          cupti.push_external(external_id(0, i));
+          fn();
+          cupti.pop_external();
+          ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(s));
+        }
+        Attribution at = attribute(cupti.flush(), {});
+        std::vector<double> d;
+        for (const auto& [key, st] : at.samples) d.push_back(st.gpu_ns * 1e-9);
+        return summarize_samples(d).median;
+      };
+      constexpr int64_t kAdd = 1024;
+      kernels::DeviceBuffer a(kAdd * 2), b(kAdd * 2), c(kAdd * 2);
+      kernels::fill(a.get(), DType::bf16, kAdd, 0, 5, s);
+      kernels::fill(b.get(), DType::bf16, kAdd, 0, 6, s);
+      p.launch_floor_s = cold_median([&] {
+        kernels::elementwise(kernels::EwOp::add, {{a.get(), DType::bf16, {kAdd}}, {b.get(), DType::bf16, {kAdd}}}, c.get(), DType::bf16, {kAdd}, s);
+      });
+      p.method["launch_floor_s"] = "median CUPTI duration of 100 element-wise adds of 1024 bf16 (the replay kernel), L2 flushed";
+      kernels::CublasLt lt;
+      kernels::GemmShape shape;
+      shape.precision = Precision::fp16;
+      shape.dims = GemmDims{1, 128, 128, 128};
+      kernels::Gemm g(lt, shape);
+      kernels::DeviceBuffer ga(128 * 128 * 2), gb(128 * 128 * 2), gd(128 * 128 * 2);
+      kernels::fill(ga.get(), DType::f16, 128 * 128, 0, 7, s);
+      kernels::fill(gb.get(), DType::f16, 128 * 128, 0, 8, s);
+      p.gemm_floor_s = cold_median([&] { g.run(ga.get(), gb.get(), gd.get(), nullptr, s); });
+      p.method["gemm_floor_s"] = "median CUPTI duration of 100 fp16 cuBLASLt GEMMs of 128x128x128 (one tile), L2 flushed";
     } else {
       p.launch_floor_s = p.launch_interval_s;
       p.method["launch_floor_s"] = "back-to-back empty kernel interval (CUPTI unavailable: " + cupti.failure() + ")";

@@ -21,6 +21,7 @@ json device_json(const Device& d) {
               {"nvlink_bandwidth", d.nvlink_bandwidth ? json(*d.nvlink_bandwidth) : json(nullptr)},
               {"pcie_bandwidth", d.pcie_bandwidth ? json(*d.pcie_bandwidth) : json(nullptr)},
               {"launch_floor_s", d.launch_floor_s},
+              {"gemm_floor_s", d.gemm_floor_s > 0 ? json(d.gemm_floor_s) : json(nullptr)},
               {"tensor_flops", d.tensor_flops},
               {"cuda_core_flops", d.cuda_core_flops},
               {"sources", d.sources}};
@@ -62,6 +63,7 @@ json node_json(const NodeResult& n) {
                 {"params", n.params},
                 {"intensity", r.intensity},
                 {"tensor_cores", c.tensor_cores},
+                {"tiled", c.tiled},
                 {"unit", r.unit},
                 {"compute_roof", r.compute_roof},
                 {"t_compute_s", r.t_compute},

@@ -1,8 +1,13 @@
 // Roofline classes and the device database.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "analyzer/device.hpp"
 #include "analyzer/errors.hpp"
 #include "analyzer/roofline.hpp"
+#include "scratch_dir.hpp"
 
 using namespace rooflens;
 
@@ -78,4 +83,62 @@ TEST_CASE("the device database holds the required GPUs with a source for each nu
   }
   CHECK(find_device("h100").id == "H100-SXM");  // aliases, any case
   CHECK_THROWS_WITH(find_device("TPUv5"), Catch::Contains("known: H100-SXM"));
+}
+
+TEST_CASE("a tiled GEMM pays the calibrated GEMM floor; a GEMV and an element-wise kernel the launch floor", "[roofline]") {
+  Device d = find_device("H100-SXM");
+  d.launch_floor_s = 1.5e-6;
+  d.gemm_floor_s = 3.0e-6;
+  NodeCost c;
+  c.flops = 2LL * 1024 * 768 * 768;  // GPT-2 attention projection over 1024 tokens
+  c.read_act = (1024LL * 768 + 768LL * 768) * 2;
+  c.written = 1024LL * 768 * 2;
+  c.tensor_cores = true;
+  c.parallel_tiles = 1024;
+  c.tiled = true;
+  // 4,325,376 bytes at 3.35 TB/s (1.29 us) outweigh 1.21 GFLOP at 989.4 TFLOP/s (1.22 us).
+  const double t_memory = 4325376 / 3.35e12;
+  RooflinePoint p = place_on_roofline(c, Precision::bf16, d);
+  CHECK(p.predicted == Approx(t_memory + 3.0e-6));
+  c.tiled = false;
+  CHECK(place_on_roofline(c, Precision::bf16, d).predicted == Approx(t_memory + 1.5e-6));
+  d.gemm_floor_s = 0;  // not measured: the launch floor
+  c.tiled = true;
+  CHECK(place_on_roofline(c, Precision::bf16, d).predicted == Approx(t_memory + 1.5e-6));
+}
+
+TEST_CASE("device profiles round-trip; the GEMM floor is optional and must be positive", "[devices]") {
+  auto dir = test::scratch_dir("devprof");
+  DeviceProfile p;
+  p.base_device = "H100-SXM";
+  p.gpu = "NVIDIA H100 80GB HBM3";
+  p.sm_clock_mhz = 1980;
+  p.hbm_bandwidth = 3.0e12;
+  p.l2_bandwidth = 2.0e13;
+  p.tensor_flops["bf16"] = 7.6e14;
+  p.cuda_core_flops["fp32"] = 5.1e13;
+  p.launch_floor_s = 1.4e-6;
+  p.gemm_floor_s = 3.1e-6;
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::string path = (dir / name).string();
+    std::ofstream(path) << text;
+    return path;
+  };
+  DeviceProfile back = read_device_profile(write("full.json", device_profile_json(p)));
+  CHECK(back.gemm_floor_s == Approx(3.1e-6));
+  Device cal = calibrated_device(back);
+  CHECK(cal.gemm_floor_s == Approx(3.1e-6));
+  CHECK(cal.launch_floor_s == Approx(1.4e-6));
+  CHECK(cal.tensor_flops.at("bf16") == Approx(7.6e14));
+  CHECK(cal.tensor_flops.at("fp8") == Approx(find_device("H100-SXM").tensor_flops.at("fp8")));  // unmeasured: spec
+
+  auto j = nlohmann::json::parse(device_profile_json(p));
+  j.erase("gemm_floor_s");  // a profile written before the GEMM floor was measured
+  CHECK(read_device_profile(write("old.json", j.dump())).gemm_floor_s == 0);
+  j["gemm_floor_s"] = -1;
+  CHECK_THROWS_AS(read_device_profile(write("neg.json", j.dump())), InputError);
+  j.erase("gemm_floor_s");
+  j.erase("hbm_bandwidth");
+  CHECK_THROWS_WITH(read_device_profile(write("missing.json", j.dump())), Catch::Contains("not a device profile"));
+  CHECK_THROWS_WITH(read_device_profile(write("bad.json", "{\"schema\": 3")), Catch::Contains("not a device profile"));
 }

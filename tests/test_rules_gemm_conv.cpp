@@ -20,6 +20,7 @@ TEST_CASE("MatMul: batched activations times a weight", "[rules][gemm]") {
   CHECK(n.cost.written == 144 * 4);
   CHECK(n.params == 30);
   CHECK(n.roof.intensity == Approx(1440.0 / (480 + 120 + 576)));
+  CHECK(n.cost.tiled);  // 24 rows through shared weights: more than a GEMV's 8
 }
 
 TEST_CASE("MatMul: broadcast batch dims and 1-D operands", "[rules][gemm]") {
@@ -31,6 +32,9 @@ TEST_CASE("MatMul: broadcast batch dims and 1-D operands", "[rules][gemm]") {
   CHECK(*node_named(a, "y").cost.macs == 2 * 3 * 4 * 6 * 5);
   CHECK(node_named(a, "z").output_shapes[0] == "[3,6]");
   CHECK(*node_named(a, "z").cost.macs == 3 * 6 * 5);
+  // Per-batch weights: 4 rows and 1 row per product, GEMV territory, no tile floor.
+  CHECK_FALSE(node_named(a, "y").cost.tiled);
+  CHECK_FALSE(node_named(a, "z").cost.tiled);
 }
 
 TEST_CASE("MatMul with mismatched inner dims is an input error", "[rules][gemm]") {

@@ -225,6 +225,7 @@ NodeCost cost_attention(const CostContext& ctx, LayoutFn layout) {
   c.parallel_tiles = checked_mul(checked_mul(checked_mul(L.core.batch, L.core.q_heads), ceil_div(L.core.q_len, 128)),
                                  ceil_div(L.core.kv_len, 256));
   c.tensor_cores = true;
+  c.tiled = L.core.q_len > 1;  // flash attention tiles; a decode step streams the cache
   c.kernel.attention = L.core;
   if (L.projection_out > 0)
     c.kernel.gemm = GemmDims{1, checked_mul(L.core.batch, L.core.q_len), L.projection_out, L.projection_in};

@@ -110,6 +110,7 @@ NodeCost cost_conv(const CostContext& ctx) {
   c.parallel_tiles = gemm_tiles(GemmDims{1, checked_mul(g.batch, out_sp), g.out_channels, checked_mul(g.in_channels / g.groups, k)});
   // Depthwise convolutions (one input channel per group) have no reduction for the matrix units.
   c.tensor_cores = g.in_channels / g.groups > 1;
+  c.tiled = c.tensor_cores && checked_mul(g.batch, out_sp) > kGemvMaxRows;
   c.kernel.conv = ConvDims{g.batch, g.in_channels, g.out_channels, g.groups, g.in_spatial, g.kernel,
                            g.out_spatial, g.strides, g.pads, g.dilations, n.op_type == "ConvTranspose"};
   return c;

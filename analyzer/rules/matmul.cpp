@@ -75,6 +75,8 @@ NodeCost cost_matmul(const CostContext& ctx) {
   c.tensor_cores = true;
   c.kernel.gemm = s.dims;
   c.kernel.gemm_b_shared = ctx.in_shape(1).size() <= 2;
+  // Shared weights: every batch's rows go through one kernel, a GEMV up to kGemvMaxRows of them.
+  c.tiled = (c.kernel.gemm_b_shared ? checked_mul(s.dims.batch, s.dims.m) : s.dims.m) > kGemvMaxRows;
   c.kernel.gemm_b_transposed = fused_trans(n, "transB");
   return c;
 }
@@ -111,6 +113,7 @@ NodeCost cost_gemm(const CostContext& ctx) {
   ctx.write_all_outputs(c);
   c.parallel_tiles = gemm_tiles(d);
   c.tensor_cores = true;
+  c.tiled = d.m > kGemvMaxRows;
   c.kernel.gemm = d;
   c.kernel.gemm_b_shared = true;
   c.kernel.gemm_b_transposed = n.attr_int("transB", 0) != 0;

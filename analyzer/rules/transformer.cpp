@@ -107,6 +107,7 @@ NodeCost cost_moe(const CostContext& ctx) {
   ctx.write_all_outputs(c);
   c.parallel_tiles = gemm_tiles(GemmDims{1, assignments, d.inter, d.hidden});
   c.tensor_cores = true;
+  c.tiled = assignments > kGemvMaxRows;
   c.kernel.moe = d;
   c.note = fmt::format("top-{} of {} experts; {:.1f} distinct experts read (uniform routing)", d.k, d.experts, distinct);
   return c;

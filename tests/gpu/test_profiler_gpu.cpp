@@ -74,6 +74,8 @@ TEST_CASE("calibrate: figures plausible against the spec of this GPU") {
   CHECK(p.tensor_flops.at("bf16") < 1.05 * spec.tensor_flops.at("bf16"));
   CHECK(p.launch_floor_s > 2e-7);
   CHECK(p.launch_floor_s < 2e-5);
+  CHECK(p.gemm_floor_s > p.launch_floor_s);  // a GEMM loads its first tiles before any MMA
+  CHECK(p.gemm_floor_s < 5e-5);
   CHECK(p.sm_clock_mhz > 500);
   CHECK(p.sm_clock_mhz < 3000);
 }
