@@ -163,6 +163,26 @@ int main() {
     double peak = p.tensor_flops[std::string(precision_name(gc.p))];
     fmt::print("  {:<40} {:>8.1f} us {:>7.0f} TFLOP/s {:>5.1f}%\n", gc.name, t * 1e6, rate / 1e12, 100 * rate / peak);
   }
+  // Flash attention prefill, causal: executed FLOPs (half the dense 4*S^2*D per head) per second.
+  {
+    fmt::print("\nFlash attention prefill, causal, bf16 (CUPTI durations; vs calibrated bf16 tensor peak)\n");
+    struct A {
+      const char* name;
+      int64_t batch, heads, seq, d;
+    };
+    for (A ac : {A{"GPT-2: 12 heads, 1024 tokens, D 64", 1, 12, 1024, 64}, A{"GPT-2, batch 8", 8, 12, 1024, 64},
+                 A{"Llama-2-7B: 32 heads, 2048 tokens, D 128", 1, 32, 2048, 128},
+                 A{"Llama-2-7B: 32 heads, 8192 tokens, D 128", 1, 32, 8192, 128}}) {
+      AttentionDims d{ac.batch, ac.heads, ac.heads, ac.seq, ac.seq, ac.d, ac.d, true, 0};
+      int64_t n = ac.batch * ac.heads * ac.seq * ac.d;
+      DeviceBuffer q(n * 2), k(n * 2), v(n * 2), o(n * 2);
+      for (auto* buf : {&q, &k, &v}) kernels::fill(buf->get(), DType::bf16, n, 0, 12, nullptr);
+      double t = cupti_median([&] { kernels::flash_prefill(q.get(), k.get(), v.get(), o.get(), DType::bf16, d, nullptr); });
+      double flops = 2.0 * ac.batch * ac.heads * ac.seq * ac.seq * ac.d;  // 4 S^2 D / 2 (causal)
+      fmt::print("  {:<42} {:>8.1f} us {:>6.0f} TFLOP/s {:>5.1f}%\n", ac.name, t * 1e6, flops / t / 1e12,
+                 100 * flops / t / p.tensor_flops["bf16"]);
+    }
+  }
   // Small GEMMs as a prefill of GPT-2 runs them, after an L2 flush as `profile --l2 cold` does:
   // how far from max(compute, memory) + launch floor they land. The 128^3 one is all overhead.
   {

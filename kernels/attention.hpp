@@ -1,5 +1,5 @@
 #pragma once
-// Attention replay kernels: a fused flash-style prefill (tensor cores through WMMA, online
+// Attention replay kernels: a fused flash-style prefill (mma.sync tensor cores, online
 // softmax, causal and sliding-window masks, GQA) and a split-KV decode that reads the cache
 // once per group of query heads (GQA, and MLA's shared latent where V is a prefix of K).
 #include <cuda_runtime.h>

@@ -209,7 +209,7 @@ class Planner {
     if (!p_.residual) p_.inputs.push_back(sized(dt, {d.batch, d.kv_heads, d.kv_len, d.head_dim_v}));
     p_.outputs = {sized(dt, {d.batch, d.q_len, d.q_heads, d.head_dim_v})};
     p_.description = decode ? fmt::format("split-KV decode attention, {} q / {} kv heads, {} keys", d.q_heads, d.kv_heads, d.kv_len)
-                            : fmt::format("flash attention (wmma), {}{} q / {} kv heads", d.causal ? "causal, " : "", d.q_heads, d.kv_heads);
+                            : fmt::format("flash attention (mma.sync), {}{} q / {} kv heads", d.causal ? "causal, " : "", d.q_heads, d.kv_heads);
   }
 
   void moe() {

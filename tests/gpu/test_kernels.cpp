@@ -332,7 +332,7 @@ std::vector<float> host_attention(const std::vector<float>& q, const std::vector
         std::vector<double> s(static_cast<size_t>(d.kv_len), -1e300);
         double m = -1e300;
         for (int64_t j = 0; j < d.kv_len; ++j) {
-          if (d.causal && j > i + off) continue;
+          if (d.causal && (j > i + off || (d.window > 0 && j <= i + off - d.window))) continue;
           double acc = 0;
           for (int64_t c = 0; c < d.head_dim_qk; ++c)
             acc += q[((b * d.q_len + i) * d.q_heads + h) * d.head_dim_qk + c] * k[((b * d.kv_heads + kvh) * d.kv_len + j) * d.head_dim_qk + c];
@@ -368,6 +368,23 @@ TEST_CASE("flash prefill attention matches the host: causal and not, GQA, D 64 a
         CHECK(max_rel_error(o.host(), host_attention(q.host(), k.host(), &hv, d), 0.05) < 3e-2);
       }
     }
+  // fp16; fewer queries than keys (a chunk of prefill after a cached prefix: query i sits at key
+  // i + 150), several key tiles, a 100-key sliding window, and a non-causal case over 200 keys.
+  struct Case {
+    int64_t sq, skv, D;
+    bool causal;
+    int64_t window;
+  };
+  for (Case c : {Case{70, 220, 128, true, 0}, Case{70, 220, 64, true, 100}, Case{130, 200, 64, false, 0}}) {
+    DYNAMIC_SECTION("fp16 sq=" << c.sq << " skv=" << c.skv << " D=" << c.D << " window=" << c.window) {
+      AttentionDims d{1, 6, 3, c.sq, c.skv, c.D, c.D, c.causal, c.window};
+      Tensor q(DType::f16, c.sq * 6 * c.D, 55), k(DType::f16, 3 * c.skv * c.D, 56), v(DType::f16, 3 * c.skv * c.D, 57),
+          o(DType::f16, c.sq * 6 * c.D, 58);
+      flash_prefill(q.get(), k.get(), v.get(), o.get(), DType::f16, d, nullptr);
+      auto hv = v.host();
+      CHECK(max_rel_error(o.host(), host_attention(q.host(), k.host(), &hv, d), 0.05) < 3e-2);
+    }
+  }
 }
 
 TEST_CASE("split-KV decode attention matches the host: GQA and MLA's shared latent") {
