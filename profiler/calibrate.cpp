@@ -15,6 +15,7 @@
 #include "profiler/attribution.hpp"
 #include "profiler/cupti_session.hpp"
 #include "profiler/gpu.hpp"
+#include "profiler/harness.hpp"
 
 namespace rooflens::profiler {
 
@@ -115,12 +116,14 @@ DeviceProfile run_calibrate(const CalibrateOptions& o) {
         fn();  // warm-up: module load, cuBLASLt kernel choice
         ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(s));
         cupti.flush();
+        // Batches of 10 between host syncs, as the harness samples a layer: a kernel that
+        // follows its flush straight away, not one launched onto an idle GPU after a sync.
         for (int i = 0; i < 100; ++i) {
           flush.run(s);
           cupti.push_external(external_id(0, i));
           fn();
           cupti.pop_external();
-          ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(s));
+          if (i % kHarnessBatch == kHarnessBatch - 1) ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(s));
         }
         Attribution at = attribute(cupti.flush(), {});
         std::vector<double> d;
@@ -134,7 +137,7 @@ DeviceProfile run_calibrate(const CalibrateOptions& o) {
       p.launch_floor_s = cold_median([&] {
         kernels::elementwise(kernels::EwOp::add, {{a.get(), DType::bf16, {kAdd}}, {b.get(), DType::bf16, {kAdd}}}, c.get(), DType::bf16, {kAdd}, s);
       });
-      p.method["launch_floor_s"] = "median CUPTI duration of 100 element-wise adds of 1024 bf16 (the replay kernel), L2 flushed";
+      p.method["launch_floor_s"] = "median CUPTI duration of 100 element-wise adds of 1024 bf16 (the replay kernel), L2 flushed, sampled as the harness samples a layer";
       kernels::CublasLt lt;
       kernels::GemmShape shape;
       shape.precision = Precision::fp16;
@@ -144,7 +147,7 @@ DeviceProfile run_calibrate(const CalibrateOptions& o) {
       kernels::fill(ga.get(), DType::f16, 128 * 128, 0, 7, s);
       kernels::fill(gb.get(), DType::f16, 128 * 128, 0, 8, s);
       p.gemm_floor_s = cold_median([&] { g.run(ga.get(), gb.get(), gd.get(), nullptr, s); });
-      p.method["gemm_floor_s"] = "median CUPTI duration of 100 fp16 cuBLASLt GEMMs of 128x128x128 (one tile), L2 flushed";
+      p.method["gemm_floor_s"] = "median CUPTI duration of 100 fp16 cuBLASLt GEMMs of 128x128x128 (one tile), L2 flushed, sampled as the harness samples a layer";
     } else {
       p.launch_floor_s = p.launch_interval_s;
       p.method["launch_floor_s"] = "back-to-back empty kernel interval (CUPTI unavailable: " + cupti.failure() + ")";

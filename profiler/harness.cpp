@@ -21,7 +21,6 @@ namespace rooflens::profiler {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kBatch = 10;  // samples between flushes
 
 struct NvtxDomain {
   nvtxDomainHandle_t handle = nvtxDomainCreateA("rooflens");
@@ -124,7 +123,7 @@ void run_profile(Analysis& a, const Graph& g, std::optional<Precision> forced, c
     int sample = 0;
     while (true) {
       std::vector<float> event_ms;
-      for (int b = 0; b < kBatch; ++b, ++sample) {
+      for (int b = 0; b < kHarnessBatch; ++b, ++sample) {
         if (opt.cold_l2) flush.run(stream);
         if (cupti) cupti->push_external(external_id(node.index, sample));
         nvtx.push(range_name(node.name, sample));
@@ -172,7 +171,7 @@ void run_profile(Analysis& a, const Graph& g, std::optional<Precision> forced, c
       SampleStats st = summarize_samples(samples);
       double elapsed = std::chrono::duration<double>(Clock::now() - layer_start).count();
       if (st.n >= opt.min_samples && (st.spread() < opt.target_spread || elapsed > opt.layer_time_limit_s)) break;
-      if (st.n >= opt.max_samples || (samples.empty() && sample >= 2 * kBatch)) break;
+      if (st.n >= opt.max_samples || (samples.empty() && sample >= 2 * kHarnessBatch)) break;
     }
     if (samples.empty()) {
       m.status = ReplayStatus::skipped;

@@ -10,6 +10,10 @@
 
 namespace rooflens::profiler {
 
+// Samples launched between host syncs (and CUPTI flushes). calibrate measures its floors the
+// same way, so that they compare with the layers.
+constexpr int kHarnessBatch = 10;
+
 struct ProfileOptions {
   bool cold_l2 = true;           // flush L2 before each sample (--l2 cold)
   int min_samples = 10;
