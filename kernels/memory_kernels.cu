@@ -1,5 +1,6 @@
 // Replay kernels without a family of their own: buffer fills, the MoE combine, batch norm,
 // pooling, rotary embedding and im2col.
+#include <algorithm>
 #include <cfloat>
 
 #include "kernels/dtypes.cuh"
@@ -128,16 +129,22 @@ __global__ void rope_vec_kernel(const T* __restrict__ x, const int64_t* __restri
   }
 }
 
+// One (channel, ky, kx) row of the column matrix per grid row, output pixels across threads:
+// the channel and kernel offsets are divided out once per block, each pixel costs one 32-bit
+// division (the int64 chain per element made the im2col, not the GEMM, most of a 3x3 conv).
 template <class T>
-__global__ void im2col_kernel(const T* __restrict__ x, T* __restrict__ col, int64_t c, int64_t h, int64_t w, int64_t kh,
-                              int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
-                              int64_t dh, int64_t dw) {
-  int64_t n = c * kh * kw * oh * ow;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t ox = i % ow, oy = (i / ow) % oh, kx = (i / (ow * oh)) % kw, ky = (i / (ow * oh * kw)) % kh,
-            ch = i / (ow * oh * kw * kh);
-    int64_t y = oy * sh - ph + ky * dh, xx = ox * sw - pw + kx * dw;
-    col[i] = (y >= 0 && y < h && xx >= 0 && xx < w) ? x[(ch * h + y) * w + xx] : from_f<T>(0.f);
+__global__ void im2col_kernel(const T* __restrict__ x, T* __restrict__ col, int c, int h, int w, int kh, int kw, int oh,
+                              int ow, int sh, int sw, int ph, int pw, int dh, int dw) {
+  int pixels = oh * ow;
+  for (int row = blockIdx.y; row < c * kh * kw; row += gridDim.y) {
+    int kx = row % kw, ky = (row / kw) % kh, ch = row / (kw * kh);
+    const T* xc = x + static_cast<int64_t>(ch) * h * w;
+    T* out = col + static_cast<int64_t>(row) * pixels;
+    for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < pixels; p += gridDim.x * blockDim.x) {
+      int oy = p / ow, ox = p - oy * ow;
+      int y = oy * sh - ph + ky * dh, xx = ox * sw - pw + kx * dw;
+      out[p] = (y >= 0 && y < h && xx >= 0 && xx < w) ? xc[y * w + xx] : from_f<T>(0.f);
+    }
   }
 }
 
@@ -214,8 +221,12 @@ void im2col(const void* x, void* col, DType d, int64_t c, int64_t h, int64_t w, 
             int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, cudaStream_t s) {
   dispatch_float(d, [&](auto t) {
     using T = decltype(t);
-    im2col_kernel<<<blocks_for(c * kh * kw * oh * ow, kThreads, 132 * 32), kThreads, 0, s>>>(
-        static_cast<const T*>(x), static_cast<T*>(col), c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw);
+    if (c * h * w >= (int64_t{1} << 31) || oh * ow >= (int64_t{1} << 31) || c * kh * kw >= (int64_t{1} << 31))
+      throw CudaError("im2col: an image above 2^31 elements");
+    auto i32 = [](int64_t v) { return static_cast<int>(v); };
+    dim3 grid(blocks_for(oh * ow, kThreads, 1024), static_cast<unsigned>(std::min<int64_t>(c * kh * kw, 65535)));
+    im2col_kernel<<<grid, kThreads, 0, s>>>(static_cast<const T*>(x), static_cast<T*>(col), i32(c), i32(h), i32(w), i32(kh),
+                                            i32(kw), i32(oh), i32(ow), i32(sh), i32(sw), i32(ph), i32(pw), i32(dh), i32(dw));
   });
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }

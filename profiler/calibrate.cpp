@@ -32,6 +32,66 @@ DeviceProfile run_calibrate(const CalibrateOptions& o) {
   ROOFLENS_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   int reps = o.quick ? 5 : 10;
 
+  // Launches and floors first, before the large-GEMM sweep drives the GPU to its power limit:
+  // measured after it, the H100's floor came out 1.50-1.63 us from run to run, before it
+  // 1.47 us twice (the same add inside `profile` takes 1.31-1.34 us). Back-to-back empty
+  // kernels (issue interval) and, under CUPTI, the floors.
+  {
+    constexpr int kLaunches = 2000;
+    double t = event_time_median([&](cudaStream_t st) {
+      for (int i = 0; i < kLaunches; ++i) kernels::empty_kernel(st);
+    }, 3, s);
+    p.launch_interval_s = t / kLaunches;
+    CuptiSession cupti;
+    if (cupti.ok()) {
+      // Floors, measured as `profile --l2 cold` measures a layer: L2 flushed before each run,
+      // the median CUPTI duration of 100. The launch floor is the replay's own element-wise add
+      // on 1024 bf16 (2 KiB read twice, written once): the least a layer that touches HBM
+      // costs. The GEMM floor is a 128^3 fp16 cuBLASLt GEMM, one tile: launch, the first
+      // tile loads before any MMA, the epilogue.
+      L2Flush flush(gpu.l2_bytes, gpu.sm_count);
+      auto cold_median = [&](const std::function<void()>& fn) {
+        fn();  // warm-up: module load, cuBLASLt kernel choice
+        ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(s));
+        cupti.flush();
+        // Batches of 10 between host syncs, as the harness samples a layer: a kernel that
+        // follows its flush straight away, not one launched onto an idle GPU after a sync.
+        for (int i = 0; i < 100; ++i) {
+          flush.run(s);
+          cupti.push_external(external_id(0, i));
+          fn();
+          cupti.pop_external();
+          if (i % kHarnessBatch == kHarnessBatch - 1) ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(s));
+        }
+        Attribution at = attribute(cupti.flush(), {});
+        std::vector<double> d;
+        for (const auto& [key, st] : at.samples) d.push_back(st.gpu_ns * 1e-9);
+        return summarize_samples(d).median;
+      };
+      constexpr int64_t kAdd = 1024;
+      kernels::DeviceBuffer a(kAdd * 2), b(kAdd * 2), c(kAdd * 2);
+      kernels::fill(a.get(), DType::bf16, kAdd, 0, 5, s);
+      kernels::fill(b.get(), DType::bf16, kAdd, 0, 6, s);
+      p.launch_floor_s = cold_median([&] {
+        kernels::elementwise(kernels::EwOp::add, {{a.get(), DType::bf16, {kAdd}}, {b.get(), DType::bf16, {kAdd}}}, c.get(), DType::bf16, {kAdd}, s);
+      });
+      p.method["launch_floor_s"] = "median CUPTI duration of 100 element-wise adds of 1024 bf16 (the replay kernel), L2 flushed, sampled as the harness samples a layer";
+      kernels::CublasLt lt;
+      kernels::GemmShape shape;
+      shape.precision = Precision::fp16;
+      shape.dims = GemmDims{1, 128, 128, 128};
+      kernels::Gemm g(lt, shape);
+      kernels::DeviceBuffer ga(128 * 128 * 2), gb(128 * 128 * 2), gd(128 * 128 * 2);
+      kernels::fill(ga.get(), DType::f16, 128 * 128, 0, 7, s);
+      kernels::fill(gb.get(), DType::f16, 128 * 128, 0, 8, s);
+      p.gemm_floor_s = cold_median([&] { g.run(ga.get(), gb.get(), gd.get(), nullptr, s); });
+      p.method["gemm_floor_s"] = "median CUPTI duration of 100 fp16 cuBLASLt GEMMs of 128x128x128 (one tile), L2 flushed, sampled as the harness samples a layer";
+    } else {
+      p.launch_floor_s = p.launch_interval_s;
+      p.method["launch_floor_s"] = "back-to-back empty kernel interval (CUPTI unavailable: " + cupti.failure() + ")";
+    }
+    p.method["launch_interval_s"] = fmt::format("{} empty kernels back to back, per launch", kLaunches);
+  }
   // HBM: working sets far beyond L2; the best of copy (read + write) and read-only streams.
   {
     std::vector<int64_t> sizes = o.quick ? std::vector<int64_t>{1ll << 30} : std::vector<int64_t>{256ll << 20, 1ll << 30, 2ll << 30};
@@ -96,63 +156,6 @@ DeviceProfile run_calibrate(const CalibrateOptions& o) {
       (c.tensor ? p.tensor_flops : p.cuda_core_flops)[c.key] = best;
       p.method[std::string(c.tensor ? "tensor_" : "cuda_") + c.key] = fmt::format("cuBLASLt {0}x{0}x{0} GEMM, the best size", best_n);
     }
-  }
-  // Launches: back-to-back empty kernels (issue interval) and, under CUPTI, the shortest kernel.
-  {
-    constexpr int kLaunches = 2000;
-    double t = event_time_median([&](cudaStream_t st) {
-      for (int i = 0; i < kLaunches; ++i) kernels::empty_kernel(st);
-    }, 3, s);
-    p.launch_interval_s = t / kLaunches;
-    CuptiSession cupti;
-    if (cupti.ok()) {
-      // Floors, measured as `profile --l2 cold` measures a layer: L2 flushed before each run,
-      // the median CUPTI duration of 100. The launch floor is the replay's own element-wise add
-      // on 1024 bf16 (2 KiB read twice, written once): the least a layer that touches HBM
-      // costs. The GEMM floor is a 128^3 fp16 cuBLASLt GEMM, one tile: launch, the first
-      // tile loads before any MMA, the epilogue.
-      L2Flush flush(gpu.l2_bytes, gpu.sm_count);
-      auto cold_median = [&](const std::function<void()>& fn) {
-        fn();  // warm-up: module load, cuBLASLt kernel choice
-        ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(s));
-        cupti.flush();
-        // Batches of 10 between host syncs, as the harness samples a layer: a kernel that
-        // follows its flush straight away, not one launched onto an idle GPU after a sync.
-        for (int i = 0; i < 100; ++i) {
-          flush.run(s);
-          cupti.push_external(external_id(0, i));
-          fn();
-          cupti.pop_external();
-          if (i % kHarnessBatch == kHarnessBatch - 1) ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(s));
-        }
-        Attribution at = attribute(cupti.flush(), {});
-        std::vector<double> d;
-        for (const auto& [key, st] : at.samples) d.push_back(st.gpu_ns * 1e-9);
-        return summarize_samples(d).median;
-      };
-      constexpr int64_t kAdd = 1024;
-      kernels::DeviceBuffer a(kAdd * 2), b(kAdd * 2), c(kAdd * 2);
-      kernels::fill(a.get(), DType::bf16, kAdd, 0, 5, s);
-      kernels::fill(b.get(), DType::bf16, kAdd, 0, 6, s);
-      p.launch_floor_s = cold_median([&] {
-        kernels::elementwise(kernels::EwOp::add, {{a.get(), DType::bf16, {kAdd}}, {b.get(), DType::bf16, {kAdd}}}, c.get(), DType::bf16, {kAdd}, s);
-      });
-      p.method["launch_floor_s"] = "median CUPTI duration of 100 element-wise adds of 1024 bf16 (the replay kernel), L2 flushed, sampled as the harness samples a layer";
-      kernels::CublasLt lt;
-      kernels::GemmShape shape;
-      shape.precision = Precision::fp16;
-      shape.dims = GemmDims{1, 128, 128, 128};
-      kernels::Gemm g(lt, shape);
-      kernels::DeviceBuffer ga(128 * 128 * 2), gb(128 * 128 * 2), gd(128 * 128 * 2);
-      kernels::fill(ga.get(), DType::f16, 128 * 128, 0, 7, s);
-      kernels::fill(gb.get(), DType::f16, 128 * 128, 0, 8, s);
-      p.gemm_floor_s = cold_median([&] { g.run(ga.get(), gb.get(), gd.get(), nullptr, s); });
-      p.method["gemm_floor_s"] = "median CUPTI duration of 100 fp16 cuBLASLt GEMMs of 128x128x128 (one tile), L2 flushed, sampled as the harness samples a layer";
-    } else {
-      p.launch_floor_s = p.launch_interval_s;
-      p.method["launch_floor_s"] = "back-to-back empty kernel interval (CUPTI unavailable: " + cupti.failure() + ")";
-    }
-    p.method["launch_interval_s"] = fmt::format("{} empty kernels back to back, per launch", kLaunches);
   }
   cudaStreamDestroy(s);
   return p;
