@@ -85,7 +85,7 @@ TEST_CASE("the device database holds the required GPUs with a source for each nu
   CHECK_THROWS_WITH(find_device("TPUv5"), Catch::Contains("known: H100-SXM"));
 }
 
-TEST_CASE("a tiled GEMM pays the calibrated GEMM floor; a GEMV and an element-wise kernel the launch floor", "[roofline]") {
+TEST_CASE("a tiled GEMM pays the calibrated GEMM floor while a GEMV and an element-wise kernel pay the launch floor", "[roofline]") {
   Device d = find_device("H100-SXM");
   d.launch_floor_s = 1.5e-6;
   d.gemm_floor_s = 3.0e-6;
@@ -107,7 +107,7 @@ TEST_CASE("a tiled GEMM pays the calibrated GEMM floor; a GEMV and an element-wi
   CHECK(place_on_roofline(c, Precision::bf16, d).predicted == Approx(t_memory + 1.5e-6));
 }
 
-TEST_CASE("device profiles round-trip; the GEMM floor is optional and must be positive", "[devices]") {
+TEST_CASE("device profiles round-trip and the GEMM floor is optional and must be positive", "[devices]") {
   auto dir = test::scratch_dir("devprof");
   DeviceProfile p;
   p.base_device = "H100-SXM";
