@@ -116,6 +116,24 @@ int main() {
     fmt::print("  {:<40} {:>8.1f} us {:>5.1f}%   (cuBLASLt {:>6.1f} us {:>5.1f}%)\n", gv.name, t * 1e6, 100 * wbytes / t / hbm,
                tc * 1e6, 100 * wbytes / tc / hbm);
   }
+  // Warps per output column for the GQA K/V projection (n 1024) and q_proj: the choice gemv()
+  // makes against the others.
+  for (int64_t n : {1024, 4096}) {
+    const int64_t k = 4096, wbytes = n * k * 2;
+    DeviceBuffer w(kCopies * wbytes), x(k * 2), y(n * 2);
+    kernels::fill(w.get(), DType::bf16, kCopies * n * k, 0, 7, nullptr);
+    kernels::fill(x.get(), DType::bf16, k, 0, 8, nullptr);
+    std::string line = fmt::format("  GEMV {}x{} by warps per column:", n, k);
+    for (int split : {0, 1, 2, 4, 8}) {
+      int i = 0;
+      double t = cupti_median([&] {
+        kernels::gemv(x.get(), static_cast<char*>(w.get()) + (i++ % kCopies) * wbytes, nullptr, y.get(), DType::bf16, 1, n, k, nullptr,
+                      split);
+      });
+      line += fmt::format(" {} {:.2f} us", split == 0 ? std::string("auto") : std::to_string(split), t * 1e6);
+    }
+    fmt::print("{}\n", line);
+  }
   struct Dc {
     const char* name;
     int64_t batch, hq, hkv, kv;
@@ -181,6 +199,31 @@ int main() {
       double flops = 2.0 * ac.batch * ac.heads * ac.seq * ac.seq * ac.d;  // 4 S^2 D / 2 (causal)
       fmt::print("  {:<42} {:>8.1f} us {:>6.0f} TFLOP/s {:>5.1f}%\n", ac.name, t * 1e6, flops / t / 1e12,
                  100 * flops / t / p.tensor_flops["bf16"]);
+    }
+  }
+  // Decode-step small kernels, L2 flushed (as `profile` measures them) and back to back: what
+  // beyond the launch floor each pays, and how much of it the flush causes.
+  {
+    fmt::print("\nDecode-step small kernels, CUPTI durations: L2 flushed | hot\n");
+    profiler::L2Flush flush(profiler::query_gpu().l2_bytes, sms);
+    DeviceBuffer x(4096 * 2), r(4096 * 2), gm(4096 * 2), bt(4096 * 2), o(4096 * 2), pos(8), cs(4096 * 64 * 2), sn(4096 * 64 * 2),
+        tab(32000 * 4096 * 2), id(8);
+    for (auto* buf : {&x, &r, &gm, &bt}) kernels::fill(buf->get(), DType::bf16, 4096, 0, 13, nullptr);
+    kernels::fill(cs.get(), DType::bf16, 4096 * 64, 0, 14, nullptr);
+    kernels::fill(sn.get(), DType::bf16, 4096 * 64, 0, 15, nullptr);
+    kernels::fill(pos.get(), DType::i64, 1, 4096, 16, nullptr);
+    kernels::fill(id.get(), DType::i64, 1, 32000, 17, nullptr);
+    std::vector<Case> tiny{
+        {"add 768 bf16", 0, [&] { kernels::elementwise(EwOp::add, {{x.get(), DType::bf16, {768}}, {r.get(), DType::bf16, {768}}}, o.get(), DType::bf16, {768}, nullptr); }},
+        {"silu 14336 bf16", 0, [&] { kernels::elementwise(EwOp::swish, {{tab.get(), DType::bf16, {14336}}}, o.get(), DType::bf16, {14336}, nullptr); }},
+        {"layer norm 1 x 768", 0, [&] { kernels::norm_rows(x.get(), nullptr, gm.get(), bt.get(), o.get(), DType::bf16, 1, 768, false, nullptr); }},
+        {"rms norm 1 x 4096", 0, [&] { kernels::norm_rows(x.get(), nullptr, gm.get(), nullptr, o.get(), DType::bf16, 1, 4096, true, nullptr); }},
+        {"rope 32 heads x 128", 0, [&] { kernels::rope(x.get(), static_cast<const int64_t*>(pos.get()), cs.get(), sn.get(), o.get(), DType::bf16, 32, 32, 1, 128, 128, false, nullptr); }},
+        {"gather 1 row of 4096", 0, [&] { kernels::gather(tab.get(), id.get(), DType::i64, o.get(), 2, 1, 32000, 1, 4096, nullptr); }},
+    };
+    for (const Case& c : tiny) {
+      double cold = cupti_median(c.run, 30, [&] { flush.run(nullptr); }), hot = cupti_median(c.run, 30);
+      fmt::print("  {:<28} {:>6.2f} us | {:>6.2f} us\n", c.name, cold * 1e6, hot * 1e6);
     }
   }
   // Small GEMMs as a prefill of GPT-2 runs them, after an L2 flush as `profile --l2 cold` does:

@@ -15,6 +15,8 @@ namespace rooflens::kernels {
 // Whether gemv() takes this problem: fp32/fp16/bf16, m <= kGemvMaxRows, k a whole number of
 // 16-byte vectors, 16-byte aligned operands.
 bool gemv_supported(DType d, int64_t m, int64_t k, const void* x, const void* w);
-void gemv(const void* x, const void* w, const void* bias, void* y, DType d, int64_t m, int64_t n, int64_t k, cudaStream_t s);
+// warps_per_column: 1, 2, 4 or 8; 0 picks (the benchmark sweeps it).
+void gemv(const void* x, const void* w, const void* bias, void* y, DType d, int64_t m, int64_t n, int64_t k, cudaStream_t s,
+          int warps_per_column = 0);
 
 }  // namespace rooflens::kernels
