@@ -53,15 +53,17 @@ __global__ void __launch_bounds__(kTile * kTileRows) tiled_copy_kernel(const E* 
   }
 }
 
-template <class E, class I>
-__global__ void gather_kernel(const E* __restrict__ data, const I* __restrict__ idx, E* __restrict__ out, int64_t outer,
-                              int64_t axis_len, int64_t n_idx, int64_t inner) {
-  int64_t n = outer * n_idx * inner;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t in_i = i % inner, j = (i / inner) % n_idx, o = i / (inner * n_idx);
+// N: the index type of the output walk, 32-bit when it fits (a 64-bit division is a called
+// subroutine, slow and, with L2 flushed, fetched from HBM).
+template <class E, class I, class N>
+__global__ void gather_kernel(const E* __restrict__ data, const I* __restrict__ idx, E* __restrict__ out, N outer,
+                              int64_t axis_len, N n_idx, N inner) {
+  N n = outer * n_idx * inner;
+  for (N i = blockIdx.x * N(blockDim.x) + threadIdx.x; i < n; i += N(gridDim.x) * blockDim.x) {
+    N q = i / inner, in_i = i - q * inner, o = q / n_idx, j = q - o * n_idx;
     int64_t row = static_cast<int64_t>(idx[j]);
     if (row < 0) row += axis_len;
-    out[i] = data[(o * axis_len + row) * inner + in_i];
+    out[i] = data[(static_cast<int64_t>(o) * axis_len + row) * inner + in_i];
   }
 }
 
@@ -250,12 +252,16 @@ void gather(const void* data, const void* indices, DType index_dtype, void* out,
   int64_t n = outer * n_idx * inner;
   dispatch_bytes(elem_bytes, [&](auto e) {
     using E = decltype(e);
-    if (index_dtype == DType::i64)
-      gather_kernel<E, int64_t><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(
-          static_cast<const E*>(data), static_cast<const int64_t*>(indices), static_cast<E*>(out), outer, axis_len, n_idx, inner);
-    else
-      gather_kernel<E, int32_t><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(
-          static_cast<const E*>(data), static_cast<const int32_t*>(indices), static_cast<E*>(out), outer, axis_len, n_idx, inner);
+    auto go = [&](auto index, auto walk) {
+      using I = decltype(index);
+      using N = decltype(walk);
+      gather_kernel<E, I, N><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(
+          static_cast<const E*>(data), static_cast<const I*>(indices), static_cast<E*>(out), static_cast<N>(outer), axis_len,
+          static_cast<N>(n_idx), static_cast<N>(inner));
+    };
+    bool narrow = n < (int64_t{1} << 31);
+    if (index_dtype == DType::i64) narrow ? go(int64_t{}, uint32_t{}) : go(int64_t{}, int64_t{});
+    else narrow ? go(int32_t{}, uint32_t{}) : go(int32_t{}, int64_t{});
   });
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }

@@ -1,7 +1,9 @@
 // Row replay kernels: softmax, layer/RMS norm, reductions and top-k over the last axis.
 // Rows of whole 16-byte vectors go through one vectorized kernel that holds the row (and the
 // norm's gamma/beta) in registers, read from HBM once; other rows use a warp per short row or a
-// block per long one.
+// block per long one. Divisions are __fdividef: an IEEE float division (like a 64-bit integer
+// one) is a called subroutine, and with L2 flushed its code is one more trip to HBM on the
+// critical path of a decode step's one-row kernel.
 #include <cfloat>
 
 #include "kernels/memory_kernels.hpp"
@@ -87,7 +89,7 @@ __global__ void __launch_bounds__(kRowThreads) softmax_block(const T* __restrict
   float sum = 0;
   row.each(nullptr, [&](int64_t, float x) { sum += __expf(x - m); });
   sum = block_reduce<false>(sum, red);
-  float inv = 1.f / sum, lsum = __logf(sum);
+  float inv = __fdividef(1.f, sum), lsum = __logf(sum);
   T* o = out + r * cols;
   row.each(nullptr, [&](int64_t j, float x) { o[j] = from_f<T>(log ? x - m - lsum : __expf(x - m) * inv); });
 }
@@ -103,8 +105,9 @@ __global__ void __launch_bounds__(kRowThreads) norm_block(const T* __restrict__ 
   row.each(sr, [&](int64_t, float v) { s += v, s2 += v * v; });
   s = block_reduce<false>(s, red);
   s2 = block_reduce<false>(s2, red);
-  float mean = rms ? 0.f : s / cols;
-  float inv = rsqrtf(fmaxf(s2 / cols - mean * mean, 0.f) + 1e-5f);
+  float inv_cols = __fdividef(1.f, static_cast<float>(cols));
+  float mean = rms ? 0.f : s * inv_cols;
+  float inv = rsqrtf(fmaxf(s2 * inv_cols - mean * mean, 0.f) + 1e-5f);
   T* o = out + r * cols;
   row.each(sr, [&](int64_t j, float v) {
     float y = (v - mean) * inv * to_f(gamma[j]);
@@ -125,7 +128,7 @@ __global__ void softmax_kernel(const T* __restrict__ in, T* __restrict__ out, in
   float sum = 0;
   for (int64_t j = lane; j < cols; j += 32) sum += __expf(to_f(x[j]) - m);
   sum = warp_sum(sum);
-  float inv = 1.f / sum, lsum = __logf(sum);
+  float inv = __fdividef(1.f, sum), lsum = __logf(sum);
   for (int64_t j = lane; j < cols; j += 32) {
     float v = to_f(x[j]) - m;
     out[r * cols + j] = from_f<T>(log ? v - lsum : __expf(v) * inv);
@@ -148,8 +151,9 @@ __global__ void norm_kernel(const T* __restrict__ x, const T* __restrict__ skip,
   }
   s = warp_sum(s);
   s2 = warp_sum(s2);
-  float mean = rms ? 0.f : s / cols;
-  float var = s2 / cols - mean * mean;
+  float inv_cols = __fdividef(1.f, static_cast<float>(cols));
+  float mean = rms ? 0.f : s * inv_cols;
+  float var = s2 * inv_cols - mean * mean;
   float inv = rsqrtf(fmaxf(var, 0.f) + 1e-5f);
   for (int64_t j = lane; j < cols; j += 32) {
     float v = (to_f(xr[j]) + (sr ? to_f(sr[j]) : 0.f) - mean) * inv * to_f(gamma[j]);
@@ -173,7 +177,7 @@ __global__ void reduce_kernel(const T* __restrict__ in, T* __restrict__ out, int
     else acc += (op == RowReduce::sum_square || op == RowReduce::l2) ? v * v : v;
   }
   acc = is_max ? warp_max(acc) : is_min ? warp_min(acc) : warp_sum(acc);
-  if (op == RowReduce::mean) acc /= cols;
+  if (op == RowReduce::mean) acc *= __fdividef(1.f, static_cast<float>(cols));
   if (op == RowReduce::l2) acc = sqrtf(acc);
   if (lane == 0) out[r] = from_f<T>(acc);
 }
@@ -273,7 +277,7 @@ __global__ void __launch_bounds__(kVecBlock) softmax_vec(const T* __restrict__ i
 #pragma unroll
       for (int j = 0; j < V; ++j) sum += __expf(to_f(x[i][j]) - m);
   sum = g.reduce<false>(make_float2(sum, 0.f), red_sum).x;
-  float inv = 1.f / sum, lsum = __logf(sum);
+  float inv = __fdividef(1.f, sum), lsum = __logf(sum);
 #pragma unroll
   for (int i = 0; i < VPT; ++i) {
     if (!used(i)) continue;
@@ -322,8 +326,9 @@ __global__ void __launch_bounds__(kVecBlock) norm_vec(const T* __restrict__ x, c
       s2 += v * v;
     }
   float2 tot = g.reduce<false>(make_float2(s, s2), red);
-  float mean = rms ? 0.f : tot.x / cols;
-  float inv = rsqrtf(fmaxf(tot.y / cols - mean * mean, 0.f) + 1e-5f);
+  float inv_cols = __fdividef(1.f, static_cast<float>(cols));
+  float mean = rms ? 0.f : tot.x * inv_cols;
+  float inv = rsqrtf(fmaxf(tot.y * inv_cols - mean * mean, 0.f) + 1e-5f);
 #pragma unroll
   for (int i = 0; i < VPT; ++i) {
     int64_t c = g.t + int64_t(i) * tpr;

@@ -110,6 +110,10 @@ TEST_CASE("element-wise with broadcast, Where and Cast match the host") {
   std::vector<float> want(hx.size());
   for (size_t i = 0; i < hx.size(); ++i) want[i] = 0.5f * hx[i] * (1 + std::erf(hx[i] / std::sqrt(2.f)));
   CHECK(max_rel_error(hy, want, 0.05) < 1e-2);
+  elementwise(EwOp::swish, {{x.get(), DType::bf16, {4096}}}, y.get(), DType::bf16, {4096}, nullptr);  // fast division
+  hy = y.host();
+  for (size_t i = 0; i < hx.size(); ++i) want[i] = hx[i] / (1 + std::exp(-hx[i]));
+  CHECK(max_rel_error(hy, want, 0.05) < 1e-2);
 
   Tensor cond(DType::boolean, 64, 6), p(DType::f16, 64, 7), q(DType::f16, 64, 8), r(DType::f16, 64, 9);
   elementwise(EwOp::where, {{cond.get(), DType::boolean, {64}}, {p.get(), DType::f16, {64}}, {q.get(), DType::f16, {64}}}, r.get(),
