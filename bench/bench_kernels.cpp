@@ -17,7 +17,6 @@
 #include "kernels/gemm.hpp"
 #include "kernels/gemv.hpp"
 #include "kernels/memory_kernels.hpp"
-#include "profiler/attribution.hpp"
 #include "profiler/calibrate.hpp"
 #include "profiler/cupti_session.hpp"
 #include "profiler/gpu.hpp"
@@ -35,21 +34,9 @@ double event_median(const std::function<void()>& fn, int reps = 20) {
 // for short kernels the CUDA-event pair adds microseconds of its own.
 // `before` runs outside the measured range (an L2 flush).
 double cupti_median(const std::function<void()>& fn, int reps = 30, const std::function<void()>& before = {}) {
-  fn();
-  cudaDeviceSynchronize();
   profiler::CuptiSession cupti;
   if (!cupti.ok()) return event_median(fn, reps);
-  for (int r = 0; r < reps; ++r) {
-    if (before) before();
-    cupti.push_external(profiler::external_id(0, r));
-    fn();
-    cupti.pop_external();
-  }
-  cudaDeviceSynchronize();
-  profiler::Attribution at = profiler::attribute(cupti.flush(), {});
-  std::vector<double> t;
-  for (auto& [key, st] : at.samples) t.push_back(st.gpu_ns * 1e-9);
-  return summarize_samples(t).median;
+  return profiler::cupti_time_median(cupti, fn, reps, nullptr, before, reps);  // one host sync, at the end
 }
 
 struct Case {

@@ -252,6 +252,19 @@ void launch_group_d(const GroupArgs& a, const AttentionDims& d, const DecodeGrid
   else launch_group<T, D, 8>(a, d, g, s);
 }
 
+// Keys [t0, end) of a [keys, width] cache into shared rows of `ld` elements: 16-byte loads from
+// HBM, 4-byte stores into the padded rows; rows past `end` are zero.
+template <class T>
+__device__ __forceinline__ void stage_keys(T* dst, int ld, const T* src, int width, int64_t t0, int64_t end) {
+  for (int i = threadIdx.x; i < kDecodeKeys * (width / 8); i += blockDim.x) {
+    int r = i / (width / 8), c = (i % (width / 8)) * 8;
+    uint4 v{};
+    if (t0 + r < end) v = *reinterpret_cast<const uint4*>(src + (t0 + r) * width + c);
+    uint32_t* d = reinterpret_cast<uint32_t*>(dst + r * ld + c);
+    d[0] = v.x, d[1] = v.y, d[2] = v.z, d[3] = v.w;
+  }
+}
+
 // Partial results per (batch, head, split): running max, sum and the unnormalized output.
 template <class T>
 __global__ void __launch_bounds__(kHeadsPerBlock * 32) decode_kernel(const T* __restrict__ Q, const T* __restrict__ K,
@@ -280,22 +293,8 @@ __global__ void __launch_bounds__(kHeadsPerBlock * 32) decode_kernel(const T* __
   int64_t begin = split * chunk, end = std::min<int64_t>(skv, begin + chunk);
   for (int64_t t0 = begin; t0 < end; t0 += kDecodeKeys) {
     __syncthreads();
-    // 16-byte loads from HBM; 4-byte stores into the padded rows.
-    for (int i = threadIdx.x; i < kDecodeKeys * (dqk / 8); i += blockDim.x) {
-      int r = i / (dqk / 8), c = (i % (dqk / 8)) * 8;
-      uint4 kv{};
-      if (t0 + r < end) kv = *reinterpret_cast<const uint4*>(kbase + (t0 + r) * dqk + c);
-      uint32_t* dst = reinterpret_cast<uint32_t*>(ks + r * kld + c);
-      dst[0] = kv.x, dst[1] = kv.y, dst[2] = kv.z, dst[3] = kv.w;
-    }
-    if (vbase)
-      for (int i = threadIdx.x; i < kDecodeKeys * (dv / 8); i += blockDim.x) {
-        int r = i / (dv / 8), c = (i % (dv / 8)) * 8;
-        uint4 vv{};
-        if (t0 + r < end) vv = *reinterpret_cast<const uint4*>(vbase + (t0 + r) * dv + c);
-        uint32_t* dst = reinterpret_cast<uint32_t*>(vs + r * vld + c);
-        dst[0] = vv.x, dst[1] = vv.y, dst[2] = vv.z, dst[3] = vv.w;
-      }
+    stage_keys(ks, kld, kbase, dqk, t0, end);
+    if (vbase) stage_keys(vs, vld, vbase, dv, t0, end);
     __syncthreads();
     if (!active) continue;
     // Lane t scores key t0 + t.

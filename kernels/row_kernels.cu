@@ -31,6 +31,14 @@ __device__ __forceinline__ float warp_min(float v) {
 
 constexpr int kWarpsPerBlock = kThreads / 32;
 
+// A norm's mean (0 for RMS norm) and 1 / sqrt(variance + eps), from the row's sum and sum of
+// squares: one formula for the block, warp and vector kernels.
+__device__ __forceinline__ float2 norm_stats(float s, float s2, int64_t cols, bool rms) {
+  float inv_cols = __fdividef(1.f, static_cast<float>(cols));
+  float mean = rms ? 0.f : s * inv_cols;
+  return make_float2(mean, rsqrtf(fmaxf(s2 * inv_cols - mean * mean, 0.f) + 1e-5f));
+}
+
 __device__ __forceinline__ int64_t warp_row() { return blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32; }
 
 // ---- row kernels: one block per long row, the row held in registers ---------------------------
@@ -105,9 +113,8 @@ __global__ void __launch_bounds__(kRowThreads) norm_block(const T* __restrict__ 
   row.each(sr, [&](int64_t, float v) { s += v, s2 += v * v; });
   s = block_reduce<false>(s, red);
   s2 = block_reduce<false>(s2, red);
-  float inv_cols = __fdividef(1.f, static_cast<float>(cols));
-  float mean = rms ? 0.f : s * inv_cols;
-  float inv = rsqrtf(fmaxf(s2 * inv_cols - mean * mean, 0.f) + 1e-5f);
+  float2 st = norm_stats(s, s2, cols, rms);
+  float mean = st.x, inv = st.y;
   T* o = out + r * cols;
   row.each(sr, [&](int64_t j, float v) {
     float y = (v - mean) * inv * to_f(gamma[j]);
@@ -151,10 +158,8 @@ __global__ void norm_kernel(const T* __restrict__ x, const T* __restrict__ skip,
   }
   s = warp_sum(s);
   s2 = warp_sum(s2);
-  float inv_cols = __fdividef(1.f, static_cast<float>(cols));
-  float mean = rms ? 0.f : s * inv_cols;
-  float var = s2 * inv_cols - mean * mean;
-  float inv = rsqrtf(fmaxf(var, 0.f) + 1e-5f);
+  float2 st = norm_stats(s, s2, cols, rms);
+  float mean = st.x, inv = st.y;
   for (int64_t j = lane; j < cols; j += 32) {
     float v = (to_f(xr[j]) + (sr ? to_f(sr[j]) : 0.f) - mean) * inv * to_f(gamma[j]);
     if (beta) v += to_f(beta[j]);
@@ -326,9 +331,8 @@ __global__ void __launch_bounds__(kVecBlock) norm_vec(const T* __restrict__ x, c
       s2 += v * v;
     }
   float2 tot = g.reduce<false>(make_float2(s, s2), red);
-  float inv_cols = __fdividef(1.f, static_cast<float>(cols));
-  float mean = rms ? 0.f : tot.x * inv_cols;
-  float inv = rsqrtf(fmaxf(tot.y * inv_cols - mean * mean, 0.f) + 1e-5f);
+  float2 st = norm_stats(tot.x, tot.y, cols, rms);
+  float mean = st.x, inv = st.y;
 #pragma unroll
   for (int i = 0; i < VPT; ++i) {
     int64_t c = g.t + int64_t(i) * tpr;

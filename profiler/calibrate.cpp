@@ -7,12 +7,10 @@
 #include <functional>
 
 #include "analyzer/errors.hpp"
-#include "analyzer/measurement.hpp"
 #include "kernels/calibrate_kernels.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/memory_kernels.hpp"
-#include "profiler/attribution.hpp"
 #include "profiler/cupti_session.hpp"
 #include "profiler/gpu.hpp"
 #include "profiler/harness.hpp"
@@ -50,23 +48,10 @@ DeviceProfile run_calibrate(const CalibrateOptions& o) {
       // costs. The GEMM floor is a 128^3 fp16 cuBLASLt GEMM, one tile: launch, the first
       // tile loads before any MMA, the epilogue.
       L2Flush flush(gpu.l2_bytes, gpu.sm_count);
+      // Batches of kHarnessBatch between host syncs, as the harness samples a layer: a kernel
+      // that follows its flush straight away, not one launched onto an idle GPU after a sync.
       auto cold_median = [&](const std::function<void()>& fn) {
-        fn();  // warm-up: module load, cuBLASLt kernel choice
-        ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(s));
-        cupti.flush();
-        // Batches of 10 between host syncs, as the harness samples a layer: a kernel that
-        // follows its flush straight away, not one launched onto an idle GPU after a sync.
-        for (int i = 0; i < 100; ++i) {
-          flush.run(s);
-          cupti.push_external(external_id(0, i));
-          fn();
-          cupti.pop_external();
-          if (i % kHarnessBatch == kHarnessBatch - 1) ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(s));
-        }
-        Attribution at = attribute(cupti.flush(), {});
-        std::vector<double> d;
-        for (const auto& [key, st] : at.samples) d.push_back(st.gpu_ns * 1e-9);
-        return summarize_samples(d).median;
+        return cupti_time_median(cupti, fn, 100, s, [&] { flush.run(s); }, kHarnessBatch);
       };
       constexpr int64_t kAdd = 1024;
       kernels::DeviceBuffer a(kAdd * 2), b(kAdd * 2), c(kAdd * 2);

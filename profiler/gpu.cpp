@@ -8,6 +8,8 @@
 #include "analyzer/measurement.hpp"
 #include "kernels/calibrate_kernels.hpp"
 #include "kernels/cuda_check.hpp"
+#include "profiler/attribution.hpp"
+#include "profiler/cupti_session.hpp"
 
 namespace rooflens::profiler {
 
@@ -56,6 +58,24 @@ double event_time_median(const std::function<void(cudaStream_t)>& fn, int reps, 
   cudaEventDestroy(a);
   cudaEventDestroy(b);
   return summarize_samples(t).median;
+}
+
+double cupti_time_median(CuptiSession& cupti, const std::function<void()>& fn, int reps, cudaStream_t s,
+                         const std::function<void()>& before, int batch) {
+  fn();  // warm-up: module load, cuBLASLt kernel choice
+  ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(s));
+  cupti.flush();
+  for (int i = 0; i < reps; ++i) {
+    if (before) before();
+    cupti.push_external(external_id(0, i));
+    fn();
+    cupti.pop_external();
+    if (i % batch == batch - 1 || i == reps - 1) ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+  Attribution at = attribute(cupti.flush(), {});
+  std::vector<double> d;
+  for (const auto& [key, st] : at.samples) d.push_back(st.gpu_ns * 1e-9);
+  return summarize_samples(d).median;
 }
 
 int64_t free_device_memory() {

@@ -25,6 +25,12 @@ double measure_sm_clock_mhz();
 // Median seconds of `reps` runs of `fn` on `s`, each between two CUDA events, after one
 // untimed run.
 double event_time_median(const std::function<void(cudaStream_t)>& fn, int reps, cudaStream_t s);
+class CuptiSession;
+// Median seconds of `reps` runs of the summed GPU duration (CUPTI) of what `fn` launches on `s`,
+// after one untimed run. `before` runs outside each measured range (an L2 flush); the host syncs
+// every `batch` runs. Records already in the session are dropped first.
+double cupti_time_median(CuptiSession& cupti, const std::function<void()>& fn, int reps, cudaStream_t s,
+                         const std::function<void()>& before = {}, int batch = 10);
 // Free device memory in bytes.
 int64_t free_device_memory();
 
