@@ -14,19 +14,7 @@ namespace rooflens {
 enum class OpFamily { gemm, conv, attention, elementwise, norm, softmax, reduce, pooling, data_movement, view, communication };
 std::string_view family_name(OpFamily f);
 
-// Convolution as the rule saw it (2-D spatial or 1-D with width 1), for the replay harness.
-struct ConvDims {
-  int64_t batch = 1, in_channels = 1, out_channels = 1, groups = 1;
-  std::vector<int64_t> in_spatial, kernel, out_spatial, strides, pads, dilations;
-  bool transpose = false;
-};
-
-struct MoeDims {
-  int64_t tokens = 0, hidden = 0, inter = 0, experts = 0, k = 1;
-  bool gated = false;
-};
-
-// The dims of the kernel a rule priced, kept so the replay harness (profiler/) runs exactly
+// The dims of the kernel a rule priced, kept so the replay (replay/) runs exactly
 // what was predicted instead of re-deriving shapes. Only the heavy families fill one.
 struct KernelShape {
   std::optional<GemmDims> gemm;

@@ -24,6 +24,13 @@ int64_t conv_macs(int64_t batch, int64_t out_channels, int64_t out_spatial, int6
   return checked_mul(outputs, checked_mul(in_per_group, kernel_elements, "conv size"), "conv MACs");
 }
 
+GemmDims conv_image_gemm(const ConvDims& c) {
+  int64_t kernel = 1, out = 1;
+  for (int64_t k : c.kernel) kernel = checked_mul(kernel, k, "conv size");
+  for (int64_t o : c.out_spatial) out = checked_mul(out, o, "conv size");
+  return GemmDims{c.groups, c.out_channels / c.groups, out, checked_mul(c.in_channels / c.groups, kernel, "conv size")};
+}
+
 int64_t attention_pairs(int64_t q_len, int64_t kv_len, bool causal, int64_t window) {
   if (!causal) return checked_mul(q_len, kv_len, "attention size");
   // Query i (0-based) sees v = kv_len - q_len + i + 1 keys; sum min(v, W) for v in [a, b].

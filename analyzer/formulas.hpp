@@ -2,6 +2,7 @@
 // The one place each cost formula lives. ONNX rules, config lowering, the roofline and the
 // harness all call these; nothing else multiplies dims into FLOPs.
 #include <cstdint>
+#include <vector>
 
 namespace rooflens {
 
@@ -23,6 +24,22 @@ constexpr int64_t kGemvMaxRows = 8;
 // channel takes (in_channels / groups) * kernel_elements MACs.
 int64_t conv_macs(int64_t batch, int64_t out_channels, int64_t out_spatial, int64_t in_channels_per_group,
                   int64_t kernel_elements);
+
+// Convolution as the rule saw it (2-D spatial, or 1-D with width 1), for the replay harness.
+struct ConvDims {
+  int64_t batch = 1, in_channels = 1, out_channels = 1, groups = 1;
+  std::vector<int64_t> in_spatial, kernel, out_spatial, strides, pads, dilations;
+  bool transpose = false;
+};
+// One image of a (non-transposed) convolution as the GEMM an im2col lowering runs, batched over
+// groups: out[oc/g, out_spatial] = W[oc/g, ic/g * kernel] . columns[ic/g * kernel, out_spatial].
+GemmDims conv_image_gemm(const ConvDims& c);
+
+// A mixture-of-experts FFN as its rule priced it: `tokens` rows routed to `k` of `experts`.
+struct MoeDims {
+  int64_t tokens = 0, hidden = 0, inter = 0, experts = 0, k = 1;
+  bool gated = false;
+};
 
 // Softmax over one element: max, subtract, exp, sum, divide.
 inline constexpr int64_t kSoftmaxFlopsPerElement = 5;

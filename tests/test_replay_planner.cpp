@@ -4,11 +4,11 @@
 
 #include "analyzer/transformer_analysis.hpp"
 #include "model_builder.hpp"
-#include "profiler/replay_ops.hpp"
-#include "profiler/replay_plan.hpp"
+#include "replay/ops.hpp"
+#include "replay/plan.hpp"
 
 using namespace rooflens;
-using namespace rooflens::profiler;
+using namespace rooflens::replay;
 using namespace rooflens::test;
 
 namespace {
@@ -64,31 +64,44 @@ TEST_CASE("ResNet-50: every costed node with a kernel is planned with conv and G
     REQUIRE(d.status == ReplayStatus::measured);
     if (n.op == "Conv") {
       ++convs;
-      CHECK(d.plan->kind == ReplayKind::conv);
-      CHECK(d.plan->shape.conv->out_spatial == n.cost.kernel.conv->out_spatial);
+      REQUIRE(d.plan->is<ConvPlan>());
+      CHECK(d.plan->as<ConvPlan>().conv.out_spatial == n.cost.kernel.conv->out_spatial);
     }
   }
   CHECK(convs == 53);
-  // conv1: 7x7 stride 2 pad 3 over 3x224x224 -> 64x112x112, im2col then GEMM.
-  const ReplayPlan& c1 = *p.of("/conv1/Conv").plan;
-  CHECK(c1.shape.conv->kernel == std::vector<int64_t>{7, 7});
-  CHECK(c1.shape.conv->pads == std::vector<int64_t>{3, 3, 3, 3});
-  CHECK(c1.description.rfind("im2col", 0) == 0);
+  // conv1: 7x7 stride 2 pad 3 over 3x224x224 -> 64x112x112, with the folded BatchNorm's bias.
+  const ConvPlan& c1 = p.of("/conv1/Conv").plan->as<ConvPlan>();
+  CHECK(c1.conv.kernel == std::vector<int64_t>{7, 7});
+  CHECK(c1.conv.pads == std::vector<int64_t>{3, 3, 3, 3});
+  CHECK_FALSE(c1.pointwise);
+  CHECK(c1.bias);
+  // Its im2col lowering: per image, 64 x (3*7*7) weights times (3*7*7) x (112*112) columns.
+  GemmDims g = conv_image_gemm(c1.conv);
+  CHECK(g.batch == 1);
+  CHECK(g.m == 64);
+  CHECK(g.n == 112 * 112);
+  CHECK(g.k == 147);
+  // layer1's first 1x1 convolution needs no im2col.
+  CHECK(p.of("/layer1/layer1.0/conv1/Conv").plan->as<ConvPlan>().pointwise);
   // The fc layer: Gemm 1x2048 by 2048x1000 with transB, bias of 1000.
-  const ReplayPlan& fc = *p.of("/fc/Gemm").plan;
-  CHECK(fc.kind == ReplayKind::gemm);
-  CHECK(fc.shape.gemm->m == 1);
-  CHECK(fc.shape.gemm->n == 1000);
-  CHECK(fc.shape.gemm->k == 2048);
-  CHECK(fc.shape.gemm_b_shared);
-  CHECK(fc.shape.gemm_b_transposed);
+  const GemmPlan& fc = p.of("/fc/Gemm").plan->as<GemmPlan>();
+  CHECK(fc.dims.m == 1);
+  CHECK(fc.dims.n == 1000);
+  CHECK(fc.dims.k == 2048);
+  CHECK(fc.b_shared);
+  CHECK_FALSE(fc.b_kn);  // transB: stored [n, k]
+  CHECK(fc.bias);
   // MaxPool 3x3 stride 2 pad 1; the global average pool as a row reduction of 2048 rows of 49.
-  const ReplayPlan& mp = *p.of("/maxpool/MaxPool").plan;
-  CHECK(mp.window == std::vector<int64_t>{3, 3});
-  CHECK(mp.strides == std::vector<int64_t>{2, 2});
-  const ReplayPlan& gap = *p.of("/avgpool/GlobalAveragePool").plan;
+  const Pool2d& mp = p.of("/maxpool/MaxPool").plan->as<PoolPlan>().pool;
+  CHECK(mp.kh == 3);
+  CHECK(mp.kw == 3);
+  CHECK(mp.sh == 2);
+  CHECK(mp.ph == 1);
+  CHECK(mp.max);
+  const ReducePlan& gap = p.of("/avgpool/GlobalAveragePool").plan->as<ReducePlan>();
   CHECK(gap.rows == 2048);
   CHECK(gap.cols == 49);
+  CHECK(gap.op == RowReduce::mean);
   // --dtype bf16 stores every float buffer in bf16, as the prediction assumed.
   Planned b = plan_onnx(ROOFLENS_SOURCE_DIR "/samples/resnet50-opset17.onnx", Precision::bf16);
   CHECK(b.of("/conv1/Conv").plan->inputs[0].dtype == DType::bf16);
@@ -98,42 +111,40 @@ TEST_CASE("ResNet-50: every costed node with a kernel is planned with conv and G
 TEST_CASE("Llama decode: split-KV attention and RMS norm and rope and embedding gather with weights as stored", "[replay]") {
   Planned p = plan_config("llama-2-7b", Workload::decode);
   const ReplayPlan& attn = *p.of("model.layers.0.self_attn.attn").plan;
-  CHECK(attn.kind == ReplayKind::attention);
-  CHECK(attn.shape.attention->q_len == 1);
-  CHECK(attn.shape.attention->kv_len == 513);  // 512 cached + the new token
-  CHECK(attn.description.find("split-KV decode") != std::string::npos);
+  REQUIRE(attn.is<AttentionPlan>());
+  CHECK(attn.as<AttentionPlan>().decode());
+  CHECK(attn.as<AttentionPlan>().dims.kv_len == 513);  // 512 cached + the new token
   // K cache read: 1 x 32 heads x 513 x 128 bf16.
   CHECK(attn.inputs[1].bytes == 32 * 513 * 128 * 2);
-  const ReplayPlan& norm = *p.of("model.layers.0.input_layernorm").plan;
-  CHECK(norm.op == "rms");
+  const NormPlan& norm = p.of("model.layers.0.input_layernorm").plan->as<NormPlan>();
+  CHECK(norm.rms);
+  CHECK_FALSE(norm.residual);
   CHECK(norm.rows == 1);
   CHECK(norm.cols == 4096);
   const ReplayPlan& rope = *p.of("model.layers.0.self_attn.q_rope").plan;
-  CHECK(rope.kind == ReplayKind::rope);
-  CHECK(rope.head_dim == 128);
+  CHECK(rope.as<RopePlan>().head_dim == 128);
   CHECK(rope.inputs[1].index_bound == 4096);  // positions index max_position_embeddings rows
   const ReplayPlan& emb = *p.of("model.embed_tokens").plan;
-  CHECK(emb.kind == ReplayKind::gather);
+  CHECK(emb.is<GatherPlan>());
   CHECK(emb.inputs[1].index_bound == 32000);
-  const ReplayPlan& q = *p.of("model.layers.0.self_attn.q_proj").plan;
-  CHECK(q.shape.gemm->m == 1);
-  CHECK(q.shape.gemm->n == 4096);
-  CHECK(q.shape.gemm_b_transposed);  // nn.Linear stores [out, in]
+  const GemmPlan& q = p.of("model.layers.0.self_attn.q_proj").plan->as<GemmPlan>();
+  CHECK(q.dims.m == 1);
+  CHECK(q.dims.n == 4096);
+  CHECK_FALSE(q.b_kn);  // nn.Linear stores [out, in]
 }
 
 TEST_CASE("MoE, MLA and what is not replayed, each with its reason", "[replay]") {
   Planned mix = plan_config("mixtral-8x7b", Workload::decode);
-  const ReplayPlan& moe = *mix.of("model.layers.0.block_sparse_moe.experts").plan;
-  CHECK(moe.kind == ReplayKind::moe);
-  CHECK(moe.shape.moe->experts == 8);
-  CHECK(moe.shape.moe->k == 2);
-  CHECK(mix.of("model.layers.0.block_sparse_moe.router_topk").plan->k == 2);
+  const MoePlan& moe = mix.of("model.layers.0.block_sparse_moe.experts").plan->as<MoePlan>();
+  CHECK(moe.dims.experts == 8);
+  CHECK(moe.dims.k == 2);
+  CHECK(mix.of("model.layers.0.block_sparse_moe.router_topk").plan->as<TopKPlan>().k == 2);
 
   Planned ds = plan_config("deepseek-v3", Workload::decode);
   const ReplayPlan& mla = *ds.of("model.layers.0.self_attn.attn").plan;
-  CHECK(mla.residual);  // V is the latent prefix of K: no V buffer
+  CHECK(mla.as<AttentionPlan>().v_in_k);  // V is the latent prefix of K: no V buffer
   CHECK(mla.inputs.size() == 2);
-  CHECK(mla.shape.attention->head_dim_qk == 576);
+  CHECK(mla.as<AttentionPlan>().dims.head_dim_qk == 576);
 
   Planned q4 = plan_config("llama-2-7b", Workload::decode, DType::i4);
   const ReplayDecision& d = q4.of("model.layers.0.mlp.down_proj");
@@ -145,15 +156,13 @@ TEST_CASE("MoE, MLA and what is not replayed, each with its reason", "[replay]")
   b.input("y", DType::f32, {2, 4, 3, 5}).node("Concat", {"t", "y"}, {"c"}, {{"axis", int64_t{3}}});
   b.node("Hardmax", {"c"}, {"h"}).output("h").output("c");
   Planned m = plan_onnx(b.save());
-  const ReplayPlan& tr = *m.d[0].plan;
-  CHECK(tr.kind == ReplayKind::strided_copy);
+  const CopyPlan& tr = m.d[0].plan->as<CopyPlan>();
   // out (2,4,3,5) reads x (2,3,4,5) with strides 60, 5, 20, 1.
-  CHECK(tr.copies[0].src_strides == std::vector<int64_t>{60, 5, 20, 1});
-  const ReplayPlan& cat = *m.d[1].plan;
-  REQUIRE(cat.copies.size() == 2);
-  CHECK(cat.copies[1].dst_offset == 5);  // the second input starts at column 5 of 10
-  CHECK(cat.copies[1].dst_strides == std::vector<int64_t>{120, 30, 10, 1});
+  CHECK(tr.parts[0].src_strides == std::vector<int64_t>{60, 5, 20, 1});
+  CHECK(tr.elem_bytes == 4);
   // One launch: c is [2*4*3 rows, 10 columns]; t owns the first 5 columns of each row, y the next 5.
+  const ConcatSplitPlan& cat = m.d[1].plan->as<ConcatSplitPlan>();
+  CHECK_FALSE(cat.split);
   CHECK(cat.outer == 24);
   CHECK(cat.part_cols == std::vector<int64_t>{5, 5});
   CHECK(m.d[2].status == ReplayStatus::not_replayed);

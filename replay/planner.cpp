@@ -1,59 +1,21 @@
-#include "profiler/replay_plan.hpp"
+#include "replay/plan.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <functional>
 #include <numeric>
 
 #include "analyzer/checked.hpp"
-#include "profiler/replay_ops.hpp"
 
-namespace rooflens::profiler {
-
-std::string_view replay_kind_name(ReplayKind k) {
-  switch (k) {
-    case ReplayKind::gemm: return "gemm";
-    case ReplayKind::conv: return "conv";
-    case ReplayKind::attention: return "attention";
-    case ReplayKind::moe: return "moe";
-    case ReplayKind::elementwise: return "elementwise";
-    case ReplayKind::softmax: return "softmax";
-    case ReplayKind::layer_norm: return "layer_norm";
-    case ReplayKind::batch_norm: return "batch_norm";
-    case ReplayKind::reduce_rows: return "reduce_rows";
-    case ReplayKind::pool2d: return "pool2d";
-    case ReplayKind::strided_copy: return "strided_copy";
-    case ReplayKind::gather: return "gather";
-    case ReplayKind::rope: return "rope";
-  }
-  return "?";
-}
+namespace rooflens::replay {
 
 int64_t ReplayPlan::buffer_bytes() const {
   int64_t total = 0;
   for (const auto& b : inputs) total = checked_add(total, b.bytes);
   for (const auto& b : outputs) total = checked_add(total, b.bytes);
   return total;
-}
-
-std::vector<int64_t> contiguous_strides(const Shape& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
-  return st;
-}
-
-std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
-  std::vector<int64_t> st(out.size(), 0);
-  std::vector<int64_t> cs = contiguous_strides(in);
-  size_t lead = out.size() - in.size();
-  for (size_t i = 0; i < in.size(); ++i) st[lead + i] = in[i] == 1 && out[lead + i] != 1 ? 0 : cs[i];
-  return st;
-}
-
-bool conv_is_pointwise(const ConvDims& c) {
-  auto all = [](const std::vector<int64_t>& v, int64_t x) { return std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; }); };
-  return all(c.kernel, 1) && all(c.strides, 1) && all(c.pads, 0);
 }
 
 namespace {
@@ -71,7 +33,6 @@ class Planner {
       : g_(g), n_(g.nodes[r.index]), r_(r), forced_(forced) {
     p_.node = r.index;
     p_.path = r.name;
-    p_.op = n_.op_type;
     p_.precision = r.precision;
   }
 
@@ -93,7 +54,8 @@ class Planner {
     else if (op == "GlobalAveragePool" || op == "GlobalMaxPool") global_pool();
     else if (op == "MaxPool" || op == "AveragePool") pool();
     else if (op == "Gather" && n_.domain.empty()) gather();
-    else if (op == "Transpose" || op == "Concat" || op == "Split" || op == "Slice" || op == "Expand") copies();
+    else if (op == "Concat" || op == "Split") concat_split();
+    else if (op == "Transpose" || op == "Slice" || op == "Expand") copies();
     else refuse(fmt::format("no replay kernel for {}", r_.op));
     return std::move(p_);
   }
@@ -139,16 +101,22 @@ class Planner {
     if (!is_replay_float(b.dtype))
       refuse(fmt::format("{} in {}: the replay kernels take fp32, fp16 and bf16", what, dtype_name(b.dtype)));
   }
+  int element_bytes() const {
+    int bits = dtype_bits(p_.inputs[0].dtype);
+    if (bits % 8 || bits == 0) refuse("sub-byte copies");
+    return bits / 8;
+  }
   int64_t norm_axis(int64_t axis, size_t rank) const {
     int64_t r = static_cast<int64_t>(rank);
     if (axis < 0) axis += r;
     if (axis < 0 || axis >= std::max<int64_t>(r, 1)) refuse("axis out of range");
     return axis;
   }
-  void rows_cols_from(const Shape& s, int64_t axis) {
-    p_.cols = 1;
-    for (size_t i = static_cast<size_t>(axis); i < s.size(); ++i) p_.cols = checked_mul(p_.cols, s[i]);
-    p_.rows = checked_product(s, "rows") / std::max<int64_t>(p_.cols, 1);
+  // [rows, cols] with cols the product of the dims from `axis` on.
+  static std::pair<int64_t, int64_t> rows_cols(const Shape& s, int64_t axis) {
+    int64_t cols = 1;
+    for (size_t i = static_cast<size_t>(axis); i < s.size(); ++i) cols = checked_mul(cols, s[i]);
+    return {checked_product(s, "rows") / std::max<int64_t>(cols, 1), cols};
   }
 
   // ---- heavy kernels ------------------------------------------------------------------------
@@ -161,21 +129,30 @@ class Planner {
     bool fp8 = a == DType::f8e4m3fn && b == DType::f8e4m3fn;
     if (!fp8 && (a != b || !is_replay_float(a)))
       refuse(fmt::format("{} x {} GEMM: the replay runs fp32, tf32, fp16, bf16 and fp8 (e4m3) GEMMs", dtype_name(a), dtype_name(b)));
-    if (fp8 && p_.precision != Precision::fp8) p_.precision = Precision::fp8;
-    p_.kind = ReplayKind::gemm;
-    p_.shape.gemm = ks.gemm;
-    p_.shape.gemm_b_shared = ks.gemm_b_shared;
-    const GemmDims& d = *ks.gemm;
+    if (fp8) p_.precision = Precision::fp8;
+    GemmPlan g;
+    g.dims = *ks.gemm;
+    const GemmDims& d = g.dims;
     int64_t a_elems = checked_product(p_.inputs[0].shape, "A"), b_elems = checked_product(p_.inputs[1].shape, "B");
-    if (a_elems != checked_mul(d.m, d.k) && a_elems != checked_mul(checked_mul(d.batch, d.m), d.k))
+    int64_t mk = checked_mul(d.m, d.k), kn = checked_mul(d.k, d.n);
+    if (a_elems != mk && a_elems != checked_mul(d.batch, mk))
       refuse("A operand broadcast in a way one strided-batched GEMM cannot express");
-    if (b_elems != checked_mul(d.k, d.n) && b_elems != checked_mul(checked_mul(d.batch, d.k), d.n))
+    if (b_elems != kn && b_elems != checked_mul(d.batch, kn))
       refuse("B operand broadcast in a way one strided-batched GEMM cannot express");
-    p_.shape.gemm_b_shared = b_elems == checked_mul(d.k, d.n);
-    // A config's Linear weights are stored [out, in] in the checkpoint (the "TN" GEMM), while
-    // an ONNX MatMul reads its B as stored, [k, n], unless transposed.
-    p_.shape.gemm_b_transposed = ks.gemm_b_transposed || g_.producer == "rooflens lowering";
-    p_.description = fmt::format("cuBLASLt {} GEMM m={} n={} k={} batch={}", precision_name(p_.precision), d.m, d.n, d.k, d.batch);
+    g.a_shared = d.batch > 1 && a_elems == mk;
+    g.b_shared = b_elems == kn;
+    // A config's Linear weights are stored [out, in] (the "TN" GEMM), an ONNX MatMul's B as
+    // stored, [k, n], unless transposed.
+    g.b_kn = !(ks.gemm_b_transposed || g_.producer == "rooflens lowering");
+    if (fp8 && g.b_kn) refuse("fp8 GEMM with weights stored [k, n]: cuBLASLt's fp8 kernels take [n, k]");
+    // Gemm's C input: a length-n bias becomes the epilogue; any other C is not one GEMM.
+    if (p_.inputs.size() > 2) {
+      if (checked_product(p_.inputs[2].shape, "C") != d.n || fp8) refuse("Gemm with a C other than a length-n bias");
+      g.bias = true;
+    }
+    p_.kernel = g;
+    p_.description = fmt::format("{} GEMM m={} n={} k={}{}", precision_name(p_.precision), d.m, d.n, d.k,
+                                 d.batch > 1 ? fmt::format(" batch={}", d.batch) : "");
   }
 
   void conv() {
@@ -184,9 +161,13 @@ class Planner {
     if (c.kernel.size() != 2 && c.kernel.size() != 1) refuse(fmt::format("{}-D convolution: the replay handles 1-D and 2-D", c.kernel.size()));
     graph_buffers();
     require_float(p_.inputs[0], "Conv");
-    p_.kind = ReplayKind::conv;
-    p_.shape.conv = c;
-    p_.description = fmt::format("{}cuBLASLt {} GEMM, groups {}", conv_is_pointwise(c) ? "" : "im2col + ", precision_name(p_.precision), c.groups);
+    ConvPlan cp{c, false, p_.inputs.size() > 2};
+    if (cp.bias && checked_product(p_.inputs[2].shape, "bias") != c.out_channels) refuse("Conv bias of a length other than the output channels");
+    auto all = [](const std::vector<int64_t>& v, int64_t x) { return std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; }); };
+    cp.pointwise = all(c.kernel, 1) && all(c.strides, 1) && all(c.pads, 0);
+    p_.kernel = cp;
+    p_.description = fmt::format("{} convolution {}{}{}", precision_name(p_.precision), fmt::join(c.kernel, "x"),
+                                 c.groups > 1 ? fmt::format(", groups {}", c.groups) : "", cp.bias ? " + bias" : "");
   }
 
   void attention() {
@@ -195,21 +176,16 @@ class Planner {
     if (ks.gemm) refuse("com.microsoft Attention with its packed QKV projection: no replay kernel");
     const AttentionDims& d = *ks.attention;
     DType dt = dtype_of(tensor(n_.input(0)));
-    if (!is_16bit_float(dt)) refuse(fmt::format("{} attention: the flash kernels are fp16/bf16", dtype_name(dt)));
-    bool decode = d.q_len == 1;
-    if (decode && (d.head_dim_qk > 576 || d.head_dim_v > 512 || d.head_dim_qk % 32 || d.head_dim_v % 32))
-      refuse(fmt::format("decode head dims {}/{}: the kernel takes multiples of 32 up to 576/512", d.head_dim_qk, d.head_dim_v));
-    if (!decode && (d.head_dim_qk != d.head_dim_v || (d.head_dim_qk != 64 && d.head_dim_qk != 128)))
-      refuse(fmt::format("prefill head dims {}/{}: the flash kernel is built for 64 and 128", d.head_dim_qk, d.head_dim_v));
+    if (!is_16bit_float(dt)) refuse(fmt::format("{} attention: the replay runs fp16/bf16 attention", dtype_name(dt)));
     if (d.q_heads % d.kv_heads) refuse("query heads are not a multiple of KV heads");
-    p_.kind = ReplayKind::attention;
-    p_.shape.attention = d;
-    p_.residual = n_.attr_int("kv_shared", 0) != 0;  // MLA: V is the first head_dim_v of K
+    AttentionPlan ap{d, n_.attr_int("kv_shared", 0) != 0};
     p_.inputs = {sized(dt, {d.batch, d.q_len, d.q_heads, d.head_dim_qk}), sized(dt, {d.batch, d.kv_heads, d.kv_len, d.head_dim_qk})};
-    if (!p_.residual) p_.inputs.push_back(sized(dt, {d.batch, d.kv_heads, d.kv_len, d.head_dim_v}));
+    if (!ap.v_in_k) p_.inputs.push_back(sized(dt, {d.batch, d.kv_heads, d.kv_len, d.head_dim_v}));
     p_.outputs = {sized(dt, {d.batch, d.q_len, d.q_heads, d.head_dim_v})};
-    p_.description = decode ? fmt::format("split-KV decode attention, {} q / {} kv heads, {} keys", d.q_heads, d.kv_heads, d.kv_len)
-                            : fmt::format("flash attention (mma.sync), {}{} q / {} kv heads", d.causal ? "causal, " : "", d.q_heads, d.kv_heads);
+    p_.kernel = ap;
+    p_.description = ap.decode() ? fmt::format("decode attention, {} q / {} kv heads, {} keys", d.q_heads, d.kv_heads, d.kv_len)
+                                 : fmt::format("{}attention, {} q / {} kv heads, {} x {}", d.causal ? "causal " : "", d.q_heads,
+                                               d.kv_heads, d.q_len, d.kv_len);
   }
 
   void moe() {
@@ -221,9 +197,8 @@ class Planner {
     if (p_.inputs[0].dtype != p_.inputs[2].dtype) refuse("MoE activations and weights differ in dtype");
     if (m.k > 8) refuse("MoE top-k above 8");
     if (n_.input(3) >= 0 || n_.input(5) >= 0) refuse("MoE with expert biases: no replay kernel");
-    p_.kind = ReplayKind::moe;
-    p_.shape.moe = m;
-    p_.description = fmt::format("top-{} routing + {} cuBLASLt GEMMs per expert", m.k, m.gated ? 3 : 2);
+    p_.kernel = MoePlan{m};
+    p_.description = fmt::format("top-{} routing over {} experts, {} GEMMs per expert", m.k, m.experts, m.gated ? 3 : 2);
   }
 
   // ---- memory-bound kernels -------------------------------------------------------------------
@@ -247,20 +222,20 @@ class Planner {
       if (b.dtype != out.dtype) refuse(fmt::format("{} mixes {} and {}", r_.op, dtype_name(b.dtype), dtype_name(out.dtype)));
     }
     require_float(out, r_.op.c_str());
-    p_.kind = ReplayKind::elementwise;
+    p_.kernel = ElementwisePlan{*ew};
     p_.description = fmt::format("element-wise {} ({} inputs, broadcast)", n_.op_type, p_.inputs.size());
   }
 
   void softmax() {
+    if (n_.op_type != "Softmax" && n_.op_type != "LogSoftmax") refuse(fmt::format("no replay kernel for {}", r_.op));
     graph_buffers();
     require_float(p_.inputs[0], "Softmax");
     const Shape& s = in_shape(0);
     int64_t axis = norm_axis(n_.attr_int("axis", -1), s.size());
-    if (n_.op_type != "Softmax" && n_.op_type != "LogSoftmax") refuse(fmt::format("no replay kernel for {}", r_.op));
     if (axis != static_cast<int64_t>(s.size()) - 1) refuse("softmax over an axis other than the last");
-    rows_cols_from(s, axis);
-    p_.kind = ReplayKind::softmax;
-    p_.description = fmt::format("row softmax, {} rows of {}", p_.rows, p_.cols);
+    auto [rows, cols] = rows_cols(s, axis);
+    p_.kernel = SoftmaxPlan{rows, cols, n_.op_type == "LogSoftmax"};
+    p_.description = fmt::format("row softmax, {} rows of {}", rows, cols);
   }
 
   void layer_norm() {
@@ -270,12 +245,15 @@ class Planner {
     if (!rms && !ln) refuse(fmt::format("no replay kernel for {}", r_.op));
     graph_buffers();
     require_float(p_.inputs[0], op.c_str());
-    p_.residual = op.rfind("Skip", 0) == 0;
+    NormPlan np;
+    np.rms = rms;
+    np.residual = op.rfind("Skip", 0) == 0;
+    size_t gamma = np.residual ? 2 : 1;
+    np.beta = !rms && p_.inputs.size() > gamma + 1;
     const Shape& s = in_shape(0);
-    rows_cols_from(s, p_.residual ? static_cast<int64_t>(s.size()) - 1 : norm_axis(n_.attr_int("axis", -1), s.size()));
-    p_.op = rms ? "rms" : "layer";
-    p_.kind = ReplayKind::layer_norm;
-    p_.description = fmt::format("{}{} norm, {} rows of {}", p_.residual ? "residual + " : "", p_.op, p_.rows, p_.cols);
+    std::tie(np.rows, np.cols) = rows_cols(s, np.residual ? static_cast<int64_t>(s.size()) - 1 : norm_axis(n_.attr_int("axis", -1), s.size()));
+    p_.kernel = np;
+    p_.description = fmt::format("{}{} norm, {} rows of {}", np.residual ? "residual + " : "", rms ? "rms" : "layer", np.rows, np.cols);
   }
 
   void batch_norm() {
@@ -283,15 +261,14 @@ class Planner {
     require_float(p_.inputs[0], "BatchNormalization");
     const Shape& s = in_shape(0);
     if (s.size() < 2) refuse("BatchNormalization input of rank < 2");
-    p_.rows = s[1];
-    p_.cols = checked_product(s, "x") / (s[0] * s[1]);
-    p_.kind = ReplayKind::batch_norm;
-    p_.description = fmt::format("batch norm (inference), {} channels", p_.rows);
+    BatchNormPlan b{s[1], checked_product(s, "x") / (s[0] * s[1])};
+    p_.kernel = b;
+    p_.description = fmt::format("batch norm (inference), {} channels", b.channels);
   }
 
   void reduce() {
-    static const std::vector<std::string> ops{"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceSumSquare", "ReduceL2"};
-    if (std::find(ops.begin(), ops.end(), n_.op_type) == ops.end()) refuse(fmt::format("no replay kernel for {}", r_.op));
+    auto op = row_reduce_from(n_.op_type);
+    if (!op) refuse(fmt::format("no replay kernel for {}", r_.op));
     graph_buffers();
     require_float(p_.inputs[0], n_.op_type.c_str());
     const Shape& s = in_shape(0);
@@ -311,19 +288,17 @@ class Planner {
     std::sort(axes.begin(), axes.end());
     for (size_t i = 0; i < axes.size(); ++i)
       if (axes[i] != static_cast<int64_t>(s.size() - axes.size() + i)) refuse("reduction over axes that are not the trailing ones");
-    rows_cols_from(s, axes.empty() ? static_cast<int64_t>(s.size()) : axes.front());
-    p_.kind = ReplayKind::reduce_rows;
-    p_.description = fmt::format("row {}, {} rows of {}", n_.op_type, p_.rows, p_.cols);
+    auto [rows, cols] = rows_cols(s, axes.empty() ? static_cast<int64_t>(s.size()) : axes.front());
+    p_.kernel = ReducePlan{rows, cols, *op};
+    p_.description = fmt::format("row {}, {} rows of {}", n_.op_type, rows, cols);
   }
 
   void global_pool() {
     graph_buffers();
     require_float(p_.inputs[0], n_.op_type.c_str());
-    const Shape& s = in_shape(0);
-    rows_cols_from(s, 2);
-    p_.op = n_.op_type == "GlobalAveragePool" ? "ReduceMean" : "ReduceMax";
-    p_.kind = ReplayKind::reduce_rows;
-    p_.description = fmt::format("row reduction, {} channels of {}", p_.rows, p_.cols);
+    auto [rows, cols] = rows_cols(in_shape(0), 2);
+    p_.kernel = ReducePlan{rows, cols, n_.op_type == "GlobalAveragePool" ? RowReduce::mean : RowReduce::max};
+    p_.description = fmt::format("row reduction, {} channels of {}", rows, cols);
   }
 
   void topk() {
@@ -333,72 +308,94 @@ class Planner {
     if (norm_axis(n_.attr_int("axis", -1), s.size()) != static_cast<int64_t>(s.size()) - 1) refuse("TopK over an axis other than the last");
     const Tensor& kt = tensor(n_.input(1));
     if (!kt.value || kt.value->size() != 1) refuse("TopK k unknown before the run");
-    p_.k = kt.value->int_at(0);
-    if (p_.k > 32) refuse("TopK with k above 32");
-    rows_cols_from(s, static_cast<int64_t>(s.size()) - 1);
-    p_.kind = ReplayKind::reduce_rows;
-    p_.description = fmt::format("row top-{}, {} rows of {}", p_.k, p_.rows, p_.cols);
+    TopKPlan t;
+    t.k = kt.value->int_at(0);
+    if (t.k > 32) refuse("TopK with k above 32");
+    std::tie(t.rows, t.cols) = rows_cols(s, static_cast<int64_t>(s.size()) - 1);
+    p_.kernel = t;
+    p_.description = fmt::format("row top-{}, {} rows of {}", t.k, t.rows, t.cols);
   }
 
   void pool() {
     graph_buffers();
     require_float(p_.inputs[0], n_.op_type.c_str());
-    if (in_shape(0).size() != 4) refuse("pooling other than 2-D");
+    const Shape& x = in_shape(0);
+    if (x.size() != 4) refuse("pooling other than 2-D");
     if (n_.attr_string("auto_pad", "NOTSET") != "NOTSET") refuse("pooling with auto_pad");
     auto ks = n_.attr_ints("kernel_shape");
     if (!ks || ks->size() != 2) refuse("pooling without a 2-D kernel_shape");
     auto dil = n_.attr_ints("dilations");
     if (dil && std::any_of(dil->begin(), dil->end(), [](int64_t d) { return d != 1; })) refuse("dilated pooling");
-    p_.window = *ks;
-    p_.strides = n_.attr_ints("strides").value_or(std::vector<int64_t>{1, 1});
-    p_.pads = n_.attr_ints("pads").value_or(std::vector<int64_t>{0, 0, 0, 0});
-    if (p_.strides.size() != 2 || p_.pads.size() != 4) refuse("pooling strides/pads are not 2-D");
-    p_.kind = ReplayKind::pool2d;
-    p_.description = fmt::format("{} {}x{} stride {}", n_.op_type, p_.window[0], p_.window[1], p_.strides[0]);
+    auto strides = n_.attr_ints("strides").value_or(std::vector<int64_t>{1, 1});
+    auto pads = n_.attr_ints("pads").value_or(std::vector<int64_t>{0, 0, 0, 0});
+    if (strides.size() != 2 || pads.size() != 4) refuse("pooling strides/pads are not 2-D");
+    const Shape& y = out_shape();
+    PoolPlan pp{Pool2d{x[0], x[1], x[2], x[3], y[2], y[3], (*ks)[0], (*ks)[1], strides[0], strides[1], pads[0], pads[1],
+                       n_.op_type == "MaxPool"}};
+    p_.kernel = pp;
+    p_.description = fmt::format("{} {}x{} stride {}", n_.op_type, (*ks)[0], (*ks)[1], strides[0]);
   }
 
   void gather() {
     graph_buffers();
     const Shape& data = in_shape(0);
     int64_t axis = norm_axis(n_.attr_int("axis", 0), data.size());
-    p_.axis = data[axis];
-    p_.outer = 1;
-    for (int64_t i = 0; i < axis; ++i) p_.outer = checked_mul(p_.outer, data[i]);
-    p_.inner = 1;
-    for (size_t i = static_cast<size_t>(axis) + 1; i < data.size(); ++i) p_.inner = checked_mul(p_.inner, data[i]);
-    if (!is_integer(p_.inputs[1].dtype)) refuse("Gather indices are not integers");
+    GatherPlan gp;
+    gp.axis_len = data[axis];
+    for (int64_t i = 0; i < axis; ++i) gp.outer = checked_mul(gp.outer, data[i]);
+    for (size_t i = static_cast<size_t>(axis) + 1; i < data.size(); ++i) gp.inner = checked_mul(gp.inner, data[i]);
     if (p_.inputs[1].dtype != DType::i64 && p_.inputs[1].dtype != DType::i32) refuse("Gather indices other than int32/int64");
-    p_.inputs[1].index_bound = p_.axis;
-    p_.kind = ReplayKind::gather;
-    p_.description = fmt::format("gather {} rows of {} elements", checked_product(p_.inputs[1].shape, "idx"), p_.inner);
+    p_.inputs[1].index_bound = gp.axis_len;
+    gp.n_indices = checked_product(p_.inputs[1].shape, "idx");
+    gp.elem_bytes = element_bytes();
+    p_.kernel = gp;
+    p_.description = fmt::format("gather {} rows of {} elements", gp.n_indices, gp.inner);
   }
 
   void rope() {
     graph_buffers();
     require_float(p_.inputs[0], "RotaryEmbedding");
     const Shape& x = in_shape(0);
+    RopePlan rp;
     int64_t heads = x.size() == 4 ? x[1] : n_.attr_int("num_heads", 0);
-    p_.head_dim = x.size() == 4 ? x[3] : heads > 0 ? x.back() / heads : x.back();
-    if (heads <= 0) heads = x.back() / p_.head_dim;
-    p_.rotary_dim = n_.attr_int("rotary_embedding_dim", 0);
-    if (p_.rotary_dim <= 0 || p_.rotary_dim > p_.head_dim) p_.rotary_dim = p_.head_dim;
-    if (p_.rotary_dim % 2) refuse("odd rotary dim");
-    if (!is_integer(p_.inputs[1].dtype) || p_.inputs[1].dtype != DType::i64) refuse("position ids other than int64");
+    rp.head_dim = x.size() == 4 ? x[3] : heads > 0 ? x.back() / heads : x.back();
+    if (heads <= 0) heads = x.back() / rp.head_dim;
+    rp.rotary_dim = n_.attr_int("rotary_embedding_dim", 0);
+    if (rp.rotary_dim <= 0 || rp.rotary_dim > rp.head_dim) rp.rotary_dim = rp.head_dim;
+    if (rp.rotary_dim % 2) refuse("odd rotary dim");
+    if (p_.inputs[1].dtype != DType::i64) refuse("position ids other than int64");
     if (p_.inputs[2].dtype != p_.inputs[0].dtype || p_.inputs[3].dtype != p_.inputs[0].dtype) refuse("cos/sin caches differ in dtype from x");
     p_.inputs[1].index_bound = p_.inputs[2].shape[0];  // positions index the cos/sin rows
-    p_.inner = heads;
-    p_.outer = x.size() == 4 ? x[2] : x[1];  // sequence
-    p_.axis = x.size() == 4;                 // 1: (B, H, S, D); 0: (B, S, H*D)
-    p_.rows = checked_product(x, "x") / p_.head_dim;
-    p_.kind = ReplayKind::rope;
-    p_.description = fmt::format("rotary embedding, {} of {} dims per head", p_.rotary_dim, p_.head_dim);
+    rp.heads = heads;
+    rp.seq = x.size() == 4 ? x[2] : x[1];
+    rp.bhsd = x.size() == 4;
+    rp.rows = checked_product(x, "x") / rp.head_dim;
+    p_.kernel = rp;
+    p_.description = fmt::format("rotary embedding, {} of {} dims per head", rp.rotary_dim, rp.head_dim);
+  }
+
+  void concat_split() {
+    graph_buffers();
+    for (const auto& o : p_.outputs)
+      if (o.shape.size() > kMaxReplayRank) refuse("rank above 6");
+    ConcatSplitPlan cs;
+    cs.split = n_.op_type == "Split";
+    cs.elem_bytes = element_bytes();
+    const Shape& whole = cs.split ? in_shape(0) : out_shape();
+    int64_t axis = norm_axis(n_.attr_int("axis", 0), whole.size());
+    int64_t inner = std::accumulate(whole.begin() + axis + 1, whole.end(), int64_t{1}, std::multiplies<>());
+    if (cs.split) p_.inputs.resize(1);  // the split sizes input is a host constant
+    for (const BufferSpec& part : cs.split ? p_.outputs : p_.inputs) cs.part_cols.push_back(checked_mul(part.shape[axis], inner));
+    cs.outer = std::accumulate(whole.begin(), whole.begin() + axis, int64_t{1}, std::multiplies<>());
+    p_.kernel = cs;
+    p_.description = fmt::format("{}, {} parts in one launch", n_.op_type, cs.part_cols.size());
   }
 
   void copies() {
     graph_buffers();
     const std::string& op = n_.op_type;
-    size_t elem_bytes = static_cast<size_t>(dtype_bits(p_.inputs[0].dtype));
-    if (elem_bytes % 8 || elem_bytes == 0) refuse("sub-byte copies");
+    CopyPlan cp;
+    cp.elem_bytes = element_bytes();
     for (const auto& o : p_.outputs)
       if (o.shape.size() > kMaxReplayRank) refuse("rank above 6");
     int out_base = static_cast<int>(p_.inputs.size());
@@ -410,30 +407,7 @@ class Planner {
       auto src = contiguous_strides(in);
       CopyPart c{0, out_base, out_shape(), {}, contiguous_strides(out_shape()), 0, 0};
       for (int64_t pd : perm) c.src_strides.push_back(src[static_cast<size_t>(pd)]);
-      p_.copies.push_back(std::move(c));
-    } else if (op == "Concat") {
-      const Shape& out = out_shape();
-      int64_t axis = norm_axis(n_.attr_int("axis", 0), out.size()), offset = 0;
-      auto dst = contiguous_strides(out);
-      for (size_t i = 0; i < p_.inputs.size(); ++i) {
-        const Shape& s = p_.inputs[i].shape;
-        p_.copies.push_back({static_cast<int>(i), out_base, s, contiguous_strides(s), dst, 0, offset * dst[axis]});
-        p_.part_cols.push_back(s[axis] * dst[axis]);
-        offset += s[axis];
-      }
-      p_.outer = std::accumulate(out.begin(), out.begin() + axis, int64_t{1}, std::multiplies<>());
-    } else if (op == "Split") {
-      const Shape& in = in_shape(0);
-      int64_t axis = norm_axis(n_.attr_int("axis", 0), in.size()), offset = 0;
-      auto src = contiguous_strides(in);
-      p_.inputs.resize(1);  // the split sizes input is a host constant
-      for (size_t j = 0; j < p_.outputs.size(); ++j) {
-        const Shape& s = p_.outputs[j].shape;
-        p_.copies.push_back({0, 1 + static_cast<int>(j), s, src, contiguous_strides(s), offset * src[axis], 0});
-        p_.part_cols.push_back(s[axis] * src[axis]);
-        offset += s[axis];
-      }
-      p_.outer = std::accumulate(in.begin(), in.begin() + axis, int64_t{1}, std::multiplies<>());
+      cp.parts.push_back(std::move(c));
     } else if (op == "Slice") {
       const Shape& in = in_shape(0);
       auto ints = [&](size_t i) -> std::optional<std::vector<int64_t>> {
@@ -450,7 +424,7 @@ class Planner {
       std::vector<int64_t> steps(starts->size(), 1);
       if (auto s = ints(4)) steps = *s;
       auto src = contiguous_strides(in);
-      CopyPart c{0, out_base, out_shape(), src, contiguous_strides(out_shape()), 0, 0};
+      CopyPart c{0, 1, out_shape(), src, contiguous_strides(out_shape()), 0, 0};
       for (size_t i = 0; i < axes.size() && i < starts->size(); ++i) {
         int64_t ax = norm_axis(axes[i], in.size()), st = (*starts)[i], step = steps[i], dim = in[ax];
         if (step == 0) refuse("slice step 0");
@@ -460,15 +434,13 @@ class Planner {
         c.src_strides[ax] = src[ax] * step;
       }
       p_.inputs.resize(1);
-      p_.copies.push_back(std::move(c));
+      cp.parts.push_back(std::move(c));
     } else {  // Expand
       p_.inputs.resize(1);
-      p_.copies.push_back({0, 1, out_shape(), broadcast_strides(in_shape(0), out_shape()), contiguous_strides(out_shape()), 0, 0});
+      cp.parts.push_back({0, 1, out_shape(), broadcast_strides(in_shape(0), out_shape()), contiguous_strides(out_shape()), 0, 0});
     }
-    p_.kind = ReplayKind::strided_copy;
-    p_.description = p_.part_cols.empty()
-                         ? fmt::format("strided copy ({})", op)
-                         : fmt::format("{}, {} parts in one launch", op, p_.part_cols.size());
+    p_.kernel = cp;
+    p_.description = fmt::format("strided copy ({})", op);
   }
 };
 
@@ -501,4 +473,4 @@ std::vector<ReplayDecision> plan_replay(const Analysis& a, const Graph& g, std::
   return out;
 }
 
-}  // namespace rooflens::profiler
+}  // namespace rooflens::replay

@@ -1,0 +1,39 @@
+#pragma once
+// The operations the replay kernels implement, as enums resolved once from ONNX op names by the
+// planner: kernels/ switches on these and never compares op-type strings. No CUDA here.
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace rooflens::replay {
+
+inline constexpr size_t kMaxReplayRank = 6;
+
+enum class EwOp : int {
+  // unary
+  relu, gelu, gelu_tanh, sigmoid, swish, tanh_, exp_, erf_, sqrt_, neg, abs_, reciprocal, log_, softplus,
+  leaky_relu, hard_sigmoid, hard_swish, identity, cast,
+  // binary
+  add, sub, mul, div, pow_, max_, min_,
+  // ternary
+  where, clip,
+};
+// The functor for an ONNX (or com.microsoft) element-wise op; nullopt when the replay has none.
+std::optional<EwOp> elementwise_op_from(std::string_view op);
+
+enum class RowReduce { sum, mean, max, min, sum_square, l2 };
+std::optional<RowReduce> row_reduce_from(std::string_view op);
+
+// A 2-D pooling window over NCHW.
+struct Pool2d {
+  int64_t n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw;
+  bool max;
+};
+
+// Row-major strides of a shape, in elements.
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape);
+// Strides that read `in` broadcast to `out` (numpy rules): 0 along broadcast dims.
+std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in, const std::vector<int64_t>& out);
+
+}  // namespace rooflens::replay
