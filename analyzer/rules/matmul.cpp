@@ -61,6 +61,13 @@ NodeCost cost_matmul(const CostContext& ctx) {
   if (ctx.in_shape(0).size() > 1) rows_cols *= s.dims.m;
   if (ctx.in_shape(1).size() > 1) rows_cols *= s.dims.n;
   s.dims.batch = ctx.out_elements(0) / std::max<int64_t>(rows_cols, 1);
+  // Leading dims that share one weight fold into M: a [8, 1, 4096] activation times a
+  // [4096, 11008] weight is one 8 x 11008 x 4096 GEMM, as every library runs it.
+  bool b_shared = ctx.in_shape(1).size() <= 2;
+  if (b_shared && s.dims.batch > 1) {
+    s.dims.m = checked_mul(s.dims.m, s.dims.batch, "GEMM size");
+    s.dims.batch = 1;
+  }
   NodeCost c;
   c.macs = gemm_macs(s.dims);
   c.flops = gemm_flops(s.dims);
@@ -74,9 +81,9 @@ NodeCost cost_matmul(const CostContext& ctx) {
   c.parallel_tiles = gemm_tiles(s.dims);
   c.tensor_cores = true;
   c.kernel.gemm = s.dims;
-  c.kernel.gemm_b_shared = ctx.in_shape(1).size() <= 2;
-  // Shared weights: every batch's rows go through one kernel, a GEMV up to kGemvMaxRows of them.
-  c.tiled = (c.kernel.gemm_b_shared ? checked_mul(s.dims.batch, s.dims.m) : s.dims.m) > kGemvMaxRows;
+  c.kernel.gemm_b_shared = b_shared;
+  // Up to kGemvMaxRows rows the GEMM streams its weights as a GEMV does; above, a tiled kernel.
+  c.tiled = s.dims.m > kGemvMaxRows;
   c.kernel.gemm_b_transposed = fused_trans(n, "transB");
   return c;
 }
