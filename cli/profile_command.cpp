@@ -11,12 +11,8 @@
 #include "reports/saved_result.hpp"
 #include "reports/sink.hpp"
 
-#ifdef ROOFLENS_HAVE_CUDA
-#include "profiler/calibrate.hpp"
-#include "profiler/cupti_session.hpp"
-#include "profiler/harness.hpp"
+#include "profiler/gpu_module.hpp"
 #include "profiler/trace_io.hpp"
-#endif
 
 namespace rooflens::cli {
 
@@ -30,27 +26,52 @@ void add_profile_options(CLI::App& cmd, ProfileArgs& a) {
   cmd.add_option("--max-samples", a.max_samples, "samples per layer at most")->capture_default_str();
   cmd.add_option("--layer-time-limit", a.layer_time_limit, "seconds per layer before stopping short of 1% spread")
       ->capture_default_str();
+  cmd.add_option("--cudnn", a.cudnn_dir, "directory with libcudnn.so.9 (else $ROOFLENS_CUDNN, the loader's path, Python's nvidia/cudnn/lib)");
 }
-
-#ifdef ROOFLENS_HAVE_CUDA
 
 namespace {
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_sigint(int) { g_interrupted.store(true); }
+
+// A module entry's Status as the CLI's exceptions: 2 is bad input or missing hardware.
+void raise(const gpu::Status& st) {
+  if (st.code == 0) return;
+  if (st.code == 2) throw InputError(st.message);
+  throw std::runtime_error(st.message);
+}
+
+// The module, loaded, with a GPU to run on: one line and exit 2 otherwise.
+const gpu::ModuleApi& gpu_with_device() {
+  const gpu::ModuleApi& gpu = gpu::load_gpu_module();
+  std::string name;
+  gpu::Status st;
+  gpu.device_name(name, st);
+  raise(st);
+  gpu.prepare_nvtx_injection();  // before the first NVTX call
+  return gpu;
+}
+
+DeviceProfile calibrate_here(const gpu::ModuleApi& gpu, bool quick) {
+  DeviceProfile p;
+  gpu::Status st;
+  gpu.calibrate({quick}, p, st);
+  raise(st);
+  return p;
+}
 }  // namespace
 
 int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
   if (a.l2 != "cold" && a.l2 != "hot") throw InputError(fmt::format("--l2 {}: expected cold or hot", a.l2));
   if (a.timing != "cupti" && a.timing != "events") throw InputError(fmt::format("--timing {}: expected cupti or events", a.timing));
   if (a.min_samples < 1 || a.max_samples < a.min_samples) throw InputError("--min-samples must be >= 1 and <= --max-samples");
-  profiler::prepare_nvtx_injection();  // before the first NVTX call
+  const gpu::ModuleApi& gpu = gpu_with_device();
   // Predictions use the roofs of the GPU that runs them: the given profile, else a quick calibration.
   std::shared_ptr<const Device> device;
   if (!a.model.device_profile.empty()) {
     device = std::make_shared<const Device>(calibrated_device(read_device_profile(a.model.device_profile)));
   } else {
     std::cerr << "rooflens: calibrating this GPU (quick; `rooflens calibrate` writes a full profile)\n";
-    device = std::make_shared<const Device>(calibrated_device(profiler::run_calibrate({true})));
+    device = std::make_shared<const Device>(calibrated_device(calibrate_here(gpu, true)));
   }
   Graph inferred;
   Analysis analysis = build_analysis(a.model, cmd, &inferred, device);
@@ -61,11 +82,14 @@ int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
   o.max_samples = a.max_samples;
   o.layer_time_limit_s = a.layer_time_limit;
   o.interrupted = &g_interrupted;
+  o.cudnn_dir = a.cudnn_dir;
   auto previous = std::signal(SIGINT, on_sigint);
   profiler::Trace trace;
   bool want_trace = !a.trace_path.empty() || !a.record_path.empty();
-  profiler::run_profile(analysis, inferred, forced_precision(a.model), o, want_trace ? &trace : nullptr);
+  gpu::Status st;
+  gpu.profile(analysis, inferred, forced_precision(a.model), o, want_trace ? &trace : nullptr, st);
   std::signal(SIGINT, previous);
+  raise(st);
   if (!a.record_path.empty())
     reports::write_atomically(a.record_path, [&](std::ostream& out) { profiler::write_trace(out, trace); });
   if (!a.trace_path.empty())
@@ -79,8 +103,8 @@ int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
 }
 
 int run_calibrate_command(const CalibrateArgs& a) {
-  profiler::prepare_nvtx_injection();
-  DeviceProfile p = profiler::run_calibrate({a.quick});
+  const gpu::ModuleApi& gpu = gpu_with_device();
+  DeviceProfile p = calibrate_here(gpu, a.quick);
   reports::write_atomically(a.out, [&](std::ostream& out) { out << device_profile_json(p); });
   Device spec = find_device(p.base_device);
   std::cout << fmt::format("{} ({}), SM clock {:.0f} MHz\n", p.gpu, p.base_device, p.sm_clock_mhz);
@@ -105,15 +129,5 @@ int run_calibrate_command(const CalibrateArgs& a) {
   return 0;
 }
 
-#else
-
-int run_profile_command(const ProfileArgs&, const CLI::App&) {
-  throw InputError("this rooflens was built without CUDA (ROOFLENS_CUDA=OFF): profile needs the CUDA harness");
-}
-int run_calibrate_command(const CalibrateArgs&) {
-  throw InputError("this rooflens was built without CUDA (ROOFLENS_CUDA=OFF): calibrate needs the CUDA harness");
-}
-
-#endif
 
 }  // namespace rooflens::cli

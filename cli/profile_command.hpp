@@ -1,6 +1,6 @@
 #pragma once
-// `rooflens profile` and `rooflens calibrate`: the GPU commands. In a build without CUDA they
-// exist and say so (exit 2).
+// `rooflens profile` and `rooflens calibrate`: the GPU commands, run by the GPU module loaded on
+// demand. Without the module, a driver or a GPU they say which is missing (exit 2).
 #include <CLI/CLI.hpp>
 
 #include "cli/model_args.hpp"
@@ -9,7 +9,7 @@ namespace rooflens::cli {
 
 struct ProfileArgs {
   ModelArgs model;
-  std::string l2 = "cold", timing = "cupti", trace_path, record_path;
+  std::string l2 = "cold", timing = "cupti", trace_path, record_path, cudnn_dir;
   int min_samples = 10, max_samples = 200;
   double layer_time_limit = 0.5;
 };

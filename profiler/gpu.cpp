@@ -16,6 +16,8 @@ namespace rooflens::profiler {
 GpuInfo query_gpu() {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
+  if (e == cudaErrorInsufficientDriver)
+    throw InputError("no NVIDIA driver here, or one older than this CUDA runtime needs (`rooflens analyze` works without a GPU)");
   if (e != cudaSuccess || count == 0)
     throw InputError(fmt::format("no CUDA device: {} (`rooflens analyze` works without one)",
                                  e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports none"));
@@ -76,6 +78,29 @@ double cupti_time_median(CuptiSession& cupti, const std::function<void()>& fn, i
   std::vector<double> d;
   for (const auto& [key, st] : at.samples) d.push_back(st.gpu_ns * 1e-9);
   return summarize_samples(d).median;
+}
+
+kernels::CandidateTimer candidate_timer(const L2Flush* flush, cudaStream_t s, int runs) {
+  return [flush, s, runs](const std::function<void(cudaStream_t)>& launch) {
+    launch(s);  // warm-up: lazy module loads, first touch of a workspace
+    cudaEvent_t a, b;
+    ROOFLENS_CUDA_CHECK(cudaEventCreate(&a));
+    ROOFLENS_CUDA_CHECK(cudaEventCreate(&b));
+    std::vector<double> t;
+    for (int i = 0; i < runs; ++i) {
+      if (flush) flush->run(s);
+      ROOFLENS_CUDA_CHECK(cudaEventRecord(a, s));
+      launch(s);
+      ROOFLENS_CUDA_CHECK(cudaEventRecord(b, s));
+      ROOFLENS_CUDA_CHECK(cudaEventSynchronize(b));
+      float ms = 0;
+      ROOFLENS_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+      t.push_back(ms * 1e-3);
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return summarize_samples(t).median;
+  };
 }
 
 int64_t free_device_memory() {
