@@ -34,7 +34,10 @@ struct Measurement {
   SampleStats time;                       // GPU time of the layer's kernels per sample
   int kernels = 0;                        // kernels per sample (split-K, workspace memsets count)
   std::vector<std::string> kernel_names;  // distinct, in launch order
-  std::string replay;                     // what ran: "cuBLASLt bf16 GEMM", "im2col + cuBLASLt"...
+  std::string replay;                     // what the plan asked for: "bf16 GEMM m=8 n=11008 k=4096"
+  std::string library;                    // what ran it: "cuBLASLt", "cuDNN", "rooflens" (our kernels)
+  std::string algorithm;                  // the algorithm, engine or kernel in that library
+  std::string choice;                     // how it was picked, or why the vendor library did not run it
   double achieved_flops = 0, achieved_bytes_per_s = 0;
   double roof_fraction = 0;               // achieved / the roof the prediction used
   Bound measured_class = Bound::none;
@@ -65,6 +68,7 @@ struct ProfileSummary {
   double median_abs_error = 0, p90_abs_error = 0;  // per layer, all classes
   std::vector<ClassError> classes;
   double wall_s = 0;
+  std::string cudnn;              // "cuDNN 9.19.0 (path)" or why it was not available
 };
 
 }  // namespace rooflens

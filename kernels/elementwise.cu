@@ -171,7 +171,7 @@ void launch_ew(EwOp op, const std::vector<EwOperand>& in, void* out_ptr, const s
   }
   std::vector<int64_t> extent = out_shape;
   std::vector<std::vector<int64_t>> strides;
-  for (const auto& o : in) strides.push_back(profiler::broadcast_strides(o.shape, out_shape));
+  for (const auto& o : in) strides.push_back(replay::broadcast_strides(o.shape, out_shape));
   strides.resize(3, std::vector<int64_t>(out_shape.size(), 0));
   collapse(extent, strides);
   if (extent.size() > static_cast<size_t>(kMaxRank)) throw CudaError("element-wise rank above 6");

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "kernels/cuda_check.hpp"
 
 namespace rooflens::kernels {
@@ -36,7 +39,8 @@ struct Gemm::Impl {
   GemmShape shape;
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t wl = nullptr, al = nullptr, dl = nullptr;
-  cublasLtMatmulAlgo_t algo{};
+  std::vector<cublasLtMatmulHeuristicResult_t> algos;
+  int selected = 0;
   ~Impl() {
     if (dl) cublasLtMatrixLayoutDestroy(dl);
     if (al) cublasLtMatrixLayoutDestroy(al);
@@ -51,7 +55,7 @@ static void batch_layout(cublasLtMatrixLayout_t l, int64_t batch, int64_t stride
   ROOFLENS_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
 }
 
-Gemm::Gemm(const CublasLt& lt, const GemmShape& s) : impl_(std::make_unique<Impl>()) {
+Gemm::Gemm(const CublasLt& lt, const GemmShape& s, int max_algorithms) : impl_(std::make_unique<Impl>()) {
   Impl& g = *impl_;
   g.lt = &lt;
   g.shape = s;
@@ -74,35 +78,54 @@ Gemm::Gemm(const CublasLt& lt, const GemmShape& s) : impl_(std::make_unique<Impl
   // Column-major view of the row-major product: D^T (n x m) = W (n x k) . A^T (k x m).
   if (s.b_kn) ROOFLENS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g.wl, cuda_type(in), d.n, d.k, d.n));
   else ROOFLENS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g.wl, cuda_type(in), d.k, d.n, d.k));
-  ROOFLENS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g.al, cuda_type(in), d.k, d.m, d.k));
-  ROOFLENS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g.dl, cuda_type(out), d.n, d.m, d.n));
+  int64_t lda = s.a_row_stride > 0 ? s.a_row_stride : d.k, ldd = s.d_row_stride > 0 ? s.d_row_stride : d.n;
+  ROOFLENS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g.al, cuda_type(in), d.k, d.m, lda));
+  ROOFLENS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g.dl, cuda_type(out), d.n, d.m, ldd));
   if (d.batch > 1) {
-    batch_layout(g.wl, d.batch, s.b_shared ? 0 : d.n * d.k);
-    batch_layout(g.al, d.batch, s.a_shared ? 0 : d.m * d.k);
-    batch_layout(g.dl, d.batch, d.m * d.n);
+    batch_layout(g.wl, d.batch, s.b_shared ? 0 : s.b_batch_stride > 0 ? s.b_batch_stride : d.n * d.k);
+    batch_layout(g.al, d.batch, s.a_shared ? 0 : s.a_batch_stride > 0 ? s.a_batch_stride : d.m * lda);
+    batch_layout(g.dl, d.batch, s.d_batch_stride > 0 ? s.d_batch_stride : d.m * ldd);
   }
   cublasLtMatmulPreference_t pref;
   ROOFLENS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   size_t ws = lt.workspace_bytes();
   ROOFLENS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
-  cublasLtMatmulHeuristicResult_t result{};
+  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(std::max(max_algorithms, 1)));
   int found = 0;
-  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt.handle(), g.op, g.wl, g.al, g.dl, g.dl, pref, 1, &result, &found);
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt.handle(), g.op, g.wl, g.al, g.dl, g.dl, pref, static_cast<int>(results.size()),
+                                                     results.data(), &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (st != CUBLAS_STATUS_SUCCESS || found == 0)
+  for (int i = 0; st == CUBLAS_STATUS_SUCCESS && i < found; ++i)
+    if (results[static_cast<size_t>(i)].state == CUBLAS_STATUS_SUCCESS) g.algos.push_back(results[static_cast<size_t>(i)]);
+  if (g.algos.empty())
     throw ReplayUnsupported(fmt::format("cuBLASLt has no {} algorithm for m={} n={} k={} batch={}", precision_name(s.precision), d.m, d.n,
                                 d.k, d.batch));
-  g.algo = result.algo;
 }
 
 Gemm::~Gemm() = default;
+
+int Gemm::algorithm_count() const { return static_cast<int>(impl_->algos.size()); }
+void Gemm::select(int algorithm) { impl_->selected = algorithm; }
+int Gemm::selected() const { return impl_->selected; }
+
+std::string Gemm::algorithm_label(int algorithm) const {
+  const cublasLtMatmulAlgo_t& a = impl_->algos[static_cast<size_t>(algorithm)].algo;
+  auto attr = [&](cublasLtMatmulAlgoConfigAttributes_t which) {
+    uint32_t v = 0;
+    size_t written = 0;
+    cublasLtMatmulAlgoConfigGetAttribute(&a, which, &v, sizeof(v), &written);
+    return v;
+  };
+  return fmt::format("algo {}, tile id {}, split-K {}", attr(CUBLASLT_ALGO_CONFIG_ID), attr(CUBLASLT_ALGO_CONFIG_TILE_ID),
+                     attr(CUBLASLT_ALGO_CONFIG_SPLITK_NUM));
+}
 
 void Gemm::run(const void* a, const void* b, void* d, const void* bias, cudaStream_t s) const {
   const Impl& g = *impl_;
   if (g.shape.bias)
     ROOFLENS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   float alpha = 1.f, beta = 0.f;
-  ROOFLENS_CUBLAS_CHECK(cublasLtMatmul(g.lt->handle(), g.op, &alpha, b, g.wl, a, g.al, &beta, d, g.dl, d, g.dl, &g.algo,
+  ROOFLENS_CUBLAS_CHECK(cublasLtMatmul(g.lt->handle(), g.op, &alpha, b, g.wl, a, g.al, &beta, d, g.dl, d, g.dl, &g.algos[static_cast<size_t>(g.selected)].algo,
                                        g.lt->workspace(), g.lt->workspace_bytes(), s));
 }
 

@@ -1,12 +1,14 @@
 #pragma once
 // GEMMs through cuBLASLt, laid out as a deployment runs them: activations [M, K] row-major
 // times weights stored [N, K] (nn.Linear's layout, the "TN" GEMM every dtype including fp8
-// supports), strided-batched, optional bias epilogue. The algorithm is chosen once per shape
-// (the heuristic's first answer) so every timed launch runs the same kernel.
+// supports) or [K, N], strided-batched, optional bias epilogue. cuBLASLt's heuristic offers
+// several algorithms per shape; the replay times them and keeps the fastest (select()), so every
+// timed launch runs the same kernel.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <string>
 
 #include "analyzer/dtype.hpp"
 #include "analyzer/formulas.hpp"
@@ -20,6 +22,10 @@ struct GemmShape {
   bool a_shared = false, b_shared = true;  // operand identical across the batch
   bool bias = false;                       // length-n bias added in the epilogue
   bool b_kn = false;  // B stored [k, n] (ONNX MatMul weights, im2col columns) instead of [n, k]
+  int64_t b_batch_stride = 0;  // elements between batches of B when not shared; 0: n * k
+  // Row strides and batch strides of A and D in elements; 0: contiguous ([m, k] and [m, n] per
+  // batch). The MoE replay reads each expert's rows interleaved from the dispatch buffer.
+  int64_t a_row_stride = 0, a_batch_stride = 0, d_row_stride = 0, d_batch_stride = 0;
 };
 
 class CublasLt {
@@ -40,10 +46,16 @@ class CublasLt {
 
 class Gemm {
  public:
-  Gemm(const CublasLt& lt, const GemmShape& shape);  // CudaError when no algorithm fits
+  // Asks the heuristic for up to `max_algorithms`; ReplayUnsupported when it has none.
+  Gemm(const CublasLt& lt, const GemmShape& shape, int max_algorithms = 1);
   ~Gemm();
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
+  int algorithm_count() const;
+  void select(int algorithm);  // the algorithm run() uses; 0 (the heuristic's first) by default
+  int selected() const;
+  // "algo 23, tile 128x128, stages 4, split-K 1" of an algorithm.
+  std::string algorithm_label(int algorithm) const;
   // a: [batch?, m, k], b: [batch?, n, k] (or [k, n] with b_kn), d: [batch, m, n], bias: [n].
   void run(const void* a, const void* b, void* d, const void* bias, cudaStream_t s) const;
 

@@ -8,11 +8,13 @@
 #include <vector>
 
 #include "analyzer/dtype.hpp"
-#include "profiler/replay_ops.hpp"
+#include "replay/ops.hpp"
 
 namespace rooflens::kernels {
 
-using profiler::EwOp;
+using replay::EwOp;
+using replay::Pool2d;
+using replay::RowReduce;
 
 // Deterministic fills: floats uniform in [-scale, scale], integers in [0, bound), bools 0/1.
 void fill(void* p, DType d, int64_t elements, int64_t index_bound, uint32_t seed, cudaStream_t s);
@@ -49,15 +51,10 @@ void norm_rows(const void* x, const void* skip, const void* gamma, const void* b
                int64_t rows, int64_t cols, bool rms, cudaStream_t s);
 void batch_norm(const void* x, const void* scale, const void* bias, const void* mean, const void* var, void* out,
                 DType d, int64_t elements, int64_t channels, int64_t spatial, cudaStream_t s);
-enum class RowReduce { sum, mean, max, min, sum_square, l2 };
 void reduce_rows(const void* in, void* out, DType d, int64_t rows, int64_t cols, RowReduce op, cudaStream_t s);
 void topk_rows(const void* in, void* values, int64_t* indices, DType d, int64_t rows, int64_t cols, int k,
                cudaStream_t s);
 
-struct Pool2d {
-  int64_t n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw;
-  bool max;
-};
 void pool2d(const void* in, void* out, DType d, const Pool2d& p, cudaStream_t s);
 
 // Rotate the first rot dims of each head (halves layout). bhsd: x is (B, H, S, D), else (B, S, H*D).

@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "kernels/dtypes.cuh"
-#include "profiler/replay_ops.hpp"
+#include "replay/ops.hpp"
 
 namespace rooflens::kernels {
 
-constexpr int kMaxRank = static_cast<int>(profiler::kMaxReplayRank);
+constexpr int kMaxRank = static_cast<int>(replay::kMaxReplayRank);
 
 struct Strides {
   int64_t s[3][kMaxRank];

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernels/cuda_check.hpp"
+#include "kernels/runner.hpp"
 
 namespace rooflens::profiler {
 
@@ -46,5 +47,10 @@ class L2Flush {
   kernels::DeviceBuffer buffer_, sink_;
   int sm_count_;
 };
+
+// How the replay times its candidate kernels (cuBLASLt algorithms, cuDNN engines, ours) for a
+// layer: one warm-up, then the median of `runs` CUDA-event timings, each after an L2 flush when
+// `flush` is given (as `profile --l2 cold` samples the layer).
+kernels::CandidateTimer candidate_timer(const L2Flush* flush, cudaStream_t s, int runs = 5);
 
 }  // namespace rooflens::profiler

@@ -9,12 +9,13 @@
 #include <set>
 
 #include "analyzer/errors.hpp"
+#include "kernels/cudnn_runtime.hpp"
 #include "kernels/replay.hpp"
 #include "profiler/attribution.hpp"
 #include "profiler/compare.hpp"
 #include "profiler/cupti_session.hpp"
 #include "profiler/gpu.hpp"
-#include "profiler/replay_plan.hpp"
+#include "replay/plan.hpp"
 
 namespace rooflens::profiler {
 
@@ -65,17 +66,28 @@ void run_profile(Analysis& a, const Graph& g, std::optional<Precision> forced, c
   cudaStream_t stream;
   ROOFLENS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   kernels::CublasLt lt;
-  kernels::ReplayContext ctx{&lt, gpu.sm_count};
   L2Flush flush(gpu.l2_bytes, gpu.sm_count);
   cudaEvent_t ev_start, ev_end;
   ROOFLENS_CUDA_CHECK(cudaEventCreate(&ev_start));
   ROOFLENS_CUDA_CHECK(cudaEventCreate(&ev_end));
+  const kernels::cudnn::Runtime& cudnn = kernels::cudnn::Runtime::load(opt.cudnn_dir);
+  summary.cudnn = cudnn.status();
+  std::map<std::string, int> choices;
+  kernels::ReplayContext ctx;
+  ctx.lt = &lt;
+  ctx.sm_count = gpu.sm_count;
+  ctx.cudnn = cudnn.plugin();
+  ctx.cudnn_status = cudnn.status();
+  ctx.choices = &choices;
+  // Candidates (cuBLASLt algorithms, cuDNN engines, our kernels) are timed as a sample is: after
+  // the same L2 flush (CUPTI's records of this set-up work are dropped below).
+  ctx.time = candidate_timer(opt.cold_l2 ? &flush : nullptr, stream);
   if (cupti) cupti->flush();  // set-up records are not part of any layer
 
-  std::vector<ReplayDecision> decisions = plan_replay(a, g, forced);
+  std::vector<replay::ReplayDecision> decisions = replay::plan_replay(a, g, forced);
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     NodeResult& node = a.nodes[i];
-    ReplayDecision& d = decisions[i];
+    replay::ReplayDecision& d = decisions[i];
     Measurement m;
     m.status = d.status;
     m.reason = d.reason;
@@ -87,7 +99,7 @@ void run_profile(Analysis& a, const Graph& g, std::optional<Precision> forced, c
       node.measured = m;
       continue;
     }
-    const ReplayPlan& plan = *d.plan;
+    const replay::ReplayPlan& plan = *d.plan;
     m.replay = plan.description;
     int64_t need = plan.buffer_bytes();
     int64_t free = free_device_memory();
@@ -100,9 +112,12 @@ void run_profile(Analysis& a, const Graph& g, std::optional<Precision> forced, c
     std::unique_ptr<kernels::LayerReplay> replay;
     try {
       replay = std::make_unique<kernels::LayerReplay>(plan, ctx, stream);
-      replay->launch(stream);  // warm-up: first call untimed, cuBLASLt's choice already fixed
+      replay->launch(stream);  // warm-up: first call untimed, the kernel already chosen
       replay->launch(stream);
       ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(stream));
+      m.library = replay->label().library;
+      m.algorithm = replay->label().detail;
+      m.choice = replay->label().note;
     } catch (const kernels::CudaError& e) {
       cudaGetLastError();  // clear a non-sticky error (out of memory) before going on
       if (is_out_of_memory(e.what()) || dynamic_cast<const kernels::ReplayUnsupported*>(&e)) {

@@ -1,6 +1,6 @@
 #pragma once
 // `rooflens profile`: replays every layer of an analysis on the GPU under CUPTI and NVTX and
-// attaches the measurements to it. Needs a CUDA build; see gpu.hpp for the device queries.
+// attaches the measurements to it. CUDA-free header; the implementation is in the GPU module.
 #include <atomic>
 #include <optional>
 #include <string>
@@ -22,6 +22,7 @@ struct ProfileOptions {
   double layer_time_limit_s = 0.5;
   bool force_events = false;     // skip CUPTI (--timing events)
   const std::atomic<bool>* interrupted = nullptr;  // set by SIGINT: stop after the current layer
+  std::string cudnn_dir;         // --cudnn: where libcudnn.so.9 is (else the usual places)
 };
 
 // Replays `a`'s nodes (planned from `inferred`) and fills every node's Measurement and

@@ -19,6 +19,19 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
 
+# The cuDNN frontend's headers (header-only C++; the GPU module's cuDNN plugin is built with them)
+# come from NVIDIA's PyPI wheel, unpacked into .deps/ of the checkout; only where CUDA is.
+cudnn_frontend_version=1.32.0
+if [ -x /usr/local/cuda/bin/nvcc ]; then
+  fe_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.deps/cudnn-frontend"
+  if [ ! -f "$fe_dir/include/cudnn_frontend.h" ] || [ "$(cat "$fe_dir/VERSION" 2>/dev/null)" != "$cudnn_frontend_version" ]; then
+    rm -rf "$fe_dir"
+    python3 -m pip install -q --no-deps --disable-pip-version-check --root-user-action=ignore --target "$fe_dir" "nvidia-cudnn-frontend==$cudnn_frontend_version" \
+      && echo "$cudnn_frontend_version" > "$fe_dir/VERSION" \
+      || echo "setup: could not fetch nvidia-cudnn-frontend; the build leaves out the cuDNN plugin" >&2
+  fi
+fi
+
 # The CUDA compiler for CMake: nvcc is often not on PATH even where the toolkit is installed.
 cuda_flags() {
   if [ -x /usr/local/cuda/bin/nvcc ]; then echo "-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc"; fi

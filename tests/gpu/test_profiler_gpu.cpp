@@ -3,6 +3,8 @@
 // calibrate's figures are plausible against the spec sheet.
 #include <catch2/catch.hpp>
 #include <cuda_runtime.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "analyzer/transformer_analysis.hpp"
 #include "kernels/calibrate_kernels.hpp"
@@ -78,4 +80,44 @@ TEST_CASE("calibrate: figures plausible against the spec of this GPU") {
   CHECK(p.gemm_floor_s < 5e-5);
   CHECK(p.sm_clock_mhz > 500);
   CHECK(p.sm_clock_mhz < 3000);
+}
+
+TEST_CASE("labels say what ran: a layer labelled with a vendor library ran that library's kernels, ours ran ours") {
+  TransformerConfig c = load_transformer_config(ROOFLENS_SOURCE_DIR "/samples/configs/gpt2/config.json");
+  for (Workload w : {Workload::prefill, Workload::decode}) {
+    TransformerOptions o;
+    o.workload = w;
+    o.lowering.batch = 2;
+    o.lowering.seq = 128;
+    o.lowering.context = 300;
+    o.lowering.weights = o.lowering.activations = o.lowering.kv = DType::bf16;
+    Graph g;
+    Analysis a = analyze_transformer(c, o, &g);
+    ProfileOptions po;
+    po.max_samples = 10;
+    run_profile(a, g, std::nullopt, po, nullptr);
+    REQUIRE(a.profile);
+    int vendor = 0, ours = 0;
+    for (const NodeResult& n : a.nodes) {
+      if (!n.measured || n.measured->status != ReplayStatus::measured) continue;
+      const Measurement& m = *n.measured;
+      INFO(n.name << ": " << m.library << " " << m.algorithm << " ran " << fmt::format("{}", fmt::join(m.kernel_names, ", ")));
+      REQUIRE(!m.kernel_names.empty());
+      int own = 0;
+      for (const std::string& k : m.kernel_names) own += k.find("rooflens") != std::string::npos;  // our namespace, mangled
+      int total = static_cast<int>(m.kernel_names.size());
+      if (m.library == "rooflens") {
+        CHECK(own == total);
+        ++ours;
+      } else if (m.library.find("rooflens") == std::string::npos) {
+        CHECK(own == 0);
+        ++vendor;
+      } else {
+        CHECK(own > 0);
+        CHECK(own < total);
+      }
+    }
+    CHECK(vendor > 0);  // every GEMM runs cuBLASLt or, where measured faster, our GEMV
+    CHECK(ours > 0);
+  }
 }

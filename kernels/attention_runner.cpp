@@ -1,0 +1,76 @@
+// Attention layers: cuDNN's fused SDPA engines and our kernels (flash prefill on mma.sync,
+// split-KV decode) as candidates; the fastest is kept and labelled.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "kernels/attention.hpp"
+#include "kernels/cudnn_plugin_api.hpp"
+#include "kernels/runner.hpp"
+
+namespace rooflens::kernels {
+
+namespace {
+
+// Our kernels' limits (attention.hpp): decode takes head dims in multiples of 32 up to 576/512,
+// prefill equal head dims of 64 or 128.
+std::string own_kernel_limit(const AttentionDims& d) {
+  if (d.q_len == 1) {
+    if (d.head_dim_qk > 576 || d.head_dim_v > 512 || d.head_dim_qk % 32 || d.head_dim_v % 32)
+      return fmt::format("decode head dims {}/{}: our kernel takes multiples of 32 up to 576/512", d.head_dim_qk, d.head_dim_v);
+  } else if (d.head_dim_qk != d.head_dim_v || (d.head_dim_qk != 64 && d.head_dim_qk != 128)) {
+    return fmt::format("prefill head dims {}/{}: our flash kernel is built for 64 and 128", d.head_dim_qk, d.head_dim_v);
+  }
+  return "";
+}
+
+}  // namespace
+
+Runner attention_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx, cudaStream_t s) {
+  const auto& plan = p.as<replay::AttentionPlan>();
+  const AttentionDims d = plan.dims;
+  DType dt = p.inputs[0].dtype;
+  const void *q = b.in(0), *k = b.in(1), *v = plan.v_in_k ? nullptr : b.in(2);
+  void* o = b.out(0);
+  std::vector<Runner> candidates;
+  std::vector<std::string> absent;  // why a library is not among the candidates
+  if (!ctx.cudnn) {
+    absent.push_back(ctx.cudnn_status);
+  } else {
+    cudnn::Built built = ctx.cudnn->sdpa(cudnn::SdpaSpec{dt, d, plan.v_in_k});
+    if (!built.op) {
+      absent.push_back("cuDNN SDPA does not take this shape: " + built.error);
+    } else {
+      std::shared_ptr<cudnn::Operation> op(std::move(built.op));
+      std::vector<void*> tensors{const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v ? v : k), o};
+      for (int i = 0; i < op->plan_count(); ++i) {
+        auto ws = std::make_shared<DeviceBuffer>(static_cast<size_t>(op->workspace_bytes(i)));
+        auto state = std::make_shared<std::pair<std::shared_ptr<cudnn::Operation>, std::shared_ptr<DeviceBuffer>>>(op, ws);
+        candidates.emplace_back(ReplayLabel{"cuDNN", "SDPA, " + op->plan_name(i), ""}, [op, ws, i, tensors](cudaStream_t st) {
+          std::string err = op->execute(i, tensors, ws->get(), st);
+          if (!err.empty()) throw CudaError("cuDNN SDPA: " + err);
+        }, state);
+      }
+    }
+  }
+  std::string limit = own_kernel_limit(d);
+  if (!limit.empty()) {
+    absent.push_back(limit);
+  } else if (d.q_len == 1) {
+    int sms = ctx.sm_count;
+    auto ws = std::make_shared<DeviceBuffer>(static_cast<size_t>(decode_workspace_bytes(d, sms)));
+    prepare_decode_workspace(ws->get(), d, sms, s);
+    candidates.emplace_back(ReplayLabel{"rooflens", "split-KV decode attention", ""},
+                            [=](cudaStream_t st) { decode_attention(q, k, v, o, ws->get(), dt, d, sms, st); }, ws);
+  } else {
+    candidates.emplace_back(ReplayLabel{"rooflens", "flash attention (mma.sync)", ""},
+                            [=](cudaStream_t st) { flash_prefill(q, k, v, o, dt, d, st); });
+  }
+  if (candidates.empty()) throw ReplayUnsupported(fmt::format("no attention kernel takes this shape: {}", fmt::join(absent, "; ")));
+  std::string key = fmt::format("sdpa {} b{} h{}/{} s{}x{} d{}/{} c{} w{} vk{}", dtype_name(dt), d.batch, d.q_heads, d.kv_heads, d.q_len,
+                                d.kv_len, d.head_dim_qk, d.head_dim_v, d.causal, d.window, plan.v_in_k);
+  Runner r = pick_fastest(std::move(candidates), ctx, key, s);
+  if (!absent.empty() && r.label().library == "rooflens") r.label().note += "; " + fmt::format("{}", fmt::join(absent, "; "));
+  return r;
+}
+
+}  // namespace rooflens::kernels

@@ -1,0 +1,279 @@
+// The vendor-library paths of the replay (cuBLASLt's algorithms, cuDNN's convolution and SDPA
+// engines, batched MoE GEMMs) against host references computed from the same inputs, run through
+// LayerReplay as the harness runs a layer.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "gpu_helpers.hpp"
+#include "kernels/cudnn_runtime.hpp"
+#include "kernels/replay.hpp"
+#include "profiler/gpu.hpp"
+
+using namespace gpu_test;
+using namespace rooflens;
+using namespace rooflens::kernels;
+using namespace rooflens::replay;
+
+namespace {
+
+BufferSpec buffer(DType d, Shape s) {
+  int64_t n = 1;
+  for (int64_t x : s) n *= x;
+  return BufferSpec{d, std::move(s), storage_bytes(d, n), 0};
+}
+
+// Host copies of a replay's buffers (inputs first, then outputs).
+std::vector<std::vector<float>> host_buffers(const LayerReplay& r) {
+  std::vector<std::vector<float>> out;
+  const ReplayPlan& p = r.plan();
+  size_t i = 0;
+  for (const auto* list : {&p.inputs, &p.outputs})
+    for (const BufferSpec& b : *list) {
+      int64_t n = storage_bytes(b.dtype, 1) ? b.bytes / storage_bytes(b.dtype, 1) : 0;
+      std::vector<uint8_t> raw(static_cast<size_t>(b.bytes));
+      ROOFLENS_CUDA_CHECK(cudaDeviceSynchronize());
+      ROOFLENS_CUDA_CHECK(cudaMemcpy(raw.data(), r.buffers()[i++].get(), raw.size(), cudaMemcpyDeviceToHost));
+      std::vector<float> f(static_cast<size_t>(n));
+      for (int64_t e = 0; e < n; ++e) {
+        uint16_t h;
+        switch (b.dtype) {
+          case DType::f32: std::memcpy(&f[e], raw.data() + 4 * e, 4); break;
+          case DType::f16: std::memcpy(&h, raw.data() + 2 * e, 2), f[e] = half_to_float(h); break;
+          default: std::memcpy(&h, raw.data() + 2 * e, 2), f[e] = bf16_to_float(h); break;
+        }
+      }
+      out.push_back(std::move(f));
+    }
+  return out;
+}
+
+struct Context {
+  CublasLt lt;
+  const cudnn::Runtime& dnn = cudnn::Runtime::load("");
+  std::map<std::string, int> choices;
+  ReplayContext ctx;
+  explicit Context(bool timed) {
+    ctx.lt = &lt;
+    ctx.sm_count = profiler::query_gpu().sm_count;
+    ctx.cudnn = dnn.plugin();
+    ctx.cudnn_status = dnn.status();
+    ctx.choices = &choices;
+    if (timed) ctx.time = profiler::candidate_timer(nullptr, nullptr, 3);
+  }
+};
+
+// Direct convolution on NCHW, 2-D, symmetric pads.
+std::vector<float> host_conv(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>* bias, const ConvDims& c) {
+  int64_t H = c.in_spatial[0], W = c.in_spatial[1], OH = c.out_spatial[0], OW = c.out_spatial[1];
+  int64_t KH = c.kernel[0], KW = c.kernel[1], cg = c.in_channels / c.groups, og = c.out_channels / c.groups;
+  std::vector<float> y(static_cast<size_t>(c.batch * c.out_channels * OH * OW));
+  for (int64_t n = 0; n < c.batch; ++n)
+    for (int64_t o = 0; o < c.out_channels; ++o)
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          double s = bias ? (*bias)[o] : 0;
+          int64_t g = o / og;
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t ky = 0; ky < KH; ++ky)
+              for (int64_t kx = 0; kx < KW; ++kx) {
+                int64_t iy = oy * c.strides[0] - c.pads[0] + ky * c.dilations[0], ix = ox * c.strides[1] - c.pads[1] + kx * c.dilations[1];
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                s += static_cast<double>(x[((n * c.in_channels + g * cg + ci) * H + iy) * W + ix]) * w[((o * cg + ci) * KH + ky) * KW + kx];
+              }
+          y[((n * c.out_channels + o) * OH + oy) * OW + ox] = static_cast<float>(s);
+        }
+  return y;
+}
+
+// Host attention over q [B,Sq,Hq,D], k/v [B,Hkv,Skv,D(v)] (v = nullptr: the first dv of k).
+std::vector<float> host_sdpa(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>* v, const AttentionDims& d) {
+  std::vector<float> o(static_cast<size_t>(d.batch * d.q_len * d.q_heads * d.head_dim_v));
+  int64_t g = d.q_heads / d.kv_heads, off = d.kv_len - d.q_len;
+  double scale = 1 / std::sqrt(static_cast<double>(d.head_dim_qk));
+  for (int64_t b = 0; b < d.batch; ++b)
+    for (int64_t h = 0; h < d.q_heads; ++h)
+      for (int64_t i = 0; i < d.q_len; ++i) {
+        int64_t kvh = h / g;
+        std::vector<double> s(static_cast<size_t>(d.kv_len), 0);
+        std::vector<bool> seen(static_cast<size_t>(d.kv_len), false);
+        double m = -1e300;
+        for (int64_t j = 0; j < d.kv_len; ++j) {
+          if (d.causal && j > i + off) continue;
+          if (d.window > 0 && j <= i + off - d.window) continue;
+          double acc = 0;
+          for (int64_t c = 0; c < d.head_dim_qk; ++c)
+            acc += q[((b * d.q_len + i) * d.q_heads + h) * d.head_dim_qk + c] * k[((b * d.kv_heads + kvh) * d.kv_len + j) * d.head_dim_qk + c];
+          s[j] = acc * scale;
+          seen[j] = true;
+          m = std::max(m, s[j]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < d.kv_len; ++j) sum += seen[j] ? (s[j] = std::exp(s[j] - m)) : (s[j] = 0);
+        for (int64_t c = 0; c < d.head_dim_v; ++c) {
+          double acc = 0;
+          for (int64_t j = 0; j < d.kv_len; ++j) {
+            float vv = v ? (*v)[((b * d.kv_heads + kvh) * d.kv_len + j) * d.head_dim_v + c] : k[((b * d.kv_heads + kvh) * d.kv_len + j) * d.head_dim_qk + c];
+            acc += s[j] * vv;
+          }
+          o[((b * d.q_len + i) * d.q_heads + h) * d.head_dim_v + c] = static_cast<float>(acc / sum);
+        }
+      }
+  return o;
+}
+
+ReplayPlan conv_plan(DType dt, Precision p, ConvDims c, bool bias) {
+  ReplayPlan plan;
+  plan.node = 3;
+  plan.precision = p;
+  plan.inputs = {buffer(dt, {c.batch, c.in_channels, c.in_spatial[0], c.in_spatial[1]}),
+                 buffer(dt, {c.out_channels, c.in_channels / c.groups, c.kernel[0], c.kernel[1]})};
+  if (bias) plan.inputs.push_back(buffer(dt, {c.out_channels}));
+  plan.outputs = {buffer(dt, {c.batch, c.out_channels, c.out_spatial[0], c.out_spatial[1]})};
+  plan.kernel = ConvPlan{c, false, bias};
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE("cuDNN 9 is found on this machine (--cudnn, ROOFLENS_CUDNN, the loader's path, Python's nvidia/cudnn/lib)", "[cudnn]") {
+  const cudnn::Runtime& rt = cudnn::Runtime::load("");
+  INFO(rt.status());
+  REQUIRE(rt.available());
+  CHECK(rt.plugin()->cudnn_version() >= 90000);
+  CHECK(rt.status().rfind("cuDNN 9.", 0) == 0);
+}
+
+TEST_CASE("convolution through cuDNN matches a direct host convolution: bias, stride, padding, groups, fp32 and bf16", "[cudnn]") {
+  Context c(false);
+  struct Case {
+    DType dt;
+    Precision p;
+    ConvDims dims;
+    bool bias;
+    double tol;
+  };
+  // ResNet's 7x7 stem (stride 2, pad 3) shrunk, a grouped 3x3 with dilation, a 1x1 projection.
+  std::vector<Case> cases{
+      {DType::f32, Precision::fp32, ConvDims{2, 3, 16, 1, {20, 20}, {7, 7}, {10, 10}, {2, 2}, {3, 3, 3, 3}, {1, 1}, false}, true, 1e-4},
+      {DType::bf16, Precision::bf16, ConvDims{1, 32, 32, 4, {13, 11}, {3, 3}, {11, 9}, {1, 1}, {1, 1, 1, 1}, {2, 2}, false}, false, 3e-2},
+      {DType::bf16, Precision::bf16, ConvDims{2, 64, 128, 1, {7, 7}, {1, 1}, {7, 7}, {1, 1}, {0, 0, 0, 0}, {1, 1}, false}, true, 3e-2},
+  };
+  for (const Case& k : cases) {
+    DYNAMIC_SECTION(dtype_name(k.dt) << " " << k.dims.kernel[0] << "x" << k.dims.kernel[1] << " groups " << k.dims.groups) {
+      LayerReplay r(conv_plan(k.dt, k.p, k.dims, k.bias), c.ctx, nullptr);
+      CHECK(r.label().library == (c.ctx.cudnn ? "cuDNN" : "rooflens"));
+      r.launch(nullptr);
+      auto h = host_buffers(r);
+      auto want = host_conv(h[0], h[1], k.bias ? &h[2] : nullptr, k.dims);
+      CHECK(max_rel_error(h.back(), want, 0.5) < k.tol);
+    }
+  }
+}
+
+TEST_CASE("attention through cuDNN SDPA matches the host: causal prefill, GQA, sliding window, decode over a cache", "[cudnn]") {
+  Context c(false);
+  struct Case {
+    AttentionDims d;
+    DType dt;
+  };
+  std::vector<Case> cases{
+      {AttentionDims{2, 4, 2, 77, 77, 64, 64, true, 0}, DType::bf16},      // causal, GQA 2
+      {AttentionDims{1, 6, 3, 70, 220, 128, 128, true, 0}, DType::f16},    // the last 70 queries of 220 keys
+      {AttentionDims{1, 4, 4, 96, 96, 64, 64, true, 32}, DType::bf16},     // sliding window of 32
+      {AttentionDims{3, 8, 2, 1, 513, 128, 128, false, 0}, DType::bf16},   // decode step, GQA 4
+  };
+  for (const Case& k : cases) {
+    const AttentionDims& d = k.d;
+    DYNAMIC_SECTION("b" << d.batch << " h" << d.q_heads << "/" << d.kv_heads << " " << d.q_len << "x" << d.kv_len << " w" << d.window) {
+      ReplayPlan plan;
+      plan.node = 5;
+      plan.precision = k.dt == DType::f16 ? Precision::fp16 : Precision::bf16;
+      plan.inputs = {buffer(k.dt, {d.batch, d.q_len, d.q_heads, d.head_dim_qk}), buffer(k.dt, {d.batch, d.kv_heads, d.kv_len, d.head_dim_qk}),
+                     buffer(k.dt, {d.batch, d.kv_heads, d.kv_len, d.head_dim_v})};
+      plan.outputs = {buffer(k.dt, {d.batch, d.q_len, d.q_heads, d.head_dim_v})};
+      plan.kernel = AttentionPlan{d, false};
+      LayerReplay r(plan, c.ctx, nullptr);
+      INFO(r.label().text());
+      if (c.ctx.cudnn) CHECK(r.label().library == "cuDNN");
+      r.launch(nullptr);
+      auto h = host_buffers(r);
+      CHECK(max_rel_error(h[3], host_sdpa(h[0], h[1], &h[2], d), 0.05) < 3e-2);
+    }
+  }
+}
+
+TEST_CASE("GEMM plans: every cuBLASLt algorithm and the GEMV candidate agree with the host; the fastest is labelled", "[vendor]") {
+  Context c(true);
+  // Eight decode rows folded into M against one [n, k] weight, with a bias.
+  const int64_t m = 8, n = 192, k = 256;
+  ReplayPlan plan;
+  plan.node = 9;
+  plan.precision = Precision::bf16;
+  plan.inputs = {buffer(DType::bf16, {m, k}), buffer(DType::bf16, {n, k}), buffer(DType::bf16, {n})};
+  plan.outputs = {buffer(DType::bf16, {m, n})};
+  plan.kernel = GemmPlan{GemmDims{1, m, n, k}, false, true, false, true};
+  LayerReplay r(plan, c.ctx, nullptr);
+  INFO(r.label().text());
+  CHECK((r.label().library == "cuBLASLt" || r.label().library == "rooflens"));
+  CHECK(r.label().note.rfind("fastest of ", 0) == 0);
+  r.launch(nullptr);
+  auto h = host_buffers(r);
+  std::vector<float> want(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = h[2][j];
+      for (int64_t q = 0; q < k; ++q) s += static_cast<double>(h[0][i * k + q]) * h[1][j * k + q];
+      want[i * n + j] = static_cast<float>(s);
+    }
+  CHECK(max_rel_error(h[3], want, 0.5) < 3e-2);
+  // An identical layer reuses the choice without timing again.
+  LayerReplay again(plan, c.ctx, nullptr);
+  CHECK(again.label().detail == r.label().detail);
+  CHECK(again.label().note.find("identical layer") != std::string::npos);
+}
+
+TEST_CASE("MoE experts as batched cuBLASLt GEMMs match the host under uniform routing", "[vendor]") {
+  Context c(true);
+  for (int64_t tokens : {3, 40}) {  // decode-like (fewer assignments than experts) and prefill-like
+    DYNAMIC_SECTION("tokens " << tokens) {
+      MoeDims m{tokens, 64, 96, 8, 2, true};
+      ReplayPlan plan;
+      plan.node = 11;
+      plan.precision = Precision::bf16;
+      plan.inputs = {buffer(DType::bf16, {m.tokens, m.hidden}), buffer(DType::bf16, {m.tokens, m.experts}),
+                     buffer(DType::bf16, {m.experts, m.hidden, m.inter}), buffer(DType::bf16, {m.experts, m.inter, m.hidden}),
+                     buffer(DType::bf16, {m.experts, m.hidden, m.inter})};
+      plan.outputs = {buffer(DType::bf16, {m.tokens, m.hidden})};
+      plan.kernel = MoePlan{m};
+      LayerReplay r(plan, c.ctx, nullptr);
+      INFO(r.label().text());
+      CHECK(r.label().library == "cuBLASLt + rooflens");
+      r.launch(nullptr);
+      auto h = host_buffers(r);
+      const auto &x = h[0], &w1 = h[2], &w2 = h[3], &w3 = h[4];
+      std::vector<float> want(static_cast<size_t>(m.tokens * m.hidden), 0.f);
+      for (int64_t t = 0; t < m.tokens; ++t)
+        for (int64_t j = 0; j < m.k; ++j) {
+          int64_t e = (t * m.k + j) % m.experts;
+          std::vector<double> act(static_cast<size_t>(m.inter));
+          for (int64_t i = 0; i < m.inter; ++i) {
+            double g = 0, u = 0;
+            for (int64_t q = 0; q < m.hidden; ++q) {
+              g += static_cast<double>(x[t * m.hidden + q]) * w1[(e * m.hidden + q) * m.inter + i];
+              u += static_cast<double>(x[t * m.hidden + q]) * w3[(e * m.hidden + q) * m.inter + i];
+            }
+            act[i] = g / (1 + std::exp(-g)) * u;
+          }
+          for (int64_t o = 0; o < m.hidden; ++o) {
+            double s = 0;
+            for (int64_t i = 0; i < m.inter; ++i) s += act[i] * w2[(e * m.inter + i) * m.hidden + o];
+            want[t * m.hidden + o] += static_cast<float>(s);
+          }
+        }
+      CHECK(max_rel_error(h[5], want, 0.5) < 5e-2);
+    }
+  }
+}
