@@ -59,6 +59,9 @@ json measurement_json(const Measurement& m) {
     return j;
   }
   j.update(json{{"replay", m.replay},
+                {"library", m.library},
+                {"algorithm", m.algorithm},
+                {"choice", m.choice},
                 {"median_s", m.time.median},
                 {"q1_s", m.time.q1},
                 {"q3_s", m.time.q3},
@@ -100,6 +103,7 @@ json profile_json(const ProfileSummary& p) {
               {"median_abs_error", p.median_abs_error},
               {"p90_abs_error", p.p90_abs_error},
               {"classes", classes},
+              {"cudnn", p.cudnn},
               {"wall_s", p.wall_s}};
 }
 

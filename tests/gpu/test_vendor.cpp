@@ -277,3 +277,38 @@ TEST_CASE("MoE experts as batched cuBLASLt GEMMs match the host under uniform ro
     }
   }
 }
+
+TEST_CASE("cuDNN convolution in NHWC (the layout deployments run) matches the host on the same logical tensors", "[cudnn]") {
+  const cudnn::Runtime& rt = cudnn::Runtime::load("");
+  if (!rt.available()) {
+    WARN("skipped: " << rt.status());
+    return;
+  }
+  ConvDims c{2, 16, 32, 1, {9, 9}, {3, 3}, {5, 5}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false};
+  cudnn::ConvSpec s{};
+  s.nhwc = true;
+  s.dtype = DType::f32;
+  s.tensor_cores = false;
+  s.n = 2, s.c = 16, s.h = 9, s.w = 9, s.k = 32, s.kh = 3, s.kw = 3, s.oh = 5, s.ow = 5;
+  s.pad_h = s.pad_w = 1, s.stride_h = s.stride_w = 2;
+  s.bias = true;
+  cudnn::Built built = rt.plugin()->conv(s);
+  INFO(built.error);
+  REQUIRE(built.op);
+  gpu_test::Tensor x(DType::f32, 2 * 16 * 81, 91), w(DType::f32, 32 * 16 * 9, 92), b(DType::f32, 32, 93), y(DType::f32, 2 * 32 * 25, 94);
+  DeviceBuffer ws(static_cast<size_t>(std::max<int64_t>(built.op->workspace_bytes(0), 16)));
+  REQUIRE(built.op->execute(0, {x.get(), w.get(), y.get(), b.get()}, ws.get(), nullptr).empty());
+  // The device buffers hold NHWC (and KRSC filters): the host reference reads them so.
+  auto hx = x.host(), hw = w.host(), hb = b.host(), hy = y.host();
+  std::vector<float> x_nchw(hx.size()), w_kcrs(hw.size()), y_nchw(hy.size());
+  for (int n = 0; n < 2; ++n)
+    for (int ch = 0; ch < 16; ++ch)
+      for (int i = 0; i < 81; ++i) x_nchw[(n * 16 + ch) * 81 + i] = hx[(n * 81 + i) * 16 + ch];
+  for (int k = 0; k < 32; ++k)
+    for (int ch = 0; ch < 16; ++ch)
+      for (int i = 0; i < 9; ++i) w_kcrs[(k * 16 + ch) * 9 + i] = hw[(k * 9 + i) * 16 + ch];
+  for (int n = 0; n < 2; ++n)
+    for (int k = 0; k < 32; ++k)
+      for (int i = 0; i < 25; ++i) y_nchw[(n * 32 + k) * 25 + i] = hy[(n * 25 + i) * 32 + k];
+  CHECK(max_rel_error(y_nchw, host_conv(x_nchw, w_kcrs, &hb, c), 0.5) < 1e-4);
+}

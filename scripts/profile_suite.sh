@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The cases rooflens's predictions are judged by (docs/profile.md), each profiled on this GPU:
+#   scripts/profile_suite.sh ROOFLENS_BIN DEVICE_PROFILE OUT_DIR [case ...]
+# writes OUT_DIR/<case>.json (the result with measurements) and OUT_DIR/<case>.txt (the report).
+set -uo pipefail
+bin="$1"; profile="$2"; out="$3"; shift 3
+cd "$(dirname "$0")/.."
+mkdir -p "$out"
+declare -A cases=(
+  [llama2-7b-decode-b1-c2048]="samples/configs/llama-2-7b/config.json --phase decode --batch 1 --context 2048"
+  [llama2-7b-decode-b8-c512]="samples/configs/llama-2-7b/config.json --phase decode --batch 8 --context 512"
+  [llama2-7b-prefill-2048]="samples/configs/llama-2-7b/config.json --phase prefill --seq 2048"
+  [llama31-8b-decode-b1-c2048]="samples/configs/llama-3.1-8b/config.json --phase decode --batch 1 --context 2048"
+  [mixtral-decode-b1-c2048]="samples/configs/mixtral-8x7b/config.json --phase decode --batch 1 --context 2048"
+  [gpt2-prefill-1000]="samples/configs/gpt2/config.json --phase prefill --seq 1000"
+  [gpt2-decode-c1000]="samples/configs/gpt2/config.json --phase decode --context 1000"
+  [resnet50-fp32]="samples/resnet50-opset17.onnx"
+  [resnet50-bf16]="samples/resnet50-opset17.onnx --dtype bf16"
+  [vit-b16-bf16]="tests/data/onnx/vit_b_16-opset17.onnx --dtype bf16"
+  [bert-base-prefill-512]="samples/configs/bert-base-uncased/config.json --phase prefill --seq 512"
+)
+order=(llama2-7b-decode-b1-c2048 llama2-7b-decode-b8-c512 llama2-7b-prefill-2048 llama31-8b-decode-b1-c2048
+       mixtral-decode-b1-c2048 gpt2-prefill-1000 gpt2-decode-c1000 resnet50-fp32 resnet50-bf16 vit-b16-bf16 bert-base-prefill-512)
+[ $# -gt 0 ] && order=("$@")
+for c in "${order[@]}"; do
+  start=$SECONDS
+  # shellcheck disable=SC2086
+  "$bin" profile ${cases[$c]} --device-profile "$profile" --top 12 --json "$out/$c.json" > "$out/$c.txt" 2>&1
+  echo "$c: exit $? in $((SECONDS - start)) s; $(grep -m1 'model sum' "$out/$c.txt")"
+done
