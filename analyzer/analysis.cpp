@@ -168,6 +168,7 @@ Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* infer
       T.read_weight = checked_add(T.read_weight, r.cost.read_weight, "total bytes");
       T.written = checked_add(T.written, r.cost.written, "total bytes");
       T.predicted_s += r.roof.predicted;
+      if (r.roof.predicted > 0 && r.roof.bound != Bound::communication) ++T.prediction_sources[std::string(source_name(r.roof.source))];
       OpTypeSummary& s = by_op[r.op];
       s.op = r.op;
       ++s.count;

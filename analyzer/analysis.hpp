@@ -68,6 +68,8 @@ struct Totals {
   int64_t batch = 1;
   std::string batch_source;
   double throughput = 0;  // batch / predicted_s, samples per second
+  // Nodes with a kernel by where their time came from: "measured table", "fitted", "roofline".
+  std::map<std::string, int> prediction_sources;
 };
 
 struct Coverage {

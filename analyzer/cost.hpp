@@ -14,6 +14,10 @@ namespace rooflens {
 enum class OpFamily { gemm, conv, attention, elementwise, norm, softmax, reduce, pooling, data_movement, view, communication };
 std::string_view family_name(OpFamily f);
 
+// The class of a memory-bound node's kernel, for the measured performance tables
+// (analyzer/perf_model.hpp): which of calibrate's memory sweeps predicts it.
+enum class MemoryKernel { none, elementwise, broadcast, norm, softmax, reduce, transpose, copy, gather };
+
 // The dims of the kernel a rule priced, kept so the replay (replay/) runs exactly
 // what was predicted instead of re-deriving shapes. Only the heavy families fill one.
 struct KernelShape {
@@ -23,6 +27,8 @@ struct KernelShape {
   std::optional<AttentionDims> attention;
   std::optional<ConvDims> conv;
   std::optional<MoeDims> moe;
+  MemoryKernel memory = MemoryKernel::none;
+  int64_t rows = 0, cols = 0;  // row kernels (norm, softmax, reduce): rows of `cols` elements
 };
 
 struct NodeCost {

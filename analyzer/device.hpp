@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analyzer/dtype.hpp"
+#include "analyzer/perf_table.hpp"
 
 namespace rooflens {
 
@@ -31,6 +32,9 @@ struct Device {
   std::shared_ptr<const Device> spec;      // calibrated devices: the spec roofs they replace
   std::string profile_gpu;                 // calibrated: the GPU name the driver reported
   double profile_sm_clock_mhz = 0;         // calibrated: SM clock while measuring
+  // Calibrated: kernel times measured over shape grids (perf_model.hpp); predictions use them
+  // where a node's shape lies inside one.
+  std::shared_ptr<const PerfDatabase> perf;
 };
 
 const std::vector<Device>& builtin_devices();
@@ -51,6 +55,7 @@ struct DeviceProfile {
   double gemm_floor_s = 0;         // shortest tiled GEMM; 0 in profiles written before it was measured
   double launch_interval_s = 0;    // back-to-back launches, per launch
   std::map<std::string, std::string> method;  // how each figure was measured
+  PerfDatabase tables;                        // empty in profiles written before schema 2
 };
 std::string device_profile_json(const DeviceProfile& p);  // schema "rooflens-device-profile" 1
 DeviceProfile read_device_profile(const std::string& path);  // InputError on a bad file

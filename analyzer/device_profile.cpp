@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <limits>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -15,6 +17,46 @@ namespace {
 std::string lowered(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
+}
+// Current schema: 2 adds the measured tables; 1 (roofs and floors only) still loads.
+constexpr int kProfileSchema = 2;
+
+nlohmann::json tables_json(const PerfDatabase& db) {
+  nlohmann::json tables = nlohmann::json::object();
+  for (const auto& [key, t] : db.tables) {
+    nlohmann::json seconds = nlohmann::json::array();
+    // Four significant digits: below the run-to-run spread of any kernel, and short in JSON.
+    for (double v : t.seconds) seconds.push_back(v > 0 ? nlohmann::json(std::stod(fmt::format("{:.4g}", v))) : nlohmann::json());
+    tables[key] = {{"axes", t.axes}, {"grid", t.grid}, {"seconds", seconds}};
+  }
+  return tables;
+}
+
+// A table as stored; InputError naming the table and what is wrong with it.
+PerfTable table_from_json(const std::string& path, const std::string& key, const nlohmann::json& j) {
+  PerfTable t;
+  t.axes = j.at("axes").get<std::vector<std::string>>();
+  t.grid = j.at("grid").get<std::vector<std::vector<double>>>();
+  auto bad = [&](const std::string& what) { return InputError(fmt::format("{}: table {}: {}", path, key, what)); };
+  if (t.axes.empty() || t.axes.size() != t.grid.size() || t.axes.size() > 6) throw bad("axes and grid disagree");
+  for (const auto& g : t.grid) {
+    if (g.empty()) throw bad("an axis without values");
+    for (size_t i = 0; i < g.size(); ++i)
+      if (!(g[i] > 0) || !std::isfinite(g[i]) || (i > 0 && !(g[i] > g[i - 1]))) throw bad("axis values must be positive and ascending");
+  }
+  const nlohmann::json& s = j.at("seconds");
+  if (!s.is_array() || s.size() != t.size()) throw bad(fmt::format("{} times for a grid of {}", s.size(), t.size()));
+  t.seconds.reserve(s.size());
+  for (const auto& v : s) {
+    if (v.is_null()) {
+      t.seconds.push_back(std::numeric_limits<double>::quiet_NaN());  // not measured
+      continue;
+    }
+    double x = v.get<double>();
+    if (!(x > 0) || !std::isfinite(x) || x > 100) throw bad(fmt::format("time {} is not a measured kernel time", x));
+    t.seconds.push_back(x);
+  }
+  return t;
 }
 }  // namespace
 
@@ -38,7 +80,7 @@ std::optional<Device> device_for_gpu_name(const std::string& gpu_name, int64_t s
 std::string device_profile_json(const DeviceProfile& p) {
   nlohmann::json j;
   j["schema"] = "rooflens-device-profile";
-  j["schema_version"] = 1;
+  j["schema_version"] = kProfileSchema;
   j["base_device"] = p.base_device;
   j["gpu"] = p.gpu;
   j["sm_clock_mhz"] = p.sm_clock_mhz;
@@ -50,7 +92,15 @@ std::string device_profile_json(const DeviceProfile& p) {
   if (p.gemm_floor_s > 0) j["gemm_floor_s"] = p.gemm_floor_s;
   j["launch_interval_s"] = p.launch_interval_s;
   j["method"] = p.method;
-  return j.dump(2) + "\n";
+  if (!p.tables.empty()) {
+    j["tables"] = tables_json(p.tables);
+    nlohmann::json v = nlohmann::json::object();
+    for (const auto& [k, val] : p.tables.validation)
+      v[k] = {{"shapes", val.shapes}, {"median_abs_error", val.median_abs}, {"p90_abs_error", val.p90_abs}};
+    j["validation"] = v;
+  }
+  // Compact: the tables hold thousands of numbers.
+  return j.dump(-1) + "\n";
 }
 
 DeviceProfile read_device_profile(const std::string& path) {
@@ -60,8 +110,9 @@ DeviceProfile read_device_profile(const std::string& path) {
     auto j = nlohmann::json::parse(in);
     if (j.value("schema", "") != "rooflens-device-profile")
       throw InputError(fmt::format("{}: not a rooflens device profile (schema \"rooflens-device-profile\")", path));
-    if (j.at("schema_version").get<int>() != 1)
-      throw InputError(fmt::format("{}: device profile schema version {} is not 1", path, j.at("schema_version").get<int>()));
+    int version = j.at("schema_version").get<int>();
+    if (version < 1 || version > kProfileSchema)
+      throw InputError(fmt::format("{}: device profile schema version {} (this rooflens reads 1 to {})", path, version, kProfileSchema));
     DeviceProfile p;
     p.base_device = j.at("base_device").get<std::string>();
     p.gpu = j.at("gpu").get<std::string>();
@@ -82,6 +133,11 @@ DeviceProfile read_device_profile(const std::string& path) {
     positive(p.launch_floor_s, "launch_floor_s");
     for (const auto* m : {&p.tensor_flops, &p.cuda_core_flops})
       for (const auto& [k, v] : *m) positive(v, k.c_str());
+    if (j.contains("tables"))
+      for (const auto& [key, t] : j.at("tables").items()) p.tables.tables[key] = table_from_json(path, key, t);
+    if (j.contains("validation"))
+      for (const auto& [key, v] : j.at("validation").items())
+        p.tables.validation[key] = {v.at("shapes").get<int>(), v.at("median_abs_error").get<double>(), v.at("p90_abs_error").get<double>()};
     find_device(p.base_device);  // must exist
     return p;
   } catch (const nlohmann::json::exception& e) {
@@ -103,6 +159,7 @@ Device calibrated_device(const DeviceProfile& p) {
   d.profile_gpu = p.gpu;
   d.profile_sm_clock_mhz = p.sm_clock_mhz;
   for (const auto& [k, v] : p.method) d.sources[k] = "measured: " + v;
+  if (!p.tables.empty()) d.perf = std::make_shared<const PerfDatabase>(p.tables);
   return d;
 }
 

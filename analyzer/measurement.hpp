@@ -48,6 +48,7 @@ struct ClassError {
   std::string family;
   int layers = 0;
   double median_abs = 0, p90_abs = 0;
+  double time_weighted = 0;  // sum |predicted - measured| / sum measured over the class's layers
   double predicted_s = 0, measured_s = 0;
 };
 
@@ -66,6 +67,9 @@ struct ProfileSummary {
   double predicted_s = 0, measured_s = 0;  // over measured layers only
   double model_error = 0;                  // (sum predicted - sum measured) / sum measured
   double median_abs_error = 0, p90_abs_error = 0;  // per layer, all classes
+  // The headline: sum over layers of |predicted - measured| / sum of measured. The median hides
+  // where the time goes; this weighs each layer's error by its time.
+  double time_weighted_error = 0;
   std::vector<ClassError> classes;
   double wall_s = 0;
   std::string cudnn;              // "cuDNN 9.19.0 (path)" or why it was not available

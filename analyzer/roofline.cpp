@@ -6,6 +6,7 @@
 
 #include "analyzer/errors.hpp"
 #include "analyzer/formulas.hpp"
+#include "analyzer/perf_model.hpp"
 
 namespace rooflens {
 
@@ -18,6 +19,15 @@ std::string_view bound_name(Bound b) {
     case Bound::none: return "-";
   }
   return "-";
+}
+
+std::string_view source_name(PredictionSource s) {
+  switch (s) {
+    case PredictionSource::measured_table: return "measured table";
+    case PredictionSource::fitted: return "fitted";
+    case PredictionSource::roofline: return "roofline";
+  }
+  return "roofline";
 }
 
 ComputeUnit compute_unit(const Device& d, Precision p, bool tensor_cores) {
@@ -42,6 +52,44 @@ double link_bandwidth(const Device& d) {
   if (d.pcie_bandwidth) return *d.pcie_bandwidth;
   throw InputError(fmt::format("device {} lists no GPU-to-GPU link bandwidth", d.id));
 }
+
+namespace {
+
+// The time of the roofline ideal of a table point on this device.
+double ideal_seconds(const std::string& table, const std::vector<double>& x, const Device& d) {
+  GridWork w = grid_work(table, x);
+  double t = w.bytes / d.hbm_bandwidth;
+  if (w.flops > 0) t = std::max(t, w.flops / compute_unit(d, w.precision, w.tensor_cores).flops);
+  return t;
+}
+
+std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const Device& d, std::string& table, PredictionSource& source) {
+  if (!d.perf) return std::nullopt;
+  auto q = perf_query(c, p);
+  if (!q) return std::nullopt;
+  auto it = d.perf->tables.find(q->table);
+  if (it == d.perf->tables.end()) return std::nullopt;
+  if (auto t = it->second.lookup(q->x)) {
+    table = q->table;
+    source = PredictionSource::measured_table;
+    return t;
+  }
+  // Beyond the grid: the nearest grid point's time, scaled as the roofline scales. Not below the
+  // lowest measured alignment class: unaligned kernels are other, slower kernels.
+  const PerfTable& t = it->second;
+  for (size_t a = 0; a < t.axes.size(); ++a)
+    if (t.axes[a] == "align" && q->x[a] < t.grid[a].front()) return std::nullopt;
+  std::vector<double> edge = t.clamp(q->x);
+  if (edge == q->x) return std::nullopt;  // inside, but a neighbour was not measured
+  auto at_edge = t.lookup(edge);
+  double ideal_edge = ideal_seconds(q->table, edge, d);
+  if (!at_edge || !(ideal_edge > 0)) return std::nullopt;
+  table = q->table;
+  source = PredictionSource::fitted;
+  return *at_edge * ideal_seconds(q->table, q->x, d) / ideal_edge;
+}
+
+}  // namespace
 
 RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d) {
   RooflinePoint r;
@@ -71,6 +119,8 @@ RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d)
   // A tiled kernel's floor also holds its first tile loads before any MMA and its epilogue.
   double floor = c.tiled && d.gemm_floor_s > 0 ? d.gemm_floor_s : d.launch_floor_s;
   r.predicted = std::max(r.t_compute / r.wave_fraction, r.t_memory) + floor;
+  if (auto measured = predict_from_tables(c, p, d, r.table, r.source)) r.predicted = *measured;
+  // Nsight Compute's rule on the fractions of the roofs the prediction implies.
   r.roof_fraction = ideal / r.predicted;
   if (r.roof_fraction < kLatencyThreshold) r.bound = Bound::latency;
   else r.bound = r.t_compute >= r.t_memory ? Bound::compute : Bound::memory;

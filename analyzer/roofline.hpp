@@ -11,6 +11,11 @@ namespace rooflens {
 enum class Bound { compute, memory, latency, communication, none };
 std::string_view bound_name(Bound b);
 
+// Where a node's predicted time came from: a calibrated table where its shape lies inside one,
+// the table's nearest point scaled by the roofline where it lies beyond, else the roofline.
+enum class PredictionSource { measured_table, fitted, roofline };
+std::string_view source_name(PredictionSource s);  // "measured table", "fitted", "roofline"
+
 // A node whose best roof would be used less than this fraction is latency-bound.
 inline constexpr double kLatencyThreshold = 0.6;
 
@@ -24,6 +29,8 @@ struct RooflinePoint {
   double roof_fraction = 0; // max(t_compute, t_memory) / predicted
   double intensity = 0;     // FLOPs per byte
   Bound bound = Bound::none;
+  PredictionSource source = PredictionSource::roofline;
+  std::string table;        // the table's key, for measured-table and fitted predictions
 };
 
 // The unit and rate a node computes at; InputError when the device lacks that precision.

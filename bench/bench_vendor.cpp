@@ -13,10 +13,8 @@
 #include <iostream>
 #include <string>
 
-#include "kernels/cudnn_runtime.hpp"
-#include "kernels/replay.hpp"
-#include "profiler/cupti_session.hpp"
-#include "profiler/gpu.hpp"
+#include "kernels/cuda_check.hpp"
+#include "profiler/layer_timer.hpp"
 
 using namespace rooflens;
 using namespace rooflens::replay;
@@ -31,37 +29,22 @@ BufferSpec buffer(DType d, Shape s) {
 }
 
 struct Bench {
-  kernels::CublasLt lt;
-  cudaStream_t stream = nullptr;
-  profiler::GpuInfo gpu = profiler::query_gpu();
-  profiler::L2Flush flush{gpu.l2_bytes, gpu.sm_count};
-  profiler::CuptiSession cupti;
-  std::map<std::string, int> choices;
-  kernels::ReplayContext ctx;
+  profiler::LayerTimer timer;
   json rows = json::array();
 
-  explicit Bench(const std::string& cudnn_dir) {
-    const auto& dnn = kernels::cudnn::Runtime::load(cudnn_dir);
-    ctx.lt = &lt;
-    ctx.sm_count = gpu.sm_count;
-    ctx.cudnn = dnn.plugin();
-    ctx.cudnn_status = dnn.status();
-    ctx.choices = &choices;
-    ctx.time = profiler::candidate_timer(&flush, stream);
-    fmt::print("GPU {} | {} | CUPTI {}\n", gpu.name, dnn.status(), cupti.ok() ? "on" : "off: " + cupti.failure());
+  explicit Bench(const std::string& cudnn_dir) : timer(cudnn_dir) {
+    fmt::print("GPU {} | {} | CUPTI {}\n", timer.gpu().name, timer.cudnn_status(), timer.cupti_ok() ? "on" : "off");
   }
 
-  // Seconds per sample: CUPTI kernel time, L2 flushed before each.
+  // Seconds per sample, L2 cold; the hot figure goes to the JSON beside it.
   double run(const std::string& group, const std::string& name, const ReplayPlan& plan, json params) {
     try {
-      kernels::LayerReplay r(plan, ctx, stream);
-      double t = profiler::cupti_time_median(cupti, [&] { r.launch(stream); }, 20, stream, [&] { flush.run(stream); });
-      double hot = profiler::cupti_time_median(cupti, [&] { r.launch(stream); }, 20, stream);
-      fmt::print("{:<10} {:<44} {:>10.2f} us cold {:>10.2f} us hot  {}\n", group, name, t * 1e6, hot * 1e6, r.label().text());
-      params.update({{"group", group}, {"name", name}, {"time_s", t}, {"hot_s", hot}, {"library", r.label().library},
-                     {"algorithm", r.label().detail}, {"choice", r.label().note}});
+      profiler::LayerTimer::Result r = timer.time(plan, 20, true);
+      fmt::print("{:<10} {:<44} {:>10.2f} us cold {:>10.2f} us hot  {}\n", group, name, r.cold_s * 1e6, r.hot_s * 1e6, r.label.text());
+      params.update({{"group", group}, {"name", name}, {"time_s", r.cold_s}, {"hot_s", r.hot_s}, {"library", r.label.library},
+                     {"algorithm", r.label.detail}, {"choice", r.label.note}});
       rows.push_back(params);
-      return t;
+      return r.cold_s;
     } catch (const kernels::CudaError& e) {
       cudaGetLastError();
       fmt::print("{:<10} {:<44} not run: {}\n", group, name, e.what());
@@ -177,7 +160,7 @@ int main(int argc, char** argv) {
     if (only.find("gemm") != std::string::npos) gemms(b);
     if (only.find("attention") != std::string::npos) attention(b);
     if (only.find("conv") != std::string::npos) convs(b);
-    if (!out.empty()) std::ofstream(out) << json{{"gpu", b.gpu.name}, {"rows", b.rows}}.dump(1);
+    if (!out.empty()) std::ofstream(out) << json{{"gpu", b.timer.gpu().name}, {"rows", b.rows}}.dump(1);
   } catch (const std::exception& e) {
     std::cerr << "rooflens_bench_vendor: " << e.what() << '\n';
     return 1;

@@ -70,7 +70,9 @@ int main(int argc, char** argv) {
   cli::CalibrateArgs cargs;
   auto* calibrate = app.add_subcommand("calibrate", "measure this GPU's roofs; writes a device profile for --device-profile");
   calibrate->add_option("--out", cargs.out, "device profile JSON to write")->capture_default_str();
-  calibrate->add_flag("--quick", cargs.quick, "fewer sizes (what profile runs without --device-profile)");
+  calibrate->add_flag("--quick", cargs.quick, "fewer sizes and smaller tables (about 90 s)");
+  calibrate->add_flag("--roofs-only", cargs.roofs_only, "roofs and floors only, no performance tables");
+  calibrate->add_option("--cudnn", cargs.cudnn_dir, "directory with libcudnn.so.9 (else the usual places)");
   std::string report_path, report_html, report_csv;
   int report_top = 15;
   auto* report = app.add_subcommand("report", "re-render a saved --json result");

@@ -51,10 +51,10 @@ const gpu::ModuleApi& gpu_with_device() {
   return gpu;
 }
 
-DeviceProfile calibrate_here(const gpu::ModuleApi& gpu, bool quick) {
+DeviceProfile calibrate_here(const gpu::ModuleApi& gpu, const profiler::CalibrateOptions& o) {
   DeviceProfile p;
   gpu::Status st;
-  gpu.calibrate({quick}, p, st);
+  gpu.calibrate(o, p, st);
   raise(st);
   return p;
 }
@@ -70,8 +70,11 @@ int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
   if (!a.model.device_profile.empty()) {
     device = std::make_shared<const Device>(calibrated_device(read_device_profile(a.model.device_profile)));
   } else {
-    std::cerr << "rooflens: calibrating this GPU (quick; `rooflens calibrate` writes a full profile)\n";
-    device = std::make_shared<const Device>(calibrated_device(calibrate_here(gpu, true)));
+    std::cerr << "rooflens: calibrating this GPU's roofs (quick; `rooflens calibrate` also measures the tables predictions use)\n";
+    profiler::CalibrateOptions co;
+    co.quick = true;
+    co.tables = false;
+    device = std::make_shared<const Device>(calibrated_device(calibrate_here(gpu, co)));
   }
   Graph inferred;
   Analysis analysis = build_analysis(a.model, cmd, &inferred, device);
@@ -104,7 +107,11 @@ int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
 
 int run_calibrate_command(const CalibrateArgs& a) {
   const gpu::ModuleApi& gpu = gpu_with_device();
-  DeviceProfile p = calibrate_here(gpu, a.quick);
+  profiler::CalibrateOptions co;
+  co.quick = a.quick;
+  co.tables = !a.roofs_only;
+  co.cudnn_dir = a.cudnn_dir;
+  DeviceProfile p = calibrate_here(gpu, co);
   reports::write_atomically(a.out, [&](std::ostream& out) { out << device_profile_json(p); });
   Device spec = find_device(p.base_device);
   std::cout << fmt::format("{} ({}), SM clock {:.0f} MHz\n", p.gpu, p.base_device, p.sm_clock_mhz);

@@ -19,7 +19,8 @@ int run_profile_command(const ProfileArgs& args, const CLI::App& cmd);
 
 struct CalibrateArgs {
   std::string out = "device-profile.json";
-  bool quick = false;
+  bool quick = false, roofs_only = false;
+  std::string cudnn_dir;
 };
 int run_calibrate_command(const CalibrateArgs& args);
 

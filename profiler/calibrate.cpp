@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <functional>
+#include <iostream>
 
 #include "analyzer/errors.hpp"
 #include "kernels/calibrate_kernels.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/memory_kernels.hpp"
+#include "profiler/calibrate_tables.hpp"
 #include "profiler/cupti_session.hpp"
 #include "profiler/gpu.hpp"
 #include "profiler/harness.hpp"
@@ -143,6 +145,13 @@ DeviceProfile run_calibrate(const CalibrateOptions& o) {
     }
   }
   cudaStreamDestroy(s);
+  if (o.tables) {
+    // On the replay's own kernels, after the roofs: those budget which points to time.
+    LayerTimer timer(o.cudnn_dir);
+    p.method["tables"] = fmt::format("replay kernels timed as `profile` times a layer (CUPTI, L2 cold), {}; {}",
+                                     o.quick ? "quick grids" : "full grids", timer.cudnn_status());
+    p.tables = measure_tables(timer, calibrated_device(p), o.quick, std::cerr);
+  }
   return p;
 }
 

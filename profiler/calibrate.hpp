@@ -8,7 +8,9 @@
 namespace rooflens::profiler {
 
 struct CalibrateOptions {
-  bool quick = false;  // fewer sizes: what `profile` runs when no --device-profile is given
+  bool quick = false;   // fewer sizes and smaller tables (about 90 s in all)
+  bool tables = true;   // measure the performance tables (analyzer/perf_model.hpp); roofs only when false
+  std::string cudnn_dir;  // --cudnn
 };
 
 // InputError when there is no GPU or it is not in the device database.

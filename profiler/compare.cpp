@@ -25,6 +25,8 @@ ProfileSummary summarize_profile(const Analysis& a, ProfileSummary s) {
   s.predicted_s = s.measured_s = 0;
   std::map<std::string, std::vector<double>> errors;
   std::map<std::string, std::pair<double, double>> sums;
+  std::map<std::string, double> abs_diff;
+  double all_abs_diff = 0;
   std::vector<double> all;
   for (const NodeResult& n : a.nodes) {
     if (!n.measured) continue;
@@ -41,16 +43,20 @@ ProfileSummary summarize_profile(const Analysis& a, ProfileSummary s) {
     all.push_back(std::abs(m.error));
     sums[family].first += n.roof.predicted;
     sums[family].second += m.time.median;
+    double diff = std::abs(n.roof.predicted - m.time.median);
+    abs_diff[family] += diff;
+    all_abs_diff += diff;
     s.predicted_s += n.roof.predicted;
     s.measured_s += m.time.median;
   }
   s.classes.clear();
   for (auto& [family, e] : errors)
-    s.classes.push_back({family, static_cast<int>(e.size()), quantile(e, 0.5), quantile(e, 0.9), sums[family].first,
-                         sums[family].second});
+    s.classes.push_back({family, static_cast<int>(e.size()), quantile(e, 0.5), quantile(e, 0.9),
+                         sums[family].second > 0 ? abs_diff[family] / sums[family].second : 0, sums[family].first, sums[family].second});
   s.median_abs_error = quantile(all, 0.5);
   s.p90_abs_error = quantile(all, 0.9);
   s.model_error = s.measured_s > 0 ? (s.predicted_s - s.measured_s) / s.measured_s : 0;
+  s.time_weighted_error = s.measured_s > 0 ? all_abs_diff / s.measured_s : 0;
   return s;
 }
 

@@ -72,7 +72,9 @@ json node_json(const NodeResult& n) {
                 {"predicted_s", r.predicted},
                 {"roof_fraction", r.roof_fraction},
                 {"bound", std::string(bound_name(r.bound))},
+                {"source", std::string(source_name(r.source))},
                 {"note", c.note}});
+  if (!r.table.empty()) j["table"] = r.table;
   return j;
 }
 
@@ -122,7 +124,8 @@ json result_json(const Analysis& a) {
         {"predicted_s", t.predicted_s},
         {"batch", t.batch},
         {"batch_source", t.batch_source},
-        {"throughput_per_s", t.throughput}}},
+        {"throughput_per_s", t.throughput},
+        {"prediction_sources", t.prediction_sources}}},
       {"memory",
        {{"weight_bytes", t.weight_bytes},
         {"peak_activation_bytes", a.memory.peak_bytes},

@@ -82,7 +82,7 @@ json profile_json(const ProfileSummary& p) {
   json classes = json::array();
   for (const ClassError& c : p.classes)
     classes.push_back({{"family", c.family}, {"layers", c.layers}, {"median_abs_error", c.median_abs}, {"p90_abs_error", c.p90_abs},
-                       {"predicted_s", c.predicted_s}, {"measured_s", c.measured_s}});
+                       {"time_weighted_error", c.time_weighted}, {"predicted_s", c.predicted_s}, {"measured_s", c.measured_s}});
   return json{{"gpu", p.gpu},
               {"timing", p.timing},
               {"timing_note", p.timing_note},
@@ -102,6 +102,7 @@ json profile_json(const ProfileSummary& p) {
               {"model_error", p.model_error},
               {"median_abs_error", p.median_abs_error},
               {"p90_abs_error", p.p90_abs_error},
+              {"time_weighted_error", p.time_weighted_error},
               {"classes", classes},
               {"cudnn", p.cudnn},
               {"wall_s", p.wall_s}};

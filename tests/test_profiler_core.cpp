@@ -211,4 +211,8 @@ TEST_CASE("error summary: per class and for the whole model", "[profiler]") {
   CHECK(s.measured_s == Approx(32));
   CHECK(s.model_error == Approx(0));
   CHECK(s.median_abs_error == Approx(0.15));  // {0, 0.1, 0.2, 0.5}
+  // Time-weighted: (1 + 2 + 0 + 1) / 32 overall; the model sum is exact while the layers are not.
+  CHECK(s.time_weighted_error == Approx(4.0 / 32));
+  CHECK(s.classes[0].time_weighted == Approx(3.0 / 30));
+  CHECK(s.classes[1].time_weighted == Approx(0.5));
 }

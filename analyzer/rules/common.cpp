@@ -39,6 +39,10 @@ NodeCost elementwise_cost(const CostContext& ctx, int64_t flops_per_element) {
   int64_t n = ctx.out_elements(0);
   c.flops = checked_mul(n, flops_per_element, "element-wise FLOPs");
   c.parallel_tiles = elementwise_tiles(n);
+  bool broadcast = false;
+  for (size_t i = 0; i < ctx.node().inputs.size(); ++i)
+    if (ctx.has_input(i) && ctx.in_elements(i) != n) broadcast = true;
+  c.kernel.memory = broadcast ? MemoryKernel::broadcast : MemoryKernel::elementwise;
   return c;
 }
 
@@ -47,6 +51,7 @@ NodeCost data_inputs_cost(const CostContext& ctx, std::initializer_list<size_t> 
   for (size_t i : data_inputs) ctx.read_input(c, i);
   ctx.write_all_outputs(c);
   c.parallel_tiles = elementwise_tiles(ctx.out_elements(0));
+  c.kernel.memory = MemoryKernel::copy;
   return c;
 }
 

@@ -358,6 +358,7 @@ NodeCost cost_slice(const CostContext& ctx) {
   ctx.read_input_part(c, 0, ctx.out_elements(0));
   ctx.write_all_outputs(c);
   c.parallel_tiles = elementwise_tiles(ctx.out_elements(0));
+  c.kernel.memory = MemoryKernel::copy;
   return c;
 }
 
@@ -394,6 +395,7 @@ NodeCost cost_gather(const CostContext& ctx) {
   ctx.read_input(c, 1);
   ctx.write_all_outputs(c);
   c.parallel_tiles = elementwise_tiles(ctx.out_elements(0));
+  c.kernel.memory = MemoryKernel::gather;
   return c;
 }
 
@@ -548,12 +550,17 @@ void register_data_movement_rules(RuleRegistry& r) {
   r.add({"", "ConstantOfShape", OpFamily::data_movement, infer_constant_of_shape,
          [](const CostContext& c) { return rules::data_inputs_cost(c, {}); }});
   r.add({"", "Range", OpFamily::data_movement, infer_range, [](const CostContext& c) { return rules::data_inputs_cost(c, {}); }});
-  r.add({"", "Transpose", OpFamily::data_movement, infer_transpose, copy_cost});
+  r.add({"", "Transpose", OpFamily::data_movement, infer_transpose, [](const CostContext& ctx) {
+           NodeCost c = copy_cost(ctx);
+           c.kernel.memory = MemoryKernel::transpose;
+           return c;
+         }});
   r.add({"", "Concat", OpFamily::data_movement, infer_concat, [](const CostContext& c) {
            NodeCost k;
            c.read_all_inputs(k);
            c.write_all_outputs(k);
            k.parallel_tiles = elementwise_tiles(c.out_elements(0));
+           k.kernel.memory = MemoryKernel::copy;
            return k;
          }});
   r.add({"", "Split", OpFamily::data_movement, infer_split, copy_cost});

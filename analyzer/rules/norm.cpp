@@ -75,6 +75,9 @@ NodeCost cost_layer_norm_like(const CostContext& ctx, bool rms) {
   ctx.read_all_inputs(c);
   ctx.write_all_outputs(c);
   c.parallel_tiles = rs.rows;
+  c.kernel.memory = MemoryKernel::norm;
+  c.kernel.rows = rs.rows;
+  c.kernel.cols = rs.row_size;
   return c;
 }
 
@@ -139,6 +142,9 @@ NodeCost cost_softmax(const CostContext& ctx, int64_t per_element) {
   // Before opset 13 the input is coerced to 2-D at `axis`; after, the softmax runs along it.
   int64_t row = n.opset < 13 ? split_at(x, axis).row_size : x[axis];
   c.parallel_tiles = ctx.in_elements(0) / std::max<int64_t>(row, 1);
+  c.kernel.memory = MemoryKernel::softmax;
+  c.kernel.rows = c.parallel_tiles;
+  c.kernel.cols = row;
   return c;
 }
 

@@ -99,6 +99,9 @@ NodeCost reduce_cost(const CostContext& ctx, int64_t per_input, int64_t per_outp
   int64_t in = ctx.in_elements(0), out = ctx.out_elements(0);
   c.flops = checked_add(checked_mul(in, per_input), checked_mul(out, per_output));
   c.parallel_tiles = std::max(elementwise_tiles(in) / 4, std::min(out, elementwise_tiles(in)));
+  c.kernel.memory = MemoryKernel::reduce;
+  c.kernel.rows = out;
+  c.kernel.cols = in / std::max<int64_t>(out, 1);
   return c;
 }
 

@@ -12,6 +12,7 @@
 #include "profiler/calibrate.hpp"
 #include "profiler/cupti_session.hpp"
 #include "profiler/harness.hpp"
+#include "analyzer/perf_model.hpp"
 
 using namespace rooflens;
 using namespace rooflens::profiler;
@@ -67,7 +68,7 @@ TEST_CASE("profile of a GPT-2 decode step: every replayable layer measured, NVTX
 }
 
 TEST_CASE("calibrate: figures plausible against the spec of this GPU") {
-  DeviceProfile p = run_calibrate({true});
+  DeviceProfile p = run_calibrate({true, false, ""});
   Device spec = find_device(p.base_device);
   CHECK(p.hbm_bandwidth > 0.5 * spec.hbm_bandwidth);
   CHECK(p.hbm_bandwidth < 1.1 * spec.hbm_bandwidth);
@@ -120,4 +121,33 @@ TEST_CASE("labels say what ran: a layer labelled with a vendor library ran that 
     CHECK(vendor > 0);  // every GEMM runs cuBLASLt or, where measured faster, our GEMV
     CHECK(ours > 0);
   }
+}
+
+TEST_CASE("calibrate --quick measures its tables: timed points in every table, held-out errors, predictions read them") {
+  CalibrateOptions o;
+  o.quick = true;
+  DeviceProfile p = run_calibrate(o);
+  REQUIRE_FALSE(p.tables.empty());
+  for (const TableGrid& g : calibration_grids(true)) {
+    INFO(g.key);
+    REQUIRE(p.tables.tables.count(g.key));
+    const PerfTable& t = p.tables.tables.at(g.key);
+    int timed = 0;
+    for (double s : t.seconds) timed += s > 0;
+    CHECK(timed > 0);
+    CHECK(p.tables.validation.count(g.key));
+  }
+  // A decode-step GEMM inside the quick grid is predicted from the table.
+  Device d = calibrated_device(p);
+  NodeCost c;
+  c.kernel.gemm = GemmDims{1, 8, 4096, 4096};
+  c.flops = gemm_flops(*c.kernel.gemm);
+  c.read_act = 8 * 4096 * 2;
+  c.read_weight = 4096 * 4096 * 2;
+  c.written = 8 * 4096 * 2;
+  c.tensor_cores = true;
+  RooflinePoint r = place_on_roofline(c, Precision::bf16, d);
+  CHECK(r.source == PredictionSource::measured_table);
+  CHECK(r.predicted > 5e-6);   // 32 MiB of weights at no more than ~3.35 TB/s
+  CHECK(r.predicted < 50e-6);
 }
