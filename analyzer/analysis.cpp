@@ -73,6 +73,16 @@ std::string Coverage::line() const {
   return s + "; not costed: " + fmt::format("{}", fmt::join(parts, ", "));
 }
 
+std::string model_display_name(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  size_t slash = p.rfind('/');
+  std::string file = slash == std::string::npos ? p : p.substr(slash + 1);
+  if (file != "config.json" || slash == std::string::npos || slash == 0) return file;
+  size_t parent = p.rfind('/', slash - 1);
+  return p.substr(parent == std::string::npos ? 0 : parent + 1);
+}
+
 Device resolve_device(const AnalysisOptions& o) { return o.calibrated ? *o.calibrated : find_device(o.device); }
 
 Analysis analyze_graph(Graph g, const AnalysisOptions& opt, Graph* inferred) {
@@ -95,6 +105,7 @@ Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* infer
   std::optional<DType> storage = opt.precision ? std::optional<DType>(storage_dtype(*opt.precision)) : std::nullopt;
 
   a.model = g.source;
+  a.model_name = model_display_name(g.source);
   a.producer = g.producer;
   a.opset = g.default_opset();
   a.bound_dims = g.bound_dims;

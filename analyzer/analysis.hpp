@@ -86,7 +86,8 @@ struct ModelInput {
 struct TransformerSummary;
 
 struct Analysis {
-  std::string model;
+  std::string model;       // the path as given
+  std::string model_name;  // what a person calls it: model_display_name(model)
   std::string producer;
   int64_t opset = 0;
   std::vector<ModelInput> inputs;
@@ -105,6 +106,11 @@ struct Analysis {
   std::shared_ptr<const TransformerSummary> transformer;  // set for transformer configs
   std::shared_ptr<const ProfileSummary> profile;          // set by `rooflens profile`
 };
+
+// The name a report shows for a model path, short whatever the folder: "resnet50.onnx" for
+// /any/where/resnet50.onnx, "llama-2-7b/config.json" for a config (whose file name alone says
+// nothing), a model folder by its own name.
+std::string model_display_name(const std::string& path);
 
 // `inferred`, when given, receives the graph with every shape bound (for re-costing).
 Analysis analyze_graph(Graph graph, const AnalysisOptions& options, Graph* inferred = nullptr);

@@ -23,7 +23,11 @@ std::string short_bytes(int64_t b) {
 std::string short_count(int64_t c) { return c ? human_count(static_cast<double>(c)) : "0"; }
 
 void header(std::ostream& out, const Analysis& a) {
-  fmt::print(out, "model    {}  ({}, opset {})\n", a.model, a.producer.empty() ? "unknown producer" : a.producer, a.opset);
+  // The name, not the path: the path's length depends on where the file sits, and the line must
+  // read at 100 columns wherever that is. The path follows, cut from the left (the file's end).
+  fmt::print(out, "model    {}  ({}, opset {})\n", fit(a.model_name, 50),
+             fit(a.producer.empty() ? "unknown producer" : a.producer, 28), a.opset);
+  if (a.model != a.model_name) fmt::print(out, "file     {}\n", fit(a.model, 91));
   const ModelInput* first_cache = nullptr;
   size_t caches = 0;
   for (const auto& in : a.inputs) {
