@@ -1,6 +1,8 @@
 #pragma once
-// Reads an ONNX file into the Graph IR. Weights are never needed: only initializer dims and
-// dtypes are read, so a model whose external-data file is missing still loads.
+// Reads an ONNX file into the Graph IR. Weights are never needed: the file is mapped, and the
+// protobuf parse sees a copy without any initializer payload (onnx_wire), so memory and time track
+// the graph, not the weights. A payload is read only where a rule asks for that constant
+// (Graph::value); a model whose external-data file is missing still loads.
 #include <map>
 #include <string>
 
