@@ -92,18 +92,25 @@ InProcess run_in_process(const std::string& path, const LoadOptions& load) {
 }
 
 // onnx-tool 1.0.1's profile of the same file, where Python has it (pip install onnx-tool==1.0.1).
-void compare_onnx_tool(const std::string& path, double rooflens_s) {
+// `shapes`: the Python expression for its dynamic_shapes argument.
+void compare_onnx_tool(const std::string& path, double rooflens_s, const std::string& shapes) {
   static const bool have = run_child({"python3", "-c", "import onnx_tool"}).status == 0;
   if (!have) {
     std::printf("              onnx-tool: not installed (pip install onnx-tool==1.0.1 to compare)\n");
     return;
   }
-  ChildRun r = run_child({"python3", "-c", "import sys, onnx_tool; onnx_tool.model_profile(sys.argv[1])", path});
-  std::printf("              onnx-tool 1.0.1 model_profile: exit %d, %.2f s, peak RSS %.0f MiB -> rooflens (CLI) %.0fx faster\n",
-              r.status, r.seconds, static_cast<double>(r.max_rss_kib) / 1024, r.seconds / rooflens_s);
+  ChildRun r = run_child({"python3", "-c", "import sys, numpy, onnx_tool; onnx_tool.model_profile(sys.argv[1], " + shapes + ")", path});
+  if (r.status != 0) {
+    std::printf("              onnx-tool 1.0.1 model_profile: failed (exit %d) after %.2f s\n", r.status, r.seconds);
+    return;
+  }
+  std::printf("              onnx-tool 1.0.1 model_profile: %.2f s, peak RSS %.0f MiB -> rooflens (CLI) %.0fx faster\n", r.seconds,
+              static_cast<double>(r.max_rss_kib) / 1024, r.seconds / rooflens_s);
 }
 
-void report_file(const char* label, const std::string& file, const std::vector<std::string>& dims, double graph_mb) {
+// `onnx_tool_shapes` empty: onnx-tool is not run (it loads external weights, which are not written).
+void report_file(const char* label, const std::string& file, const std::vector<std::string>& dims, double graph_mb,
+                 const std::string& onnx_tool_shapes) {
   double mb = static_cast<double>(fs::file_size(file)) / 1e6;
   std::vector<std::string> args{"analyze", file};
   LoadOptions load;
@@ -120,7 +127,7 @@ void report_file(const char* label, const std::string& file, const std::vector<s
               1e3 * cli.seconds, static_cast<double>(cli.max_rss_kib) / 1024);
   std::printf("              in process: %.1f ms, peak RSS %.1f MiB (%.1f MiB before the analysis)\n", 1e3 * in.seconds,
               in.peak_mib, in.baseline_mib);
-  compare_onnx_tool(file, cli.seconds);
+  if (!onnx_tool_shapes.empty()) compare_onnx_tool(file, cli.seconds, onnx_tool_shapes);
 }
 
 // ViT-B/16 as exported (tests/data/onnx, weights external and not shipped) with each weight
@@ -166,7 +173,8 @@ void bench_decoder(const fs::path& dir, const bench::DecoderShape& shape, const 
   fs::path graph_only = dir / "decoder_graph.onnx";
   bench::write_decoder(graph_only.string(), outline);
   std::printf("%s: %ld layers, %.2f B params\n", label, static_cast<long>(shape.layers), static_cast<double>(params) / 1e9);
-  report_file("", file.string(), {"batch=1", "seq=2048"}, static_cast<double>(fs::file_size(graph_only)) / 1e6);
+  report_file("", file.string(), {"batch=1", "seq=2048"}, static_cast<double>(fs::file_size(graph_only)) / 1e6,
+              shape.inline_weights ? "{'input_ids': numpy.zeros((1, 2048), numpy.int64)}" : "");
   fs::remove(file);
   fs::remove(graph_only);
 }
@@ -176,7 +184,7 @@ void bench_inline_vit(const fs::path& dir) {
   fs::path file = dir / "vit_b_16-inline.onnx";
   write_inline_vit(from, file.string());
   std::printf("ViT-B/16 inline (TorchScript export, float32 weights written inline):\n");
-  report_file("", file.string(), {}, static_cast<double>(fs::file_size(from)) / 1e6);
+  report_file("", file.string(), {}, static_cast<double>(fs::file_size(from)) / 1e6, "None");
   fs::remove(file);
 }
 
