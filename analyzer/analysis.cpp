@@ -83,6 +83,13 @@ std::string model_display_name(const std::string& path) {
   return p.substr(parent == std::string::npos ? 0 : parent + 1);
 }
 
+MemoryTotal memory_total(int64_t weight_bytes, int64_t kv_cache_bytes, int64_t activation_bytes, int64_t device_bytes) {
+  MemoryTotal m{weight_bytes, kv_cache_bytes, activation_bytes, 0, device_bytes, false};
+  m.total_bytes = checked_add(checked_add(weight_bytes, kv_cache_bytes, "memory total"), activation_bytes, "memory total");
+  m.fits = m.total_bytes <= device_bytes;
+  return m;
+}
+
 Device resolve_device(const AnalysisOptions& o) { return o.calibrated ? *o.calibrated : find_device(o.device); }
 
 Analysis analyze_graph(Graph g, const AnalysisOptions& opt, Graph* inferred) {
@@ -101,6 +108,7 @@ Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* infer
   const RuleRegistry& rules = builtin_rules();
   Analysis a;
   a.device = resolve_device(opt);
+  if (!opt.calibrated) a.device_requested = opt.device;
   InferenceResult inf = infer_shapes(g, rules);
   std::optional<DType> storage = opt.precision ? std::optional<DType>(storage_dtype(*opt.precision)) : std::nullopt;
 
@@ -217,6 +225,7 @@ Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* infer
   T.throughput = T.predicted_s > 0 ? static_cast<double>(T.batch) / T.predicted_s : 0;
 
   a.memory = plan_memory(g, is_view, storage);
+  a.memory_total = memory_total(T.weight_bytes, 0, a.memory.peak_bytes, a.device.memory_bytes);
   if (a.memory.peak_node >= 0) a.peak_node_name = g.nodes[a.memory.peak_node].name;
   for (const LiveTensor& lt : a.memory.live_at_peak) a.peak_tensor_names.push_back(g.tensors[lt.tensor].name);
   for (auto& [k, v] : by_op) a.by_op.push_back(v);

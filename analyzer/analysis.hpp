@@ -67,8 +67,17 @@ struct Totals {
   double predicted_s = 0;
   int64_t batch = 1;
   std::string batch_source;
-  double throughput = 0;  // batch / predicted_s, samples per second
+  double throughput = 0;  // per second: batch / predicted_s samples (ONNX), tokens for configs
+  std::string throughput_unit = "samples/s";
 };
+
+// What the device must hold while the model runs, and whether it does: one formula for ONNX
+// models (no KV cache) and transformer configs.
+struct MemoryTotal {
+  int64_t weight_bytes = 0, kv_cache_bytes = 0, activation_bytes = 0, total_bytes = 0, device_bytes = 0;
+  bool fits = false;
+};
+MemoryTotal memory_total(int64_t weight_bytes, int64_t kv_cache_bytes, int64_t activation_bytes, int64_t device_bytes);
 
 struct Coverage {
   int total = 0, costed = 0, folded = 0, not_costed = 0;
@@ -93,10 +102,12 @@ struct Analysis {
   std::vector<ModelInput> inputs;
   std::vector<std::pair<std::string, int64_t>> bound_dims;
   Device device;
+  std::string device_requested;  // the --device name that picked `device`; empty when calibrated
   std::string dtype_label;  // "bf16 (--dtype)" or "file (float32)"
   std::vector<NodeResult> nodes;
   Totals totals;
   MemoryPlan memory;
+  MemoryTotal memory_total;  // weights + KV cache + peak activations against the device
   std::vector<std::string> peak_tensor_names;  // matches memory.live_at_peak
   std::string peak_node_name;
   std::vector<OpTypeSummary> by_op;   // sorted by predicted time

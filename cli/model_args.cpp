@@ -10,6 +10,8 @@
 #include "analyzer/errors.hpp"
 #include "analyzer/transformer_analysis.hpp"
 #include "reports/atomic_file.hpp"
+#include "reports/result_json.hpp"
+#include "reports/saved_result.hpp"
 #include "reports/sink.hpp"
 
 namespace rooflens::cli {
@@ -152,14 +154,17 @@ Analysis build_analysis(const ModelArgs& args, const CLI::App& cmd, Graph* infer
 }
 
 void write_outputs(const ModelArgs& args, const Analysis& a) {
-  if (!args.json_path.empty())
-    reports::write_atomically(args.json_path, [&](std::ostream& o) { reports::JsonSink().write(o, a); });
-  if (!args.csv_path.empty())
-    reports::write_atomically(args.csv_path, [&](std::ostream& o) { reports::CsvSink().write(o, a); });
-  if (!args.html_path.empty())
-    reports::write_atomically(args.html_path, [&](std::ostream& o) { reports::HtmlSink().write(o, a); });
+  const nlohmann::json result = reports::result_json(a);
   std::ostringstream text;
-  reports::TableSink(args.top, args.by == "block").write(text, a);
+  reports::write_table(text, result, args.top, args.by == "block");
+  if (!args.json_path.empty())
+    reports::write_atomically(args.json_path, [&](std::ostream& o) { reports::write_json(o, result); });
+  if (!args.csv_path.empty())
+    reports::write_atomically(args.csv_path, [&](std::ostream& o) { reports::write_csv_from_json(o, result); });
+  if (!args.html_path.empty())
+    reports::write_atomically(args.html_path, [&](std::ostream& o) { reports::write_html(o, result); });
+  if (!args.trace_path.empty())
+    reports::write_atomically(args.trace_path, [&](std::ostream& o) { reports::write_chrome_trace(o, result); });
   std::cout << text.str();
 }
 
