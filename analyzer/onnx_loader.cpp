@@ -174,6 +174,7 @@ class Converter {
     for (const auto& s : graph.sparse_initializer())
       throw InputError(fmt::format("{}: sparse initializer '{}' is not supported", path_, s.values().name()));
     for (const auto& in : graph.input()) add_input(in);
+    check_batch();
     check_bindings();
     for (const auto& node : graph.node()) add_node(node, "", {}, 0);
     for (const auto& out : graph.output()) {
@@ -233,10 +234,20 @@ class Converter {
     if (tt.shape().dim_size() > limits::kMaxRank)
       throw InputError(fmt::format("{} rank {} exceeds the limit {}", what, tt.shape().dim_size(), limits::kMaxRank));
     Shape s;
+    if (opts_.batch && tt.shape().dim_size() == 0)
+      throw InputError(fmt::format("{} is a scalar: --batch {} rewrites dim 0 of every input, and it has none; bind dims with --dim",
+                                   what, *opts_.batch));
     for (int i = 0; i < tt.shape().dim_size(); ++i) {
       const auto& d = tt.shape().dim(i);
       int64_t value;
-      if (d.has_dim_value()) {
+      if (i == 0 && opts_.batch) {
+        if (d.has_dim_value()) leading_.emplace_back(in.name(), std::to_string(d.dim_value()));
+        else if (d.has_dim_param() && !d.dim_param().empty()) leading_.emplace_back(in.name(), "'" + d.dim_param() + "'");
+        else leading_.emplace_back(in.name(), "unnamed");
+        if (d.has_dim_param() && opts_.dims.count(d.dim_param()))
+          throw InputError(fmt::format("{} dim 0 '{}' is bound twice: by --batch and by --dim {}=...", what, d.dim_param(), d.dim_param()));
+        value = *opts_.batch;
+      } else if (d.has_dim_value()) {
         value = d.dim_value();
       } else if (d.has_dim_param() && !d.dim_param().empty()) {
         auto it = opts_.dims.find(d.dim_param());
@@ -262,6 +273,21 @@ class Converter {
     checked_product(s, what + " size");
     t.shape = std::move(s);
     g_.inputs.push_back(g_.add_tensor(std::move(t)));
+  }
+
+  // --batch: every input led with the same dim (its size, or its symbolic name), now rewritten.
+  void check_batch() {
+    if (!opts_.batch) return;
+    if (leading_.empty()) throw InputError(fmt::format("{}: --batch {}: the model has no inputs to rewrite", path_, *opts_.batch));
+    for (const auto& [name, dim] : leading_)
+      if (dim != leading_[0].second)
+        throw InputError(fmt::format("{}: --batch {}: the inputs' leading dims disagree (input '{}' dim 0 is {}, input '{}' dim 0 is "
+                                     "{}), so dim 0 is not one batch; bind dims with --dim",
+                                     path_, *opts_.batch, leading_[0].first, leading_[0].second, name, dim));
+    std::vector<std::string> names;
+    for (const auto& [name, dim] : leading_) names.push_back(name);
+    g_.notes.push_back(fmt::format("--batch {}: dim 0 of {} input{} ({}) rewritten from {}", *opts_.batch, names.size(),
+                                   names.size() == 1 ? "" : "s", fmt::join(names, ", "), leading_[0].second));
   }
 
   void check_bindings() {
@@ -419,6 +445,7 @@ class Converter {
   ModelBytes& file_;
   const std::vector<std::optional<onnx_wire::Payload>>& payloads_;
   std::set<std::string> bound_;
+  std::vector<std::pair<std::string, std::string>> leading_;  // --batch: input, its dim 0 as in the file
   std::map<std::string, const onnx::FunctionProto*> functions_;
   std::map<std::string, Attribute> call_attrs_;
   int counter_ = 0;
