@@ -238,3 +238,23 @@ TEST_CASE("HTML of a 5000-node model: under 5 MB and rendered in under 2 s", "[r
   REQUIRE(std::regex_search(detail, m, std::regex("^(\\d+) points")));
   CHECK(std::stoi(m[1].str()) > 5000);
 }
+
+TEST_CASE("HTML of ResNet-50, GPT-2 decode, Llama-2-7B generate and Mixtral: roof labels apart, memory chart visible", "[reports][browser]") {
+  struct Page {
+    const char* name;
+    std::string args;
+  };
+  const std::string configs = ROOFLENS_SOURCE_DIR "/samples/configs/";
+  for (const Page& p : {Page{"resnet50", ROOFLENS_SOURCE_DIR "/samples/resnet50-opset17.onnx"},
+                        Page{"gpt2-decode", configs + "gpt2/config.json --phase decode --batch 8 --context 1024"},
+                        Page{"llama-generate", configs + "llama-2-7b/config.json --phase generate --prompt 2048 --gen 64"},
+                        Page{"mixtral-tp2", configs + "mixtral-8x7b/config.json --phase decode --batch 16 --context 4096 --tp 2"}}) {
+    INFO(p.name);
+    fs::path html = scratch() / (std::string(p.name) + ".html");
+    REQUIRE(sh(std::string(ROOFLENS_BIN) + " analyze " + p.args + " --html " + html.string() + " > /dev/null") == 0);
+    json r = browser_selftest(html, ROOFLENS_BINARY_DIR "/test-artifacts/" + std::string(p.name) + "-report.png");
+    check_selftest(r);
+    CHECK(r["checks"].contains("roof_labels_apart"));
+    CHECK(r["checks"].contains("memory_chart_visible"));
+  }
+}
