@@ -22,19 +22,13 @@
 using namespace rooflens;
 namespace fs = std::filesystem;
 using nlohmann::json;
+using test::slurp;
 
 namespace {
 
 fs::path scratch() {
   static const fs::path dir = test::scratch_dir("html");
   return dir;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 int sh(const std::string& cmd) {

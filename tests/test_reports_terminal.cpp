@@ -29,13 +29,6 @@ fs::path scratch() {
   return dir;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Runs the CLI; stdout into `out`. The exit code.
 int cli(const std::string& args, const fs::path& out) {
   int status = std::system((std::string(ROOFLENS_BIN) + " " + args + " > " + out.string() + " 2>&1").c_str());
