@@ -252,3 +252,21 @@ TEST_CASE("HTML of ResNet-50, GPT-2 decode, Llama-2-7B generate and Mixtral: roo
     CHECK(r["checks"].contains("memory_chart_visible"));
   }
 }
+
+TEST_CASE("the terminal report of a profile run, from its JSON: measured table and errors within 100 columns", "[reports]") {
+  Analysis a = profiled_resnet();
+  std::ostringstream direct;
+  reports::TableSink(5).write(direct, a);
+  std::string t = direct.str();
+  CHECK(t.find("\nMeasured on test GPU (") != std::string::npos);
+  // Every measured node took 1.2x its prediction in the median (profiled_resnet): error -1/6 = -17%.
+  CHECK(t.find("   -17% ") != std::string::npos);
+  CHECK(t.find("replay: 121 measured, 0 not replayed, 0 skipped, 1 without a kernel") != std::string::npos);
+  std::istringstream lines(t);
+  std::string line;
+  while (std::getline(lines, line)) CHECK(line.size() <= 100);
+  // The saved result renders the same.
+  std::ostringstream again;
+  reports::write_table(again, json::parse(reports::result_json(a).dump()), 5, false);
+  CHECK(again.str() == t);
+}
