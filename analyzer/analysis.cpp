@@ -73,6 +73,23 @@ std::string Coverage::line() const {
   return s + "; not costed: " + fmt::format("{}", fmt::join(parts, ", "));
 }
 
+std::string model_display_name(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  size_t slash = p.rfind('/');
+  std::string file = slash == std::string::npos ? p : p.substr(slash + 1);
+  if (file != "config.json" || slash == std::string::npos || slash == 0) return file;
+  size_t parent = p.rfind('/', slash - 1);
+  return p.substr(parent == std::string::npos ? 0 : parent + 1);
+}
+
+MemoryTotal memory_total(int64_t weight_bytes, int64_t kv_cache_bytes, int64_t activation_bytes, int64_t device_bytes) {
+  MemoryTotal m{weight_bytes, kv_cache_bytes, activation_bytes, 0, device_bytes, false};
+  m.total_bytes = checked_add(checked_add(weight_bytes, kv_cache_bytes, "memory total"), activation_bytes, "memory total");
+  m.fits = m.total_bytes <= device_bytes;
+  return m;
+}
+
 Device resolve_device(const AnalysisOptions& o) { return o.calibrated ? *o.calibrated : find_device(o.device); }
 
 Analysis analyze_graph(Graph g, const AnalysisOptions& opt, Graph* inferred) {
@@ -91,10 +108,12 @@ Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* infer
   const RuleRegistry& rules = builtin_rules();
   Analysis a;
   a.device = resolve_device(opt);
+  if (!opt.calibrated) a.device_requested = opt.device;
   InferenceResult inf = infer_shapes(g, rules);
   std::optional<DType> storage = opt.precision ? std::optional<DType>(storage_dtype(*opt.precision)) : std::nullopt;
 
   a.model = g.source;
+  a.model_name = model_display_name(g.source);
   a.producer = g.producer;
   a.opset = g.default_opset();
   a.bound_dims = g.bound_dims;
@@ -207,6 +226,7 @@ Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* infer
   T.throughput = T.predicted_s > 0 ? static_cast<double>(T.batch) / T.predicted_s : 0;
 
   a.memory = plan_memory(g, is_view, storage);
+  a.memory_total = memory_total(T.weight_bytes, 0, a.memory.peak_bytes, a.device.memory_bytes);
   if (a.memory.peak_node >= 0) a.peak_node_name = g.nodes[a.memory.peak_node].name;
   for (const LiveTensor& lt : a.memory.live_at_peak) a.peak_tensor_names.push_back(g.tensors[lt.tensor].name);
   for (auto& [k, v] : by_op) a.by_op.push_back(v);

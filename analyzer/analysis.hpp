@@ -67,10 +67,19 @@ struct Totals {
   double predicted_s = 0;
   int64_t batch = 1;
   std::string batch_source;
-  double throughput = 0;  // batch / predicted_s, samples per second
+  double throughput = 0;  // per second: batch / predicted_s samples (ONNX), tokens for configs
+  std::string throughput_unit = "samples/s";
   // Nodes with a kernel by where their time came from: "measured table", "fitted", "roofline".
   std::map<std::string, int> prediction_sources;
 };
+
+// What the device must hold while the model runs, and whether it does: one formula for ONNX
+// models (no KV cache) and transformer configs.
+struct MemoryTotal {
+  int64_t weight_bytes = 0, kv_cache_bytes = 0, activation_bytes = 0, total_bytes = 0, device_bytes = 0;
+  bool fits = false;
+};
+MemoryTotal memory_total(int64_t weight_bytes, int64_t kv_cache_bytes, int64_t activation_bytes, int64_t device_bytes);
 
 struct Coverage {
   int total = 0, costed = 0, folded = 0, not_costed = 0;
@@ -88,16 +97,19 @@ struct ModelInput {
 struct TransformerSummary;
 
 struct Analysis {
-  std::string model;
+  std::string model;       // the path as given
+  std::string model_name;  // what a person calls it: model_display_name(model)
   std::string producer;
   int64_t opset = 0;
   std::vector<ModelInput> inputs;
   std::vector<std::pair<std::string, int64_t>> bound_dims;
   Device device;
+  std::string device_requested;  // the --device name that picked `device`; empty when calibrated
   std::string dtype_label;  // "bf16 (--dtype)" or "file (float32)"
   std::vector<NodeResult> nodes;
   Totals totals;
   MemoryPlan memory;
+  MemoryTotal memory_total;  // weights + KV cache + peak activations against the device
   std::vector<std::string> peak_tensor_names;  // matches memory.live_at_peak
   std::string peak_node_name;
   std::vector<OpTypeSummary> by_op;   // sorted by predicted time
@@ -107,6 +119,11 @@ struct Analysis {
   std::shared_ptr<const TransformerSummary> transformer;  // set for transformer configs
   std::shared_ptr<const ProfileSummary> profile;          // set by `rooflens profile`
 };
+
+// The name a report shows for a model path, short whatever the folder: "resnet50.onnx" for
+// /any/where/resnet50.onnx, "llama-2-7b/config.json" for a config (whose file name alone says
+// nothing), a model folder by its own name.
+std::string model_display_name(const std::string& path);
 
 // `inferred`, when given, receives the graph with every shape bound (for re-costing).
 Analysis analyze_graph(Graph graph, const AnalysisOptions& options, Graph* inferred = nullptr);

@@ -7,6 +7,14 @@
 
 namespace rooflens {
 
+const Value* Graph::value(int t) {
+  if (t < 0) return nullptr;
+  Tensor& x = tensors[t];
+  if (x.value_in_file && stored) x.value = stored->read(t);
+  x.value_in_file = false;
+  return x.value ? &*x.value : nullptr;
+}
+
 int64_t Tensor::elements() const { return checked_product(*shape, "tensor '" + name + "' size"); }
 
 const Attribute* Node::attr(const std::string& key) const {

@@ -3,6 +3,7 @@
 // and tensors with concrete shapes and dtypes.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -25,7 +26,8 @@ struct Tensor {
   DType dtype = DType::undefined;
   std::optional<Shape> shape;
   TensorRole role = TensorRole::activation;
-  std::optional<Value> value;  // known contents (small tensors only)
+  std::optional<Value> value;  // known contents (small tensors only); see Graph::value
+  bool value_in_file = false;  // an initializer whose contents Graph::value reads on first use
   // Computable before the run from initializers and bound dims alone; such tensors are folded
   // by any real runtime, so the nodes producing them cost nothing on the GPU.
   bool is_static = false;
@@ -76,6 +78,13 @@ struct Node {
   std::string display_op() const;  // "Conv" or "com.microsoft.Attention"
 };
 
+// Contents the loader left in the model file, read only where a rule asks for a constant.
+class StoredContents {
+ public:
+  virtual ~StoredContents() = default;
+  virtual std::optional<Value> read(int tensor) const = 0;
+};
+
 struct Graph {
   std::string source;    // file the graph came from
   std::string producer;  // e.g. "pytorch 2.11.0"
@@ -87,6 +96,11 @@ struct Graph {
   std::vector<int> outputs;
   std::vector<std::pair<std::string, int64_t>> bound_dims;  // symbolic dims that were bound
   std::vector<std::string> notes;  // loader remarks carried to the report
+  std::shared_ptr<const StoredContents> stored;  // for tensors with value_in_file
+
+  // The known contents of tensor `t` (nullptr: unknown or t < 0); an initializer's are read from
+  // the model file the first time they are asked for.
+  const Value* value(int t);
 
   int find(const std::string& name) const;  // -1 if absent
   int add_tensor(Tensor t);                 // index; name must be new

@@ -1,11 +1,10 @@
 #include "analyzer/onnx_loader.hpp"
 
 #include <fcntl.h>
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl.h>
-#include <onnx/onnx_pb.h>
 #include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,10 +14,12 @@
 #include <functional>
 #include <queue>
 #include <set>
+#include <unordered_map>
 
 #include "analyzer/checked.hpp"
 #include "analyzer/errors.hpp"
 #include "analyzer/limits.hpp"
+#include "analyzer/onnx_wire.hpp"
 #include "analyzer/rule_registry.hpp"
 
 namespace rooflens {
@@ -27,81 +28,6 @@ namespace {
 constexpr int64_t kMinOpset = 7;
 constexpr int64_t kMaxOpset = 23;
 using limits::kMaxFunctionDepth;
-
-float half_to_float(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {  // subnormal: renormalize
-      exp = 127 - 15 + 1;
-      while ((mant & 0x400) == 0) { mant <<= 1; --exp; }
-      bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-float bf16_to_float(uint16_t b) {
-  uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-template <typename T>
-T read_raw(const std::string& raw, size_t i) {
-  T v;
-  std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
-  return v;
-}
-
-// Appends `count` elements: from raw_data (stored as Raw) when present, else from the typed
-// repeated field. False when raw_data is too short.
-template <typename Raw, typename Field, typename Convert, typename Out>
-bool append_elements(const onnx::TensorProto& t, int64_t count, const Field& typed, Convert convert, Out& out) {
-  if (!t.has_raw_data()) {
-    for (auto x : typed) out.push_back(convert(static_cast<Raw>(x)));
-    return true;
-  }
-  if (t.raw_data().size() < static_cast<size_t>(count) * sizeof(Raw)) return false;
-  for (int64_t i = 0; i < count; ++i) out.push_back(convert(read_raw<Raw>(t.raw_data(), i)));
-  return true;
-}
-
-// Contents of a small, inline tensor; nullopt when too large, external or of an odd type.
-std::optional<Value> decode_value(const onnx::TensorProto& t, DType dtype, int64_t count) {
-  if (count > kMaxFoldedElements) return std::nullopt;
-  if (t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
-  Value v;
-  v.is_float = is_float(dtype);
-  auto real = [](auto x) { return static_cast<double>(x); };
-  auto integer = [](auto x) { return static_cast<int64_t>(x); };
-  bool ok;
-  switch (dtype) {
-    case DType::f32: ok = append_elements<float>(t, count, t.float_data(), real, v.reals); break;
-    case DType::f64: ok = append_elements<double>(t, count, t.double_data(), real, v.reals); break;
-    case DType::f16: ok = append_elements<uint16_t>(t, count, t.int32_data(), half_to_float, v.reals); break;
-    case DType::bf16: ok = append_elements<uint16_t>(t, count, t.int32_data(), bf16_to_float, v.reals); break;
-    case DType::i64: ok = append_elements<int64_t>(t, count, t.int64_data(), integer, v.ints); break;
-    case DType::i32: ok = append_elements<int32_t>(t, count, t.int32_data(), integer, v.ints); break;
-    case DType::i16: ok = append_elements<int16_t>(t, count, t.int32_data(), integer, v.ints); break;
-    case DType::u16: ok = append_elements<uint16_t>(t, count, t.int32_data(), integer, v.ints); break;
-    case DType::i8: ok = append_elements<int8_t>(t, count, t.int32_data(), integer, v.ints); break;
-    case DType::u8: case DType::boolean: ok = append_elements<uint8_t>(t, count, t.int32_data(), integer, v.ints); break;
-    case DType::u32: ok = append_elements<uint32_t>(t, count, t.uint64_data(), integer, v.ints); break;
-    case DType::u64: ok = append_elements<uint64_t>(t, count, t.uint64_data(), integer, v.ints); break;
-    default: return std::nullopt;
-  }
-  if (!ok || static_cast<int64_t>(v.size()) != count) return std::nullopt;
-  return v;
-}
 
 DType checked_dtype(int32_t code, const std::string& what) {
   auto d = dtype_from_onnx(code);
@@ -135,7 +61,7 @@ Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& wh
       r.kind = Attribute::Kind::tensor;
       r.tensor_dtype = checked_dtype(a.t().data_type(), where);
       r.tensor_dims = checked_dims(a.t().dims(), where);
-      r.tensor_value = decode_value(a.t(), r.tensor_dtype, checked_product(r.tensor_dims));
+      r.tensor_value = onnx_wire::decode_tensor(a.t(), r.tensor_dtype, checked_product(r.tensor_dims));
       break;
     }
     case A::GRAPH: case A::GRAPHS: r.kind = Attribute::Kind::graph; break;
@@ -153,36 +79,82 @@ void check_model_header(const std::string& path, const onnx::ModelProto& model) 
     throw InputError(fmt::format("{}: {} nodes exceed the limit {}", path, model.graph().node_size(), limits::kMaxNodes));
 }
 
-void parse_model(const std::string& path, onnx::ModelProto& model) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  if (S_ISDIR(st.st_mode)) throw InputError(fmt::format("{}: is a directory, not an ONNX file", path));
-  if (!S_ISREG(st.st_mode)) throw InputError(fmt::format("{}: not a regular file", path));
-  if (st.st_size == 0) throw InputError(fmt::format("{}: empty file, not an ONNX model", path));
-  if (st.st_size >= INT_MAX)
-    throw InputError(fmt::format("{}: {} bytes; a protobuf file must be under 2 GiB (keep the weights "
-                                 "as external data)", path, st.st_size));
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  bool ok;
-  {
-    // Parse straight from the file: no second copy of the bytes, so RSS stays near the file size.
-    google::protobuf::io::FileInputStream raw(fd);
-    google::protobuf::io::CodedInputStream coded(&raw);
-    coded.SetTotalBytesLimit(INT_MAX);
-    ok = model.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
+// The model file's bytes, mapped read-only (or, for bytes given in memory, copied), kept while the
+// graph lives so that an initializer's payload can be read when a rule asks for it.
+class ModelBytes final : public StoredContents {
+ public:
+  static std::shared_ptr<ModelBytes> map(const std::string& path) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+    if (S_ISDIR(st.st_mode)) throw InputError(fmt::format("{}: is a directory, not an ONNX file", path));
+    if (!S_ISREG(st.st_mode)) throw InputError(fmt::format("{}: not a regular file", path));
+    if (st.st_size == 0) throw InputError(fmt::format("{}: empty file, not an ONNX model", path));
+    if (st.st_size >= INT_MAX)
+      throw InputError(fmt::format("{}: {} bytes; a protobuf file must be under 2 GiB (keep the weights "
+                                   "as external data)", path, st.st_size));
+    int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+    size_t size = static_cast<size_t>(st.st_size);
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int err = errno;
+    ::close(fd);
+    if (p == MAP_FAILED) throw InputError(fmt::format("{}: cannot map: {}", path, std::strerror(err)));
+    // Only headers are read, here and there: no read-ahead into the weights around them.
+    ::madvise(p, size, MADV_RANDOM);
+    auto m = std::shared_ptr<ModelBytes>(new ModelBytes);
+    m->data_ = static_cast<const uint8_t*>(p);
+    m->size_ = size;
+    m->mapped_ = true;
+    return m;
   }
-  ::close(fd);
-  if (!ok)
-    throw InputError(fmt::format("{}: not a valid ONNX model (protobuf parse failed: truncated or "
-                                 "not ONNX)", path));
-  check_model_header(path, model);
-}
+
+  static std::shared_ptr<ModelBytes> copy(const std::string& bytes) {
+    auto m = std::shared_ptr<ModelBytes>(new ModelBytes);
+    m->copy_ = bytes;
+    m->data_ = reinterpret_cast<const uint8_t*>(m->copy_.data());
+    m->size_ = m->copy_.size();
+    return m;
+  }
+
+  ~ModelBytes() override {
+    if (mapped_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  }
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+  // Gives back the pages the walk over the file touched; they are read again if ever needed.
+  void release_pages() const {
+    if (mapped_) ::madvise(const_cast<uint8_t*>(data_), size_, MADV_DONTNEED);
+  }
+
+  void add(int tensor, const onnx_wire::Payload& p, DType dtype, int64_t count) { payloads_[tensor] = {p, dtype, count}; }
+
+  std::optional<Value> read(int tensor) const override {
+    auto it = payloads_.find(tensor);
+    if (it == payloads_.end()) return std::nullopt;
+    return onnx_wire::read_payload(data_, it->second.payload, it->second.dtype, it->second.count);
+  }
+
+ private:
+  ModelBytes() = default;
+  struct Stored {
+    onnx_wire::Payload payload;
+    DType dtype;
+    int64_t count;
+  };
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  bool mapped_ = false;
+  std::string copy_;
+  std::unordered_map<int, Stored> payloads_;
+};
 
 class Converter {
  public:
-  Converter(const std::string& path, const LoadOptions& opts, Graph& g) : path_(path), opts_(opts), g_(g) {}
+  Converter(const std::string& path, const LoadOptions& opts, Graph& g, ModelBytes& file,
+            const std::vector<std::optional<onnx_wire::Payload>>& payloads)
+      : path_(path), opts_(opts), g_(g), file_(file), payloads_(payloads) {}
 
   void run(onnx::ModelProto& m) {
     g_.source = path_;
@@ -197,10 +169,12 @@ class Converter {
     for (const auto& f : m.functions()) functions_[f.domain() + "::" + f.name()] = &f;
 
     const auto& graph = m.graph();
-    for (const auto& init : graph.initializer()) add_initializer(init);
+    for (int i = 0; i < graph.initializer_size(); ++i)
+      add_initializer(graph.initializer(i), static_cast<size_t>(i) < payloads_.size() ? payloads_[i] : std::nullopt);
     for (const auto& s : graph.sparse_initializer())
       throw InputError(fmt::format("{}: sparse initializer '{}' is not supported", path_, s.values().name()));
     for (const auto& in : graph.input()) add_input(in);
+    check_batch();
     check_bindings();
     for (const auto& node : graph.node()) add_node(node, "", {}, 0);
     for (const auto& out : graph.output()) {
@@ -214,7 +188,8 @@ class Converter {
   }
 
  private:
-  void add_initializer(const onnx::TensorProto& init) {
+  // `payload`: where the data the stripped copy left out lie in the file.
+  void add_initializer(const onnx::TensorProto& init, const std::optional<onnx_wire::Payload>& payload) {
     std::string what = fmt::format("{}: initializer '{}'", path_, init.name());
     if (g_.find(init.name()) >= 0) throw InputError(what + " is defined twice");
     Tensor t;
@@ -230,8 +205,20 @@ class Converter {
       if (kv.key() == "location" && (kv.value().empty() || kv.value()[0] == '/' || kv.value().find("..") != std::string::npos ||
                                      kv.value().find('\\') != std::string::npos))
         throw InputError(fmt::format("{} external data location '{}' points outside the model's folder; refused", what, kv.value()));
-    t.value = decode_value(init, t.dtype, t.elements());
-    g_.add_tensor(std::move(t));
+    int64_t count = t.elements();
+    if (!payload || t.external_data) {
+      t.value = onnx_wire::decode_tensor(init, t.dtype, count);  // the data, if any, are still here
+      g_.add_tensor(std::move(t));
+      return;
+    }
+    int64_t want = storage_bytes(t.dtype, count);
+    if (payload->raw_bytes >= 0 && dtype_bits(t.dtype) > 0 && payload->raw_bytes != want)
+      throw InputError(fmt::format("{}: raw_data holds {} bytes; {} elements of {} take {}", what, payload->raw_bytes, count,
+                                   dtype_name(t.dtype), want));
+    t.value_in_file = count <= kMaxFoldedElements;
+    DType dtype = t.dtype;
+    int index = g_.add_tensor(std::move(t));
+    if (count <= kMaxFoldedElements) file_.add(index, *payload, dtype, count);
   }
 
   void add_input(const onnx::ValueInfoProto& in) {
@@ -247,10 +234,20 @@ class Converter {
     if (tt.shape().dim_size() > limits::kMaxRank)
       throw InputError(fmt::format("{} rank {} exceeds the limit {}", what, tt.shape().dim_size(), limits::kMaxRank));
     Shape s;
+    if (opts_.batch && tt.shape().dim_size() == 0)
+      throw InputError(fmt::format("{} is a scalar: --batch {} rewrites dim 0 of every input, and it has none; bind dims with --dim",
+                                   what, *opts_.batch));
     for (int i = 0; i < tt.shape().dim_size(); ++i) {
       const auto& d = tt.shape().dim(i);
       int64_t value;
-      if (d.has_dim_value()) {
+      if (i == 0 && opts_.batch) {
+        if (d.has_dim_value()) leading_.emplace_back(in.name(), std::to_string(d.dim_value()));
+        else if (d.has_dim_param() && !d.dim_param().empty()) leading_.emplace_back(in.name(), "'" + d.dim_param() + "'");
+        else leading_.emplace_back(in.name(), "unnamed");
+        if (d.has_dim_param() && opts_.dims.count(d.dim_param()))
+          throw InputError(fmt::format("{} dim 0 '{}' is bound twice: by --batch and by --dim {}=...", what, d.dim_param(), d.dim_param()));
+        value = *opts_.batch;
+      } else if (d.has_dim_value()) {
         value = d.dim_value();
       } else if (d.has_dim_param() && !d.dim_param().empty()) {
         auto it = opts_.dims.find(d.dim_param());
@@ -276,6 +273,21 @@ class Converter {
     checked_product(s, what + " size");
     t.shape = std::move(s);
     g_.inputs.push_back(g_.add_tensor(std::move(t)));
+  }
+
+  // --batch: every input led with the same dim (its size, or its symbolic name), now rewritten.
+  void check_batch() {
+    if (!opts_.batch) return;
+    if (leading_.empty()) throw InputError(fmt::format("{}: --batch {}: the model has no inputs to rewrite", path_, *opts_.batch));
+    for (const auto& [name, dim] : leading_)
+      if (dim != leading_[0].second)
+        throw InputError(fmt::format("{}: --batch {}: the inputs' leading dims disagree (input '{}' dim 0 is {}, input '{}' dim 0 is "
+                                     "{}), so dim 0 is not one batch; bind dims with --dim",
+                                     path_, *opts_.batch, leading_[0].first, leading_[0].second, name, dim));
+    std::vector<std::string> names;
+    for (const auto& [name, dim] : leading_) names.push_back(name);
+    g_.notes.push_back(fmt::format("--batch {}: dim 0 of {} input{} ({}) rewritten from {}", *opts_.batch, names.size(),
+                                   names.size() == 1 ? "" : "s", fmt::join(names, ", "), leading_[0].second));
   }
 
   void check_bindings() {
@@ -430,7 +442,10 @@ class Converter {
   const std::string& path_;
   const LoadOptions& opts_;
   Graph& g_;
+  ModelBytes& file_;
+  const std::vector<std::optional<onnx_wire::Payload>>& payloads_;
   std::set<std::string> bound_;
+  std::vector<std::pair<std::string, std::string>> leading_;  // --batch: input, its dim 0 as in the file
   std::map<std::string, const onnx::FunctionProto*> functions_;
   std::map<std::string, Attribute> call_attrs_;
   int counter_ = 0;
@@ -468,12 +483,13 @@ bool foreign_node_shapes(Graph& g, Node& n) {
     auto* tt = in->mutable_type()->mutable_tensor_type();
     tt->set_elem_type(static_cast<int32_t>(x.dtype));
     for (int64_t d : *x.shape) tt->mutable_shape()->add_dim()->set_dim_value(d);
-    if (x.value && !x.value->is_float && x.dtype == DType::i64) {  // known shape arguments
+    const Value* known = g.value(t);
+    if (known && !known->is_float && x.dtype == DType::i64) {  // known shape arguments
       auto* init = graph->add_initializer();
       init->set_name(x.name);
       init->set_data_type(onnx::TensorProto::INT64);
       for (int64_t d : *x.shape) init->add_dims(d);
-      for (int64_t v : x.value->ints) init->add_int64_data(v);
+      for (int64_t v : known->ints) init->add_int64_data(v);
     }
   }
   *graph->add_node() = np;
@@ -514,30 +530,32 @@ bool is_known_domain(const std::string& d) {
 
 namespace {
 
-// Shared tail of both entry points: convert, then free the proto (and any inline weights).
-Graph convert(std::unique_ptr<onnx::ModelProto> model, const std::string& name, const LoadOptions& options) {
+// Both entry points: strip the payloads, parse what is left, convert; the graph keeps the bytes
+// for the payloads a rule may still ask for.
+Graph load(std::shared_ptr<ModelBytes> file, const std::string& name, const LoadOptions& options) {
+  onnx_wire::StrippedModel stripped = onnx_wire::strip_payloads(file->data(), file->size(), name);
+  file->release_pages();
+  auto model = std::make_unique<onnx::ModelProto>();
+  if (!model->ParseFromString(stripped.bytes))
+    throw InputError(fmt::format("{}: not a valid ONNX model (protobuf parse failed: truncated or not ONNX)", name));
+  std::string().swap(stripped.bytes);
+  check_model_header(name, *model);
   Graph g;
-  Converter c(name, options, g);
+  Converter c(name, options, g, *file, stripped.initializers);
   c.run(*model);
-  model.reset();
+  g.stored = std::move(file);
   return g;
 }
 
 }  // namespace
 
-Graph load_onnx(const std::string& path, const LoadOptions& options) {
-  auto model = std::make_unique<onnx::ModelProto>();
-  parse_model(path, *model);
-  return convert(std::move(model), path, options);
-}
+Graph load_onnx(const std::string& path, const LoadOptions& options) { return load(ModelBytes::map(path), path, options); }
 
 Graph load_onnx_bytes(const std::string& bytes, const std::string& name, const LoadOptions& options) {
   if (bytes.empty()) throw InputError(fmt::format("{}: empty file, not an ONNX model", name));
-  auto model = std::make_unique<onnx::ModelProto>();
-  if (bytes.size() >= INT_MAX || !model->ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+  if (bytes.size() >= INT_MAX)
     throw InputError(fmt::format("{}: not a valid ONNX model (protobuf parse failed: truncated or not ONNX)", name));
-  check_model_header(name, *model);
-  return convert(std::move(model), name, options);
+  return load(ModelBytes::copy(bytes), name, options);
 }
 
 }  // namespace rooflens

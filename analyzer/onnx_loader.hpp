@@ -1,7 +1,10 @@
 #pragma once
-// Reads an ONNX file into the Graph IR. Weights are never needed: only initializer dims and
-// dtypes are read, so a model whose external-data file is missing still loads.
+// Reads an ONNX file into the Graph IR. Weights are never needed: the file is mapped, and the
+// protobuf parse sees a copy without any initializer payload (onnx_wire), so memory and time track
+// the graph, not the weights. A payload is read only where a rule asks for that constant
+// (Graph::value); a model whose external-data file is missing still loads.
 #include <map>
+#include <optional>
 #include <string>
 
 #include "analyzer/graph.hpp"
@@ -11,6 +14,9 @@ namespace rooflens {
 struct LoadOptions {
   std::map<std::string, int64_t> dims;  // --dim NAME=VALUE, binds symbolic input dims
   int64_t bind_unbound_dims = 0;        // > 0: every unbound or unnamed input dim takes this (fuzzing)
+  // --batch N: dim 0 of every input becomes N; every input must lead with the same dim (one
+  // symbolic name, or one size), else InputError. The graph's notes say what was rewritten.
+  std::optional<int64_t> batch;
 };
 
 // Throws InputError (file missing, not ONNX, truncated, dangling input, cycle, unsupported

@@ -41,11 +41,7 @@ const Shape& InferContext::shape(size_t i) const {
 
 DType InferContext::dtype(size_t i) const { return input(i).dtype; }
 
-const Value* InferContext::value(size_t i) const {
-  int t = n_.input(i);
-  if (t < 0 || !g_.tensors[t].value) return nullptr;
-  return &*g_.tensors[t].value;
-}
+const Value* InferContext::value(size_t i) const { return g_.value(n_.input(i)); }
 
 const Value& InferContext::required_value(size_t i, const char* what) const {
   const Value* v = value(i);

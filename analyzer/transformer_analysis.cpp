@@ -122,9 +122,10 @@ MemoryFit fit_memory(const TransformerConfig& c, const TransformerOptions& o, co
   m.weight_bytes = a.totals.weight_bytes;
   m.kv_cache_bytes = checked_mul(kv_per_seq, batch, "KV cache size");
   m.activation_bytes = activation_peak;
-  m.total_bytes = m.weight_bytes + m.kv_cache_bytes + m.activation_bytes;
-  m.device_bytes = a.device.memory_bytes;
-  m.fits = m.total_bytes <= m.device_bytes;
+  MemoryTotal total = memory_total(m.weight_bytes, m.kv_cache_bytes, m.activation_bytes, a.device.memory_bytes);
+  m.total_bytes = total.total_bytes;
+  m.device_bytes = total.device_bytes;
+  m.fits = total.fits;
   int64_t free_bytes = m.device_bytes - m.weight_bytes;
   // Activations grow with the batch; the KV cache with batch and context.
   int64_t per_seq = kv_per_seq + ceil_div(activation_peak, batch);
@@ -211,6 +212,13 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
                                                c.sliding_window > 0 ? std::min(sequence_tokens(o), c.sliding_window) : sequence_tokens(o));
   summary->kv_bytes_batch = checked_mul(summary->kv_bytes_per_sequence, lo.batch);
   summary->memory = fit_memory(c, o, main.analysis, activation_peak, summary->kv_bytes_per_token);
+  const MemoryFit& fit = summary->memory;
+  main.analysis.memory_total = memory_total(fit.weight_bytes, fit.kv_cache_bytes, fit.activation_bytes, fit.device_bytes);
+  // Throughput in tokens: a prefill's prompt tokens, or a decode step's one token a sequence.
+  Totals& totals = main.analysis.totals;
+  double tokens = static_cast<double>(lo.batch) * static_cast<double>(lo.phase == Phase::prefill ? lo.seq : 1);
+  totals.throughput = totals.predicted_s > 0 ? tokens / totals.predicted_s : 0;
+  totals.throughput_unit = "tokens/s";
   main.analysis.transformer = summary;
   if (inferred) *inferred = std::move(main.graph);
   return std::move(main.analysis);

@@ -27,12 +27,23 @@ int run_analyze(const cli::ModelArgs& args, const CLI::App& cmd) {
   return 0;
 }
 
-// Re-renders a saved result (--json of analyze or profile) as HTML, CSV or a table.
-int run_report(const std::string& path, const std::string& html, const std::string& csv, int top) {
-  reports::SavedResult r = reports::read_result(path);
-  if (!html.empty()) reports::write_atomically(html, [&](std::ostream& o) { reports::write_html(o, r.json); });
-  if (!csv.empty()) reports::write_atomically(csv, [&](std::ostream& o) { reports::write_csv_from_json(o, r.json); });
-  if (html.empty() && csv.empty()) std::cout << reports::summary_from_json(r.json, top);
+struct ReportArgs {
+  std::string path, html, csv, trace, by = "node";
+  int top = 15;
+};
+
+// Re-renders a saved result (--json of analyze or profile): the same terminal report, HTML, CSV
+// and predicted trace as the run that wrote it.
+int run_report(const ReportArgs& a) {
+  if (a.by != "node" && a.by != "block") throw InputError(fmt::format("--by {}: expected node or block", a.by));
+  if (a.top < 0) throw InputError("--top must be >= 0");
+  reports::SavedResult r = reports::read_result(a.path);
+  std::ostringstream text;  // rendered whole before any file is written: a bad field writes nothing
+  reports::write_table(text, r.json, a.top, a.by == "block");
+  if (!a.html.empty()) reports::write_atomically(a.html, [&](std::ostream& o) { reports::write_html(o, r.json); });
+  if (!a.csv.empty()) reports::write_atomically(a.csv, [&](std::ostream& o) { reports::write_csv_from_json(o, r.json); });
+  if (!a.trace.empty()) reports::write_atomically(a.trace, [&](std::ostream& o) { reports::write_chrome_trace(o, r.json); });
+  std::cout << text.str();
   return 0;
 }
 
@@ -64,6 +75,7 @@ int main(int argc, char** argv) {
   cli::ModelArgs args;
   auto* analyze = app.add_subcommand("analyze", "static cost model of an ONNX model or a transformer config.json");
   cli::add_model_options(*analyze, args);
+  analyze->add_option("--trace", args.trace_path, "write the predicted timeline as a Chrome/Perfetto trace (no GPU needed)");
   cli::ProfileArgs pargs;
   auto* profile = app.add_subcommand("profile", "replay every layer on this GPU under CUPTI/NVTX; prediction vs measurement");
   cli::add_profile_options(*profile, pargs);
@@ -73,13 +85,14 @@ int main(int argc, char** argv) {
   calibrate->add_flag("--quick", cargs.quick, "fewer sizes and smaller tables (about 90 s)");
   calibrate->add_flag("--roofs-only", cargs.roofs_only, "roofs and floors only, no performance tables");
   calibrate->add_option("--cudnn", cargs.cudnn_dir, "directory with libcudnn.so.9 (else the usual places)");
-  std::string report_path, report_html, report_csv;
-  int report_top = 15;
-  auto* report = app.add_subcommand("report", "re-render a saved --json result");
-  report->add_option("result", report_path, "result.json from analyze or profile")->required();
-  report->add_option("--html", report_html, "write the HTML report");
-  report->add_option("--csv", report_csv, "write the per-node CSV");
-  report->add_option("--top", report_top, "nodes listed when printing")->capture_default_str();
+  ReportArgs rargs;
+  auto* report = app.add_subcommand("report", "re-render a saved --json result (terminal report, HTML, CSV, predicted trace)");
+  report->add_option("result", rargs.path, "result.json from analyze or profile")->required();
+  report->add_option("--html", rargs.html, "write the HTML report");
+  report->add_option("--csv", rargs.csv, "write the per-node CSV");
+  report->add_option("--trace", rargs.trace, "write the predicted timeline as a Chrome/Perfetto trace");
+  report->add_option("--top", rargs.top, "nodes listed in the table")->capture_default_str();
+  report->add_option("--by", rargs.by, "table rows: node, or block (repeated layers folded)")->capture_default_str();
   auto* devices = app.add_subcommand("devices", "list the device database");
   try {
     app.parse(argc, argv);
@@ -92,7 +105,7 @@ int main(int argc, char** argv) {
     if (analyze->parsed()) return run_analyze(args, *analyze);
     if (profile->parsed()) return cli::run_profile_command(pargs, *profile);
     if (calibrate->parsed()) return cli::run_calibrate_command(cargs);
-    if (report->parsed()) return run_report(report_path, report_html, report_csv, report_top);
+    if (report->parsed()) return run_report(rargs);
     if (devices->parsed()) return run_devices();
     return 2;
   } catch (const InputError& e) {

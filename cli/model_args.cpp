@@ -10,6 +10,8 @@
 #include "analyzer/errors.hpp"
 #include "analyzer/transformer_analysis.hpp"
 #include "reports/atomic_file.hpp"
+#include "reports/result_json.hpp"
+#include "reports/saved_result.hpp"
 #include "reports/sink.hpp"
 
 namespace rooflens::cli {
@@ -68,7 +70,7 @@ Analysis analyze_config(const ModelArgs& args, Graph* inferred, std::shared_ptr<
 }
 
 void reject_config_flags(const CLI::App& cmd) {
-  for (const char* flag : {"--phase", "--batch", "--seq", "--context", "--prompt", "--gen", "--attention", "--weights",
+  for (const char* flag : {"--phase", "--seq", "--context", "--prompt", "--gen", "--attention", "--weights",
                            "--group-size", "--activations", "--kv-dtype", "--tp"})
     if (cmd.count(flag)) throw InputError(fmt::format("{} applies to transformer configs (config.json), not ONNX models", flag));
 }
@@ -93,15 +95,27 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& specs)
   return dims;
 }
 
-Analysis analyze_model(const ModelArgs& args, Graph* inferred, std::shared_ptr<const Device> calibrated) {
+Analysis analyze_model(const ModelArgs& args, const CLI::App& cmd, Graph* inferred, std::shared_ptr<const Device> calibrated) {
   LoadOptions load;
   load.dims = parse_dims(args.dims);
+  if (cmd.count("--batch")) {
+    if (args.batch <= 0) throw InputError(fmt::format("--batch {}: must be positive", args.batch));
+    load.batch = args.batch;
+  }
   AnalysisOptions opt;
   opt.device = args.device;
   opt.calibrated = calibrated;
   opt.strict = args.strict;
   opt.precision = forced_precision(args);
-  return analyze_onnx(args.model, load, opt, inferred);
+  try {
+    return analyze_onnx(args.model, load, opt, inferred);
+  } catch (const InputError& e) {
+    std::string what = e.what();
+    if (!load.batch || what.find("--batch") != std::string::npos) throw;
+    // A graph that fixes its batch inside (a Reshape to [1, ...]) cannot be rewritten from its inputs.
+    throw InputError(fmt::format("{} (after --batch {} rewrote the inputs: the model may fix its batch inside, e.g. in a "
+                                 "Reshape's shape)", what, *load.batch));
+  }
 }
 
 }  // namespace
@@ -126,7 +140,8 @@ void add_model_options(CLI::App& cmd, ModelArgs& args) {
   cmd.add_flag("--strict", args.strict, "fail when any node is not costed");
   cmd.add_option("--by", args.by, "table rows: node, or block (repeated layers folded)")->capture_default_str();
   cmd.add_option("--phase", args.phase, "config: prefill | decode | generate")->capture_default_str();
-  cmd.add_option("--batch", args.batch, "config: sequences")->capture_default_str();
+  cmd.add_option("--batch", args.batch, "config: sequences; ONNX: rewrite dim 0 of every input to this batch")
+      ->capture_default_str();
   cmd.add_option("--seq", args.seq, "config, prefill: tokens per sequence")->capture_default_str();
   cmd.add_option("--context", args.context, "config, decode: tokens already cached")->capture_default_str();
   cmd.add_option("--prompt", args.prompt, "config, generate: prompt tokens")->capture_default_str();
@@ -148,18 +163,21 @@ Analysis build_analysis(const ModelArgs& args, const CLI::App& cmd, Graph* infer
   }
   if (is_config_path(args.model)) return analyze_config(args, inferred, calibrated);
   reject_config_flags(cmd);
-  return analyze_model(args, inferred, calibrated);
+  return analyze_model(args, cmd, inferred, calibrated);
 }
 
 void write_outputs(const ModelArgs& args, const Analysis& a) {
-  if (!args.json_path.empty())
-    reports::write_atomically(args.json_path, [&](std::ostream& o) { reports::JsonSink().write(o, a); });
-  if (!args.csv_path.empty())
-    reports::write_atomically(args.csv_path, [&](std::ostream& o) { reports::CsvSink().write(o, a); });
-  if (!args.html_path.empty())
-    reports::write_atomically(args.html_path, [&](std::ostream& o) { reports::HtmlSink().write(o, a); });
+  const nlohmann::json result = reports::result_json(a);
   std::ostringstream text;
-  reports::TableSink(args.top, args.by == "block").write(text, a);
+  reports::write_table(text, result, args.top, args.by == "block");
+  if (!args.json_path.empty())
+    reports::write_atomically(args.json_path, [&](std::ostream& o) { reports::write_json(o, result); });
+  if (!args.csv_path.empty())
+    reports::write_atomically(args.csv_path, [&](std::ostream& o) { reports::write_csv_from_json(o, result); });
+  if (!args.html_path.empty())
+    reports::write_atomically(args.html_path, [&](std::ostream& o) { reports::write_html(o, result); });
+  if (!args.trace_path.empty())
+    reports::write_atomically(args.trace_path, [&](std::ostream& o) { reports::write_chrome_trace(o, result); });
   std::cout << text.str();
 }
 

@@ -18,7 +18,7 @@ struct ModelArgs {
   std::string device = "H100-SXM";
   std::string device_profile;
   int top = 15;
-  std::string json_path, csv_path, html_path;
+  std::string json_path, csv_path, html_path, trace_path;  // trace: analyze's predicted timeline
   bool strict = false;
   std::string by = "node";
   // Transformer configs only.
@@ -36,7 +36,8 @@ Analysis build_analysis(const ModelArgs& args, const CLI::App& cmd, Graph* infer
 // --dtype as a precision (nullopt when not given); InputError on a bad name.
 std::optional<Precision> forced_precision(const ModelArgs& args);
 
-// Writes --json/--csv/--html (atomically) and prints the terminal table.
+// Writes --json/--csv/--html/--trace (atomically), every one rendered from the one result JSON,
+// and prints the terminal table.
 void write_outputs(const ModelArgs& args, const Analysis& a);
 
 }  // namespace rooflens::cli

@@ -2,28 +2,10 @@
 #include <cctype>
 #include <map>
 
+#include "reports/format.hpp"
 #include "reports/sink.hpp"
 
 namespace rooflens::reports {
-namespace {
-
-// "model.layers.12.mlp.down_proj" -> "model.layers.*.mlp.down_proj".
-std::string fold_name(const std::string& name) {
-  std::string out;
-  size_t i = 0;
-  while (i < name.size()) {
-    size_t j = name.find_first_of("./", i);
-    if (j == std::string::npos) j = name.size();
-    std::string part = name.substr(i, j - i);
-    bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](unsigned char c) { return std::isdigit(c); });
-    out += digits ? "*" : part;
-    if (j < name.size()) out += name[j];
-    i = j + 1;
-  }
-  return out;
-}
-
-}  // namespace
 
 std::vector<BlockRow> fold_blocks(const Analysis& a) {
   std::map<std::pair<std::string, std::string>, BlockRow> rows;

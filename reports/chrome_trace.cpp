@@ -1,9 +1,13 @@
 // Chrome trace event format (the JSON Perfetto and chrome://tracing open): complete events
-// ("ph": "X") in microseconds, processes and threads named by metadata events.
+// ("ph": "X") in microseconds, processes and threads named by metadata events. One writer for
+// the predicted timeline (analyze, report: no GPU needed) and the measured one (profile).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 
 #include "profiler/attribution.hpp"
+#include "reports/result_json.hpp"
 #include "reports/saved_result.hpp"
 
 namespace rooflens::reports {
@@ -12,67 +16,136 @@ using nlohmann::json;
 
 namespace {
 constexpr int kGpuPid = 1, kLayerPid = 2, kPredictedPid = 3;
+constexpr int kNodeTid = 1, kStepTid = 2;
 
 json meta(const char* what, int pid, int tid, const std::string& name) {
   json j{{"ph", "M"}, {"name", what}, {"pid", pid}, {"args", {{"name", name}}}};
   if (tid >= 0) j["tid"] = tid;
   return j;
 }
-}  // namespace
 
-void write_chrome_trace(std::ostream& out, const Analysis& a, const profiler::Trace& t) {
+// What a predicted slice carries: the node's numbers as the result has them.
+json node_args(const json& n) {
+  json args{{"op", n.at("op")}, {"index", n.at("index")}};
+  for (const char* key : {"flops", "bytes_read_activations", "bytes_read_weights", "bytes_written", "intensity", "unit", "bound",
+                          "predicted_s"})
+    if (n.contains(key)) args[key] = n[key];
+  if (n.contains("measured") && n["measured"].at("status") == "measured") {
+    args["measured_median_us"] = n["measured"].at("median_s").get<double>() * 1e6;
+    args["error"] = n["measured"].at("error");
+  }
+  return args;
+}
+
+json slice(const std::string& name, const char* cat, int pid, int tid, double ts_us, double dur_us, json args) {
+  return {{"ph", "X"}, {"name", name}, {"cat", cat}, {"pid", pid}, {"tid", tid}, {"ts", ts_us}, {"dur", dur_us}, {"args", std::move(args)}};
+}
+
+// Every costed node back to back in execution order; a node that is not costed is an instant
+// marker where it would run (unknown is never a zero-length slice); a generate run adds its
+// prefill and each decode step on a track of their own.
+void predicted_timeline(const json& r, json& events) {
+  events.push_back(meta("process_name", kPredictedPid, -1,
+                        "predicted on " + r.at("device").at("id").get<std::string>() + " (roofline model, no GPU)"));
+  bool generate = r.contains("transformer") && r["transformer"].contains("generation");
+  events.push_back(meta("thread_name", kPredictedPid, kNodeTid, generate ? "prefill: nodes in execution order" : "nodes in execution order"));
+  double cursor = 0;
+  for (const json& n : r.at("nodes")) {
+    const std::string status = n.at("status").get<std::string>();
+    if (status == "costed") {
+      double dur = n.at("predicted_s").get<double>() * 1e6;
+      events.push_back(slice(n.at("name").get<std::string>(), "predicted", kPredictedPid, kNodeTid, cursor, dur, node_args(n)));
+      cursor += dur;
+    } else if (status == "not costed") {
+      events.push_back({{"ph", "i"}, {"s", "t"}, {"name", "not costed: " + n.at("name").get<std::string>()}, {"cat", "not costed"},
+                        {"pid", kPredictedPid}, {"tid", kNodeTid}, {"ts", cursor},
+                        {"args", {{"op", n.at("op")}, {"reason", n.value("reason", "")}}}});
+    }
+  }
+  if (!generate) return;
+  const json& g = r["transformer"]["generation"];
+  events.push_back(meta("thread_name", kPredictedPid, kStepTid, "generation: prefill, then one decode step a token"));
+  double ttft = g.at("ttft_s").get<double>() * 1e6;
+  int64_t prompt = g.at("prompt").get<int64_t>(), batch = r["transformer"].at("batch").get<int64_t>();
+  events.push_back(slice("prefill (first token)", "step", kPredictedPid, kStepTid, 0, ttft, {{"tokens", prompt}, {"batch", batch}}));
+  double at = ttft;
+  int64_t step = 1;
+  for (const json& s : g.at("decode_step_s")) {
+    double dur = s.get<double>() * 1e6;
+    events.push_back(slice(fmt::format("decode step {}", step), "step", kPredictedPid, kStepTid, at, dur,
+                           {{"context", prompt + step}, {"batch", batch}, {"predicted_s", s}}));
+    at += dur;
+    ++step;
+  }
+}
+
+// Kernels on their stream tracks, NVTX layer ranges, and each layer's predicted duration from
+// where its first kernel started, so prediction and measurement line up.
+void measured_timeline(const json& r, const profiler::Trace& t, json& events) {
   uint64_t t0 = UINT64_MAX;
   for (const auto& x : t.activities) t0 = std::min(t0, x.start_ns);
-  for (const auto& r : t.ranges) t0 = std::min(t0, r.start_ns);
+  for (const auto& x : t.ranges) t0 = std::min(t0, x.start_ns);
   if (t0 == UINT64_MAX) t0 = 0;
   auto us = [&](uint64_t ns) { return static_cast<double>(ns - t0) / 1e3; };
   std::map<uint32_t, uint64_t> external;
   for (const auto& e : t.externals) external[e.correlation_id] = e.external_id;
-  std::map<int, const NodeResult*> by_index;
-  for (const auto& n : a.nodes) by_index[n.index] = &n;
+  std::map<int64_t, const json*> by_index;
+  for (const json& n : r.at("nodes")) by_index[n.at("index").get<int64_t>()] = &n;
 
-  json events = json::array();
   events.push_back(meta("process_name", kGpuPid, -1, "GPU: " + t.gpu));
   events.push_back(meta("process_name", kLayerPid, -1, "layers (NVTX, host)"));
   events.push_back(meta("thread_name", kLayerPid, 1, "rooflens"));
   events.push_back(meta("process_name", kPredictedPid, -1, "predicted"));
-  events.push_back(meta("thread_name", kPredictedPid, 1, "roofline prediction per layer"));
+  events.push_back(meta("thread_name", kPredictedPid, kNodeTid, "roofline prediction per layer"));
   std::map<uint32_t, bool> streams;
-  std::map<int, uint64_t> first_start;  // layer -> first kernel start of its first sample
+  std::map<int64_t, uint64_t> first_start;  // layer -> first kernel start of its first sample
   for (const auto& x : t.activities) {
-    json ev{{"ph", "X"}, {"name", x.name}, {"cat", x.kind == profiler::GpuActivity::Kind::kernel ? "kernel" : "memory"},
-            {"pid", kGpuPid}, {"tid", x.stream}, {"ts", us(x.start_ns)}, {"dur", static_cast<double>(x.end_ns - x.start_ns) / 1e3}};
     json args{{"correlation", x.correlation_id}};
     if (auto it = external.find(x.correlation_id); it != external.end()) {
-      int layer = profiler::layer_of(it->second), sample = profiler::sample_of(it->second);
-      if (auto n = by_index.find(layer); n != by_index.end()) args["layer"] = n->second->name;
-      args["sample"] = sample;
+      int layer = profiler::layer_of(it->second);
+      if (auto n = by_index.find(layer); n != by_index.end()) args["layer"] = n->second->at("name");
+      args["sample"] = profiler::sample_of(it->second);
       auto [f, fresh] = first_start.try_emplace(layer, x.start_ns);
       if (!fresh) f->second = std::min(f->second, x.start_ns);
     } else {
       args["layer"] = "(none: L2 flush or set-up)";
     }
     if (x.bytes) args["bytes"] = x.bytes;
-    ev["args"] = std::move(args);
-    events.push_back(std::move(ev));
+    events.push_back(slice(x.name, x.kind == profiler::GpuActivity::Kind::kernel ? "kernel" : "memory", kGpuPid,
+                           static_cast<int>(x.stream), us(x.start_ns), static_cast<double>(x.end_ns - x.start_ns) / 1e3, std::move(args)));
     streams[x.stream] = true;
   }
   for (auto& [s, _] : streams) events.push_back(meta("thread_name", kGpuPid, static_cast<int>(s), "stream " + std::to_string(s)));
-  for (const auto& r : t.ranges)
-    events.push_back({{"ph", "X"}, {"name", r.name}, {"cat", "nvtx"}, {"pid", kLayerPid}, {"tid", 1}, {"ts", us(r.start_ns)},
-                      {"dur", static_cast<double>(r.end_ns - r.start_ns) / 1e3}, {"args", {{"domain", r.domain}}}});
+  for (const auto& x : t.ranges)
+    events.push_back(slice(x.name, "nvtx", kLayerPid, 1, us(x.start_ns), static_cast<double>(x.end_ns - x.start_ns) / 1e3,
+                           {{"domain", x.domain}}));
   for (auto& [layer, start] : first_start) {
-    const NodeResult& n = *by_index[layer];
-    json args{{"op", n.op}, {"bound", std::string(bound_name(n.roof.bound))}};
-    if (n.measured && n.measured->status == ReplayStatus::measured) {
-      args["measured_median_us"] = n.measured->time.median * 1e6;
-      args["error"] = n.measured->error;
-    }
-    events.push_back({{"ph", "X"}, {"name", n.name}, {"cat", "predicted"}, {"pid", kPredictedPid}, {"tid", 1}, {"ts", us(start)},
-                      {"dur", n.roof.predicted * 1e6}, {"args", args}});
+    auto n = by_index.find(layer);
+    if (n == by_index.end() || !n->second->contains("predicted_s")) continue;
+    const json& node = *n->second;
+    events.push_back(slice(node.at("name").get<std::string>(), "predicted", kPredictedPid, kNodeTid, us(start),
+                           node.at("predicted_s").get<double>() * 1e6, node_args(node)));
   }
-  json doc{{"traceEvents", events}, {"displayTimeUnit", "ns"}, {"otherData", {{"tool", "rooflens"}, {"gpu", t.gpu}}}};
+}
+
+}  // namespace
+
+void write_chrome_trace(std::ostream& out, const json& result, const profiler::Trace* measured) {
+  json events = json::array();
+  if (measured) measured_timeline(result, *measured, events);
+  else predicted_timeline(result, events);
+  json other{{"tool", "rooflens"},
+             {"model", result.at("model").at("name")},
+             {"device", result.at("device").at("id")},
+             {"timeline", measured ? "measured" : "predicted"},
+             {"coverage", result.at("coverage").at("line")}};
+  if (measured) other["gpu"] = measured->gpu;
+  json doc{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}, {"otherData", std::move(other)}};
   out << doc.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
+}
+
+void write_chrome_trace(std::ostream& out, const Analysis& a, const profiler::Trace& trace) {
+  write_chrome_trace(out, result_json(a), &trace);
 }
 
 }  // namespace rooflens::reports

@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 namespace rooflens::reports {
 namespace {
@@ -55,6 +59,120 @@ std::string fit(const std::string& s, size_t width) {
   if (s.size() <= width) return s;
   if (width <= 3) return s.substr(s.size() - width);
   return "..." + s.substr(s.size() - (width - 3));
+}
+
+namespace {
+
+bool has_digit(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+// "a/b.c/d" -> "a/", "b.c/", "d" when the name has '/', else split at '.'.
+std::vector<std::string> name_parts(const std::string& name) {
+  char sep = name.find('/') != std::string::npos ? '/' : '.';
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < name.size()) {
+    size_t j = name.find(sep, i);
+    j = j == std::string::npos ? name.size() : j + 1;
+    parts.push_back(name.substr(i, j - i));
+    i = j;
+  }
+  return parts;
+}
+
+// The parts marked `keep`, a "..." where a run of others was left out.
+std::string join_kept(const std::vector<std::string>& parts, const std::vector<bool>& keep) {
+  std::string out;
+  bool gap = false;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (!keep[i]) {
+      gap = true;
+      continue;
+    }
+    if (gap) out += "...";
+    gap = false;
+    out += parts[i];
+  }
+  return gap ? out + "..." : out;
+}
+
+}  // namespace
+
+std::string fit_name(const std::string& name, size_t width, const std::string& op) {
+  if (name.size() <= width) return name;
+  std::vector<std::string> parts = name_parts(name);
+  if (parts.size() > 1 && !op.empty() && parts.back() == op) {
+    parts.pop_back();
+    if (parts.back().size() > 1) parts.back().pop_back();  // the separator before the op
+  }
+  std::vector<bool> keep(parts.size(), true);
+  std::string s = join_kept(parts, keep);
+  // Leave out the parts without a number, the leftmost first; the last part always stays.
+  for (size_t i = 0; i + 1 < parts.size() && s.size() > width; ++i) {
+    if (has_digit(parts[i])) continue;
+    keep[i] = false;
+    s = join_kept(parts, keep);
+  }
+  // Then numbered parts too, the leftmost first, keeping the last numbered one.
+  size_t last_numbered = parts.size();
+  for (size_t i = 0; i + 1 < parts.size(); ++i)
+    if (has_digit(parts[i])) last_numbered = i;
+  for (size_t i = 0; i + 1 < parts.size() && s.size() > width; ++i) {
+    if (!keep[i] || i == last_numbered) continue;
+    keep[i] = false;
+    s = join_kept(parts, keep);
+  }
+  return s.size() <= width ? s : fit(s, width);
+}
+
+std::string fit_op(const std::string& op, size_t width) {
+  if (op.size() <= width) return op;
+  size_t dot = op.rfind('.');
+  std::string type = dot == std::string::npos ? op : op.substr(dot + 1);
+  // Abbreviations a reader of ONNX Runtime's contrib ops knows, longest words first.
+  static const std::pair<const char*, const char*> kShort[] = {
+      {"GroupQueryAttention", "GQAttention"}, {"MultiHeadAttention", "MHAttention"}, {"SimplifiedLayerNormalization", "SimplifiedLN"},
+      {"LayerNormalization", "LayerNorm"}, {"Normalization", "Norm"}, {"Embedding", "Emb"}, {"Simplified", "Simp"}};
+  for (const auto& [word, abbreviation] : kShort) {
+    if (type.size() <= width) break;
+    if (size_t at = type.find(word); at != std::string::npos) type.replace(at, std::strlen(word), abbreviation);
+  }
+  if (type.size() <= width) return type;
+  return width <= 2 ? type.substr(0, width) : type.substr(0, width - 2) + "..";
+}
+
+std::string wrap(const std::string& label, const std::string& text, size_t width) {
+  std::string out, line = label;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t space = text.find(' ', i);
+    std::string word = text.substr(i, space == std::string::npos ? std::string::npos : space - i);
+    i = space == std::string::npos ? text.size() : space + 1;
+    bool first = line.size() == label.size();
+    if (!first && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line = std::string(label.size(), ' ');
+      first = true;
+    }
+    line += (first ? "" : " ") + word;
+  }
+  return out + line + "\n";
+}
+
+std::string fold_name(const std::string& name) {
+  std::string out;
+  size_t i = 0;
+  while (i < name.size()) {
+    size_t j = name.find_first_of("./", i);
+    if (j == std::string::npos) j = name.size();
+    std::string part = name.substr(i, j - i);
+    bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](unsigned char c) { return std::isdigit(c); });
+    out += digits ? "*" : part;
+    if (j < name.size()) out += name[j];
+    i = j + 1;
+  }
+  return out;
 }
 
 }  // namespace rooflens::reports

@@ -12,5 +12,17 @@ std::string human_time(double seconds);  // "154 us"
 std::string human_rate(double per_second, const char* unit);  // "989 TFLOP/s"
 std::string with_commas(int64_t v);      // "25,557,032"
 std::string fit(const std::string& s, size_t width);  // truncate with a leading ellipsis
+// A node name cut to `width` so that what tells it apart survives: parts holding a number (the
+// block index, "h.3", "encoder_layer_0", "MatMul_1") and the last part stay; the others go first
+// from the left, then from the middle ("...layers.31.self_attn.q_proj", ".../h.3/.../c_proj").
+// A last part equal to `op` (exporters end names with the op type) is dropped: the op column says it.
+std::string fit_name(const std::string& name, size_t width, const std::string& op = "");
+// An op name cut to `width`: the domain goes first ("com.microsoft.FusedMatMul" -> "FusedMatMul").
+std::string fit_op(const std::string& op, size_t width);
+// `label` then `text`, broken at spaces into lines of at most `width` columns, the lines after the
+// first indented as far as the label reaches; each line ends with '\n'.
+std::string wrap(const std::string& label, const std::string& text, size_t width = 100);
+// "model.layers.12.mlp.down_proj" -> "model.layers.*.mlp.down_proj": numbers as '*'.
+std::string fold_name(const std::string& name);
 
 }  // namespace rooflens::reports

@@ -27,8 +27,9 @@ json device_json(const Device& d) {
               {"sources", d.sources}};
 }
 
-json device_with_spec(const Device& d) {
+json device_with_spec(const Device& d, const std::string& requested) {
   json j = device_json(d);
+  j["requested"] = requested.empty() ? json(nullptr) : json(requested);
   j["l2_bandwidth"] = d.l2_bandwidth ? json(*d.l2_bandwidth) : json(nullptr);
   if (d.spec) {
     j["spec"] = device_json(*d.spec);
@@ -82,7 +83,8 @@ json node_json(const NodeResult& n) {
 
 json result_json(const Analysis& a) {
   json inputs = json::array();
-  for (const auto& in : a.inputs) inputs.push_back({{"name", in.name}, {"dtype", dtype_name(in.dtype)}, {"shape", in.shape}});
+  for (const auto& in : a.inputs)
+    inputs.push_back({{"name", in.name}, {"dtype", dtype_name(in.dtype)}, {"shape", in.shape}, {"kv_cache", in.kv_cache}});
   json bound = json::object();
   for (auto& [k, v] : a.bound_dims) bound[k] = v;
   json nodes = json::array();
@@ -96,12 +98,13 @@ json result_json(const Analysis& a) {
   json live = json::array();
   for (size_t i = 0; i < a.memory.live_at_peak.size(); ++i)
     live.push_back({{"tensor", a.peak_tensor_names[i]}, {"bytes", a.memory.live_at_peak[i].bytes}});
-  int64_t total_mem = t.weight_bytes + a.memory.peak_bytes;
   json j{
       {"schema_version", kJsonSchemaVersion},
       {"tool", {{"name", "rooflens"}, {"command", a.profile ? "profile" : "analyze"}}},
-      {"model", {{"path", a.model}, {"producer", a.producer}, {"opset", a.opset}, {"inputs", inputs}, {"bound_dims", bound}}},
-      {"device", device_with_spec(a.device)},
+      {"model",
+       {{"path", a.model}, {"name", a.model_name}, {"producer", a.producer}, {"opset", a.opset}, {"inputs", inputs},
+        {"bound_dims", bound}}},
+      {"device", device_with_spec(a.device, a.device_requested)},
       {"dtype", a.dtype_label},
       {"conventions",
        {{"flop", "one multiply or one add; a GEMM M x K x N is 2*M*N*K FLOPs"},
@@ -125,15 +128,19 @@ json result_json(const Analysis& a) {
         {"batch", t.batch},
         {"batch_source", t.batch_source},
         {"throughput_per_s", t.throughput},
+        {"throughput_unit", t.throughput_unit},
         {"prediction_sources", t.prediction_sources}}},
       {"memory",
-       {{"weight_bytes", t.weight_bytes},
+       {{"weight_bytes", a.memory_total.weight_bytes},
+        {"kv_cache_bytes", a.memory_total.kv_cache_bytes},
+        {"activation_bytes", a.memory_total.activation_bytes},
         {"peak_activation_bytes", a.memory.peak_bytes},
         {"peak_node", a.peak_node_name},
+        {"peak_node_index", a.memory.peak_node},
         {"live_at_peak", live},
-        {"total_bytes", total_mem},
-        {"device_memory_bytes", a.device.memory_bytes},
-        {"fits", total_mem <= a.device.memory_bytes},
+        {"total_bytes", a.memory_total.total_bytes},
+        {"device_memory_bytes", a.memory_total.device_bytes},
+        {"fits", a.memory_total.fits},
         {"unknown_tensors", a.memory.unknown_tensors},
         {"live_bytes_per_node", a.memory.live_bytes}}},
       {"by_op", by_op},
@@ -156,9 +163,10 @@ json result_json(const Analysis& a) {
   return j;
 }
 
-void JsonSink::write(std::ostream& out, const Analysis& a) const {
-  // Names come from the model file and may hold any bytes: invalid UTF-8 becomes U+FFFD.
-  out << result_json(a).dump(1, ' ', false, json::error_handler_t::replace) << '\n';
+void write_json(std::ostream& out, const json& result) {
+  out << result.dump(1, ' ', false, json::error_handler_t::replace) << '\n';
 }
+
+void JsonSink::write(std::ostream& out, const Analysis& a) const { write_json(out, result_json(a)); }
 
 }  // namespace rooflens::reports

@@ -11,44 +11,58 @@ namespace rooflens::reports {
 
 using nlohmann::json;
 
-void write_profile_table(std::ostream& out, const Analysis& a, int top_n) {
-  const ProfileSummary& p = *a.profile;
-  fmt::print(out, "\nMeasured on {} ({} timing, L2 {}, SM clock {:.0f} MHz, {} roofs)\n", p.gpu, p.timing, p.l2, p.sm_clock_mhz,
-             p.roofs);
-  if (!p.timing_note.empty()) fmt::print(out, "  timing fallback: {}\n", p.timing_note);
-  if (!p.valid) fmt::print(out, "  INVALID RUN: {}\n", p.invalid_reason);
-  if (!p.complete) fmt::print(out, "  INCOMPLETE: interrupted before every layer ran\n");
-  std::vector<const NodeResult*> rows;
-  for (const auto& n : a.nodes)
-    if (n.measured && n.measured->status == ReplayStatus::measured) rows.push_back(&n);
-  std::stable_sort(rows.begin(), rows.end(), [](auto* x, auto* y) { return x->measured->time.median > y->measured->time.median; });
+namespace {
+double seconds(const json& v) { return v.get<double>(); }
+}  // namespace
+
+void write_profile_table(std::ostream& out, const json& r, int top_n) {
+  const json& p = r.at("profile");
+  fmt::print(out, "\nMeasured on {} ({} timing, L2 {}, SM clock {:.0f} MHz, {} roofs)\n", fit(p.at("gpu").get<std::string>(), 30),
+             p.at("timing").get<std::string>(), p.at("l2").get<std::string>(), p.at("sm_clock_mhz").get<double>(),
+             p.at("roofs").get<std::string>());
+  if (!p.at("timing_note").get<std::string>().empty()) fmt::print(out, "  timing fallback: {}\n", fit(p.at("timing_note").get<std::string>(), 80));
+  if (!p.at("valid").get<bool>()) fmt::print(out, "  INVALID RUN: {}\n", fit(p.at("invalid_reason").get<std::string>(), 84));
+  if (!p.at("complete").get<bool>()) fmt::print(out, "  INCOMPLETE: interrupted before every layer ran\n");
+  std::vector<const json*> rows;
+  for (const json& n : r.at("nodes"))
+    if (n.contains("measured") && n["measured"].at("status") == "measured") rows.push_back(&n);
+  std::stable_sort(rows.begin(), rows.end(), [](auto* x, auto* y) {
+    return seconds(x->at("measured").at("median_s")) > seconds(y->at("measured").at("median_s"));
+  });
   if (static_cast<int>(rows.size()) > top_n) rows.resize(static_cast<size_t>(top_n));
   fmt::print(out, "{:<30} {:<12} {:>9} {:>9} {:>6} {:>7} {:>15} {:>3}\n", "node", "op", "predicted", "measured", "IQR%", "error",
              "class pred/meas", "k");
-  for (const NodeResult* n : rows) {
-    const Measurement& m = *n->measured;
-    fmt::print(out, "{:<30} {:<12} {:>9} {:>9} {:>6.1f} {:>+6.0f}% {:>15} {:>3}\n", fit(n->name, 30), fit(n->op, 12),
-               human_time(n->roof.predicted), human_time(m.time.median), 100 * m.time.spread(), 100 * m.error,
-               fmt::format("{}/{}", bound_name(n->roof.bound), bound_name(m.measured_class)), m.kernels);
+  for (const json* n : rows) {
+    const json& m = n->at("measured");
+    double median = seconds(m.at("median_s")), iqr = m.at("relative_iqr").get<double>();
+    std::string op = n->at("op").get<std::string>();
+    fmt::print(out, "{:<30} {:<12} {:>9} {:>9} {:>6.1f} {:>+6.0f}% {:>15} {:>3}\n", fit_name(n->at("name").get<std::string>(), 30, op),
+               fit_op(op, 12), human_time(seconds(n->at("predicted_s"))), human_time(median), 100 * iqr, 100 * m.at("error").get<double>(),
+               fmt::format("{}/{}", n->at("bound").get<std::string>(), m.at("bound").get<std::string>()), m.at("kernels").get<int>());
   }
-  if (p.measured == 0) {
+  if (p.at("measured").get<int>() == 0) {
     fmt::print(out, "\nno layer was measured: no prediction error to report\n");
   } else {
     fmt::print(out, "\nPrediction error |predicted - measured| / measured, per layer\n{:<14} {:>6} {:>8} {:>8} {:>10} {:>10}\n",
                "class", "layers", "median", "p90", "predicted", "measured");
-    for (const ClassError& c : p.classes)
-      fmt::print(out, "{:<14} {:>6} {:>7.1f}% {:>7.1f}% {:>10} {:>10}\n", c.family, c.layers, 100 * c.median_abs, 100 * c.p90_abs,
-                 human_time(c.predicted_s), human_time(c.measured_s));
-    fmt::print(out, "{:<14} {:>6} {:>7.1f}% {:>7.1f}% {:>10} {:>10}  (model sum: {:+.1f}%)\n", "all", p.measured,
-               100 * p.median_abs_error, 100 * p.p90_abs_error, human_time(p.predicted_s), human_time(p.measured_s), 100 * p.model_error);
+    for (const json& c : p.at("classes"))
+      fmt::print(out, "{:<14} {:>6} {:>7.1f}% {:>7.1f}% {:>10} {:>10}\n", c.at("family").get<std::string>(), c.at("layers").get<int>(),
+                 100 * c.at("median_abs_error").get<double>(), 100 * c.at("p90_abs_error").get<double>(),
+                 human_time(seconds(c.at("predicted_s"))), human_time(seconds(c.at("measured_s"))));
+    fmt::print(out, "{:<14} {:>6} {:>7.1f}% {:>7.1f}% {:>10} {:>10}  (model sum: {:+.1f}%)\n", "all", p.at("measured").get<int>(),
+               100 * p.at("median_abs_error").get<double>(), 100 * p.at("p90_abs_error").get<double>(),
+               human_time(seconds(p.at("predicted_s"))), human_time(seconds(p.at("measured_s"))), 100 * p.at("model_error").get<double>());
   }
-  fmt::print(out, "replay: {} measured, {} not replayed, {} skipped, {} without a kernel; {:.1f} s\n", p.measured, p.not_replayed,
-             p.skipped, p.no_kernel, p.wall_s);
+  fmt::print(out, "replay: {} measured, {} not replayed, {} skipped, {} without a kernel; {:.1f} s\n", p.at("measured").get<int>(),
+             p.at("not_replayed").get<int>(), p.at("skipped").get<int>(), p.at("no_kernel").get<int>(), p.at("wall_s").get<double>());
   std::map<std::string, int> reasons;
-  for (const auto& n : a.nodes)
-    if (n.measured && (n.measured->status == ReplayStatus::not_replayed || n.measured->status == ReplayStatus::skipped))
-      ++reasons[fmt::format("{} {}: {}", replay_status_name(n.measured->status), n.op, n.measured->reason)];
-  for (const auto& [r, count] : reasons) fmt::print(out, "  {} x{}\n", fit(r, 88), count);
+  for (const json& n : r.at("nodes")) {
+    if (!n.contains("measured")) continue;
+    const json& m = n["measured"];
+    if (m.at("status") == "not replayed" || m.at("status") == "skipped")
+      ++reasons[fmt::format("{} {}: {}", m.at("status").get<std::string>(), n.at("op").get<std::string>(), m.value("reason", ""))];
+  }
+  for (const auto& [reason, count] : reasons) fmt::print(out, "  {} x{}\n", fit(reason, 88), count);
 }
 
 json measurement_json(const Measurement& m) {
@@ -65,6 +79,7 @@ json measurement_json(const Measurement& m) {
                 {"median_s", m.time.median},
                 {"q1_s", m.time.q1},
                 {"q3_s", m.time.q3},
+                {"relative_iqr", m.time.spread()},
                 {"min_s", m.time.min},
                 {"max_s", m.time.max},
                 {"samples", m.time.n},

@@ -7,7 +7,8 @@
 
 namespace rooflens::reports {
 
-void write_profile_table(std::ostream& out, const Analysis& a, int top_n);
+// The terminal section, from the result JSON (its "profile" and each node's "measured").
+void write_profile_table(std::ostream& out, const nlohmann::json& result, int top_n);
 nlohmann::json measurement_json(const Measurement& m);
 nlohmann::json profile_json(const ProfileSummary& p);
 

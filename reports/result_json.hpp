@@ -9,6 +9,11 @@
 namespace rooflens::reports {
 
 nlohmann::json result_json(const Analysis& a);
+// The document as `--json` writes it (names from model files may hold any bytes: invalid UTF-8
+// becomes U+FFFD).
+void write_json(std::ostream& out, const nlohmann::json& result);
 void write_csv_from_json(std::ostream& out, const nlohmann::json& result);
+// The terminal report (TableSink) from a result: top `top_n` nodes, or folded blocks.
+void write_table(std::ostream& out, const nlohmann::json& result, int top_n, bool by_block);
 
 }  // namespace rooflens::reports

@@ -30,36 +30,46 @@ SavedResult read_result(const std::string& path) {
   for (const char* key : {"model", "device", "totals", "memory", "coverage", "by_op", "by_block", "dtype", "tool"})
     if (!j.contains(key)) throw InputError(fmt::format("{}: rooflens result without '{}'", path, key));
   if (!j["nodes"].is_array()) throw InputError(fmt::format("{}: 'nodes' is not an array", path));
+  try {
+    upgrade_older_minor(j);
+  } catch (const json::exception& e) {
+    throw InputError(fmt::format("{}: rooflens result with a missing or mistyped field: {}", path, e.what()));
+  }
   return {std::move(j)};
 }
 
-std::string summary_from_json(const json& r, int top_n) {
-  try {
-    std::string s = fmt::format("model    {}\ndevice   {} ({} roofs)\ndtype    {}\n", r.at("model").at("path").get<std::string>(),
-                                r.at("device").at("id").get<std::string>(), r.at("device").at("roofs").get<std::string>(),
-                                r.at("dtype").get<std::string>());
-    const json& t = r.at("totals");
-    s += fmt::format("FLOPs    {}   params {}   predicted {}\n", human_count(t.at("flops").get<double>()),
-                     with_commas(t.at("params").get<int64_t>()), human_time(t.at("predicted_s").get<double>()));
-    if (r.contains("profile") && r["profile"].at("measured").get<int>() > 0) {
-      const json& p = r["profile"];
-      s += fmt::format("measured {} on {} over {} layers; per-layer |error| median {:.1f}%, p90 {:.1f}%{}\n",
-                       human_time(p.at("measured_s").get<double>()), p.at("gpu").get<std::string>(), p.at("measured").get<int>(),
-                       100 * p.at("median_abs_error").get<double>(), 100 * p.at("p90_abs_error").get<double>(),
-                       p.at("valid").get<bool>() ? "" : " (INVALID run)");
-    }
-    s += "top ops by predicted time:\n";
-    int shown = 0;
-    for (const json& o : r.at("by_op")) {
-      if (shown++ >= top_n) break;
-      s += fmt::format("  {:<28} x{:<5} {}\n", fit(o.at("op").get<std::string>(), 28), o.at("count").get<int>(),
-                       human_time(o.at("predicted_s").get<double>()));
-    }
-    s += fmt::format("coverage: {}\n", r.at("coverage").at("line").get<std::string>());
-    return s;
-  } catch (const json::exception& e) {
-    throw InputError(fmt::format("result is missing a field: {}", e.what()));
+void upgrade_older_minor(json& j) {
+  json& model = j.at("model");
+  if (!model.contains("name")) model["name"] = model_display_name(model.at("path").get<std::string>());
+  for (json& in : model.at("inputs"))
+    if (!in.contains("kv_cache")) in["kv_cache"] = false;
+  if (!j.at("device").contains("requested")) j["device"]["requested"] = nullptr;
+  json& totals = j.at("totals");
+  if (!totals.contains("throughput_unit")) totals["throughput_unit"] = j.contains("transformer") ? "tokens/s" : "samples/s";
+  json& memory = j.at("memory");
+  const json* fit = j.contains("transformer") ? &j["transformer"].at("memory") : nullptr;
+  if (!memory.contains("kv_cache_bytes")) memory["kv_cache_bytes"] = fit ? fit->at("kv_cache_bytes") : json(0);
+  if (!memory.contains("activation_bytes"))
+    memory["activation_bytes"] = fit ? fit->at("activation_bytes") : memory.at("peak_activation_bytes");
+  if (!memory.contains("peak_node_index")) {
+    int64_t index = -1;
+    for (const json& n : j.at("nodes"))
+      if (n.at("name") == memory.at("peak_node")) index = n.at("index").get<int64_t>();
+    memory["peak_node_index"] = index;
   }
+  if (j.contains("transformer")) {
+    json& t = j["transformer"];
+    for (const char* key : {"experts", "experts_per_token", "shared_experts"})
+      if (!t.contains(key)) t[key] = 0;  // 1.2 did not say: no experts line
+    if (!t.contains("mla")) t["mla"] = false;
+    if (!t.contains("group_size")) t["group_size"] = 128;
+  }
+  for (json& n : j.at("nodes"))
+    if (n.contains("measured") && n["measured"].contains("median_s") && !n["measured"].contains("relative_iqr")) {
+      json& m = n["measured"];
+      double median = m.at("median_s").get<double>();
+      m["relative_iqr"] = median > 0 ? (m.at("q3_s").get<double>() - m.at("q1_s").get<double>()) / median : 0.0;
+    }
 }
 
 }  // namespace rooflens::reports

@@ -13,6 +13,7 @@ class Sink {
 };
 
 // Terminal report, readable at 100 columns: header, top-N nodes, totals, time by op, coverage.
+// Rendered from the result JSON (write_table), as `rooflens report` renders a saved one.
 class TableSink : public Sink {
  public:
   // by_block: fold repeated layers (model.layers.*.mlp.down_proj) into one row each.
@@ -42,8 +43,11 @@ class HtmlSink : public Sink {
   void write(std::ostream& out, const Analysis& a) const override;
 };
 
-// 1.2: measurements (nodes[].measured, profile), device spec/l2_bandwidth. Minor versions only add.
-inline constexpr const char* kJsonSchemaVersion = "1.2";
+// 1.2: measurements (nodes[].measured, profile), device spec/l2_bandwidth. 1.3: model.name,
+// inputs[].kv_cache, device.requested, totals.throughput_unit, memory.kv_cache_bytes/
+// activation_bytes/peak_node_index, transformer MoE/MLA fields, measured.relative_iqr.
+// Minor versions only add.
+inline constexpr const char* kJsonSchemaVersion = "1.3";
 
 // Rows of the by-block view: nodes whose names differ only in layer numbers, summed.
 struct BlockRow {

@@ -8,62 +8,71 @@
 namespace rooflens::reports {
 namespace {
 
-std::string bytes(int64_t b) { return human_bytes(static_cast<double>(b)); }
+using nlohmann::json;
 
-std::string dtype_short(DType t) {
-  switch (t) {
-    case DType::f32: return "fp32";
-    case DType::bf16: return "bf16";
-    case DType::f16: return "fp16";
-    case DType::f8e4m3fn: return "fp8";
-    case DType::i8: return "int8";
-    case DType::i4: return "int4";
-    default: return std::string(dtype_name(t));
-  }
+std::string bytes(const json& b) { return human_bytes(b.get<double>()); }
+
+// "bfloat16" -> "bf16": the names the flags take.
+std::string dtype_short(const json& name) {
+  std::string n = name.get<std::string>();
+  if (n == "float32") return "fp32";
+  if (n == "bfloat16") return "bf16";
+  if (n == "float16") return "fp16";
+  if (n == "float8e4m3fn") return "fp8";
+  return n;
 }
 
-std::string shape_of_work(const TransformerSummary& t) {
-  const LoweringOptions& l = t.lowering;
-  if (t.generation) return fmt::format("generate: batch {}, prompt {}, {} new tokens", l.batch, t.generation->prompt, t.generation->gen);
-  if (l.phase == Phase::prefill) return fmt::format("prefill: batch {}, {} tokens each", l.batch, l.seq);
-  return fmt::format("decode: batch {}, one new token over {} cached", l.batch, l.context);
+std::string shape_of_work(const json& t) {
+  int64_t batch = t.at("batch").get<int64_t>();
+  if (t.contains("generation"))
+    return fmt::format("generate: batch {}, prompt {}, {} new tokens", batch, t["generation"].at("prompt").get<int64_t>(),
+                       t["generation"].at("gen").get<int64_t>());
+  if (t.at("workload") == "decode")
+    return fmt::format("decode: batch {}, one new token over {} cached", batch, t.at("context").get<int64_t>());
+  return fmt::format("prefill: batch {}, {} tokens each", batch, t.at("seq").get<int64_t>());
 }
 
 }  // namespace
 
-void write_transformer_header(std::ostream& out, const TransformerSummary& t) {
-  const TransformerConfig& c = t.config;
-  const LoweringOptions& l = t.lowering;
-  fmt::print(out, "config   {}: {} layers, hidden {}, heads {} (KV {}), head dim {}, vocab {}\n", c.model_type, c.layers,
-             c.hidden, c.heads, c.mla() ? std::string("latent") : std::to_string(c.kv_heads), c.qk_head_dim(), c.vocab);
-  if (c.experts) fmt::print(out, "experts  top-{} of {} routed{}\n", c.experts_per_token, c.experts,
-                            c.shared_experts ? fmt::format(" + {} shared", c.shared_experts) : std::string());
-  fmt::print(out, "work     {}; {} attention\n", shape_of_work(t), l.attention == AttentionImpl::flash ? "fused (flash)" : "naive");
-  std::string quant = l.weights == DType::i4 ? fmt::format(" (group {})", l.group_size) : "";
-  fmt::print(out, "dtypes   weights {}{}, activations {}, KV cache {}{}\n", dtype_short(l.weights), quant,
-             dtype_short(l.activations), dtype_short(l.kv), l.tp > 1 ? fmt::format("; tensor parallel over {} GPUs", l.tp) : "");
+void write_transformer_header(std::ostream& out, const json& t) {
+  fmt::print(out, "config   {}: {} layers, hidden {}, heads {} (KV {}), head dim {}, vocab {}\n", fit(t.at("model_type").get<std::string>(), 20),
+             t.at("layers").get<int64_t>(), t.at("hidden").get<int64_t>(), t.at("heads").get<int64_t>(),
+             t.at("mla").get<bool>() ? std::string("latent") : std::to_string(t.at("kv_heads").get<int64_t>()),
+             t.at("head_dim").get<int64_t>(), t.at("vocab").get<int64_t>());
+  if (int64_t experts = t.at("experts").get<int64_t>())
+    fmt::print(out, "experts  top-{} of {} routed{}\n", t.at("experts_per_token").get<int64_t>(), experts,
+               t.at("shared_experts").get<int64_t>() ? fmt::format(" + {} shared", t.at("shared_experts").get<int64_t>()) : "");
+  fmt::print(out, "work     {}; {} attention\n", shape_of_work(t), t.at("attention") == "flash" ? "fused (flash)" : "naive");
+  std::string quant = t.at("weights_dtype") == "int4" ? fmt::format(" (group {})", t.at("group_size").get<int64_t>()) : "";
+  int64_t tp = t.at("tp").get<int64_t>();
+  fmt::print(out, "dtypes   weights {}{}, activations {}, KV cache {}{}\n", dtype_short(t.at("weights_dtype")), quant,
+             dtype_short(t.at("activations_dtype")), dtype_short(t.at("kv_dtype")),
+             tp > 1 ? fmt::format("; tensor parallel over {} GPUs", tp) : "");
 }
 
-void write_transformer_totals(std::ostream& out, const TransformerSummary& t, const Analysis& a) {
+void write_transformer_totals(std::ostream& out, const json& t, const json& r) {
+  int64_t tp = t.at("tp").get<int64_t>();
   fmt::print(out, "\nTransformer\n");
-  fmt::print(out, "  params      {} total, {} active per token", with_commas(t.params_total), with_commas(t.params_active));
-  if (t.lowering.tp > 1) fmt::print(out, ", {} per GPU", with_commas(t.params_per_gpu));
-  fmt::print(out, "\n  KV cache    {} per token, {} per sequence ({} tokens), {} for the batch\n", bytes(t.kv_bytes_per_token),
-             bytes(t.kv_bytes_per_sequence), t.memory.cached_tokens, bytes(t.kv_bytes_batch));
-  const MemoryFit& m = t.memory;
-  fmt::print(out, "  memory      weights {} + KV {} + act. {} = {} of {}: {}\n", bytes(m.weight_bytes),
-             bytes(m.kv_cache_bytes), bytes(m.activation_bytes), bytes(m.total_bytes), bytes(m.device_bytes),
-             m.fits ? "fits" : "too big");
-  fmt::print(out, "  largest     batch {} at this context; context {} at this batch\n", m.max_batch,
-             m.max_context < 0 ? std::string("unbounded (sliding window)") : with_commas(m.max_context));
-  if (t.allreduces)
-    fmt::print(out, "  all-reduce  {} per pass, {} in all ({:.1f}% of predicted time)\n", t.allreduces, human_time(t.allreduce_s),
-               a.totals.predicted_s > 0 ? 100 * t.allreduce_s / a.totals.predicted_s : 0);
-  if (const auto& g = t.generation) {
-    fmt::print(out, "  generation  time to first token {}, per output token {} at start -> {} at end\n", human_time(g->ttft_s),
-               human_time(g->tpot_first_s), human_time(g->tpot_last_s));
-    fmt::print(out, "              total {} for {} tokens x batch {}: {:.1f} tokens/s\n", human_time(g->total_s), g->gen,
-               t.lowering.batch, g->tokens_per_s);
+  fmt::print(out, "  params      {} total, {} active per token", with_commas(t.at("params_total").get<int64_t>()),
+             with_commas(t.at("params_active").get<int64_t>()));
+  if (tp > 1) fmt::print(out, ", {} per GPU", with_commas(t.at("params_per_gpu").get<int64_t>()));
+  const json& m = t.at("memory");
+  fmt::print(out, "\n");
+  out << wrap("  KV cache    ", fmt::format("{}{} a token, {} a sequence ({} tokens), {} for the batch", tp > 1 ? "per GPU: " : "",
+                                           bytes(t.at("kv_bytes_per_token")), bytes(t.at("kv_bytes_per_sequence")),
+                                           m.at("cached_tokens").get<int64_t>(), bytes(t.at("kv_bytes_batch"))));
+  fmt::print(out, "  largest     batch {} at this context; context {} at this batch\n", m.at("max_batch").get<int64_t>(),
+             m.at("max_context").is_null() ? std::string("unbounded (sliding window)") : with_commas(m.at("max_context").get<int64_t>()));
+  double total = r.at("totals").at("predicted_s").get<double>();
+  if (int64_t n = t.at("allreduces").get<int64_t>())
+    fmt::print(out, "  all-reduce  {} per pass, {} in all ({:.1f}% of predicted time)\n", n, human_time(t.at("allreduce_s").get<double>()),
+               total > 0 ? 100 * t.at("allreduce_s").get<double>() / total : 0);
+  if (t.contains("generation")) {
+    const json& g = t["generation"];
+    fmt::print(out, "  generation  time to first token {}, per output token {} at start -> {} at end\n", human_time(g.at("ttft_s").get<double>()),
+               human_time(g.at("tpot_first_s").get<double>()), human_time(g.at("tpot_last_s").get<double>()));
+    fmt::print(out, "              total {} for {} tokens x batch {}: {:.1f} tokens/s\n", human_time(g.at("total_s").get<double>()),
+               g.at("gen").get<int64_t>(), t.at("batch").get<int64_t>(), g.at("tokens_per_s").get<double>());
   }
 }
 
@@ -78,6 +87,11 @@ nlohmann::json transformer_json(const TransformerSummary& t) {
          {"kv_heads", c.kv_heads},
          {"head_dim", c.qk_head_dim()},
          {"vocab", c.vocab},
+         {"mla", c.mla()},
+         {"experts", c.experts},
+         {"experts_per_token", c.experts_per_token},
+         {"shared_experts", c.shared_experts},
+         {"group_size", l.group_size},
          {"workload", t.workload},
          {"batch", l.batch},
          {"seq", l.phase == Phase::prefill ? json(l.seq) : json(nullptr)},

@@ -7,8 +7,9 @@
 
 namespace rooflens::reports {
 
-void write_transformer_header(std::ostream& out, const TransformerSummary& t);
-void write_transformer_totals(std::ostream& out, const TransformerSummary& t, const Analysis& a);
+// Terminal sections, from the result JSON's "transformer" object (`result` is the whole document).
+void write_transformer_header(std::ostream& out, const nlohmann::json& t);
+void write_transformer_totals(std::ostream& out, const nlohmann::json& t, const nlohmann::json& result);
 nlohmann::json transformer_json(const TransformerSummary& t);
 
 }  // namespace rooflens::reports

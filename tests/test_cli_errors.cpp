@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "model_builder.hpp"
+#include "reports/sink.hpp"
 #include "scratch_dir.hpp"
 
 using namespace rooflens;
@@ -196,4 +197,54 @@ TEST_CASE("inputs the fuzzers once broke rooflens on now end in a report or one 
     ++files;
   }
   CHECK(files >= 2);
+}
+
+TEST_CASE("batch flag: --batch rewrites every ONNX input's leading dim and says so, and refuses a scalar or disagreeing inputs", "[cli][errors]") {
+  // ResNet-50 as exported: a fixed batch of 1. Every node's work scales with the batch, so batch 64
+  // has 64 times the FLOPs and the activations (weights stay).
+  Analysis one = analyze_onnx(data_path("samples/resnet50-opset17.onnx"), {}, {});
+  LoadOptions load;
+  load.batch = 64;
+  Analysis many = analyze_onnx(data_path("samples/resnet50-opset17.onnx"), load, {});
+  CHECK(many.totals.flops == 64 * one.totals.flops);
+  CHECK(many.totals.batch == 64);
+  CHECK(many.totals.weight_bytes == one.totals.weight_bytes);
+  CHECK(many.inputs[0].shape == Shape{64, 3, 224, 224});
+  REQUIRE(many.notes.size() == 1);
+  CHECK(many.notes[0] == "--batch 64: dim 0 of 1 input (input) rewritten from 1");
+  // A symbolic batch is the same as --dim batch=8.
+  LoadOptions by_dim, by_batch;
+  by_dim.dims = {{"batch", 8}, {"seq", 128}};
+  by_batch.dims = {{"seq", 128}};
+  by_batch.batch = 8;
+  CHECK(analyze_onnx(data_path("samples/gpt2-style-opset17.onnx"), by_batch, {}).totals.flops ==
+        analyze_onnx(data_path("samples/gpt2-style-opset17.onnx"), by_dim, {}).totals.flops);
+  std::string gpt2 = data_path("samples/gpt2-style-opset17.onnx");
+  expect_clean_failure("analyze " + gpt2 + " --batch 8 --dim batch=8 --dim seq=4", "bound twice");
+  expect_clean_failure("analyze " + gpt2 + " --batch 0 --dim seq=4", "--batch 0: must be positive");
+
+  ModelBuilder scalar;
+  scalar.input("x", DType::f32, {4, 8}).input("t", DType::f32, {}).node("Mul", {"x", "t"}, {"y"}).output("y");
+  expect_clean_failure("analyze " + save(scalar, "scalar_input.onnx") + " --batch 4", "input 't' is a scalar: --batch 4");
+  ModelBuilder disagree;
+  disagree.input("a", DType::f32, {1, 8}).input("b", DType::f32, {8, 8}).node("MatMul", {"a", "b"}, {"y"}).output("y");
+  expect_clean_failure("analyze " + save(disagree, "disagree.onnx") + " --batch 4",
+                       "the inputs' leading dims disagree (input 'a' dim 0 is 1, input 'b' dim 0 is 8)");
+  // A batch fixed inside the graph (Reshape to [1, 512]) is named in the message.
+  ModelBuilder fixed;
+  fixed.input("x", DType::f32, {1, 8, 64}).ints("shape", {1, 512}).node("Reshape", {"x", "shape"}, {"y"}).output("y");
+  expect_clean_failure("analyze " + save(fixed, "fixed_inside.onnx") + " --batch 4", "may fix its batch inside");
+}
+
+TEST_CASE("device flag: --device names the entry it picked", "[cli]") {
+  Analysis a = analyze_onnx(data_path("samples/resnet50-opset17.onnx"), {}, [] {
+    AnalysisOptions o;
+    o.device = "H100";
+    return o;
+  }());
+  CHECK(a.device.id == "H100-SXM");
+  CHECK(a.device_requested == "H100");
+  std::ostringstream s;
+  reports::TableSink(3).write(s, a);
+  CHECK(s.str().find("device   H100-SXM: NVIDIA H100 SXM5 80GB (spec roofs; --device H100 picked H100-SXM)\n") != std::string::npos);
 }

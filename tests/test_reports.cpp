@@ -32,7 +32,7 @@ TEST_CASE("JSON holds every node and totals that add up", "[reports]") {
   std::ostringstream s;
   reports::JsonSink().write(s, a);
   auto j = nlohmann::json::parse(s.str());
-  CHECK(j["schema_version"] == "1.2");
+  CHECK(j["schema_version"] == "1.3");
   REQUIRE(j["nodes"].size() == 3);
   int64_t flops = 0;
   for (const auto& n : j["nodes"])
@@ -98,6 +98,7 @@ TEST_CASE("config reports fit 100 columns too", "[reports]") {
     std::string line;
     while (std::getline(lines, line)) CHECK(line.size() <= 100);
     CHECK(s.str().find("generation  time to first token") != std::string::npos);
+    CHECK(s.str().rfind("model    deepseek-v3/config.json  (", 0) == 0);  // not "config.json" alone
   }
 }
 
@@ -127,4 +128,23 @@ TEST_CASE("names with invalid UTF-8 still give valid JSON", "[reports]") {
   REQUIRE_NOTHROW(reports::JsonSink().write(s, a));
   auto j = nlohmann::json::parse(s.str());
   CHECK(j["nodes"][0]["name"] == "bad\xEF\xBF\xBD\xEF\xBF\xBDname");  // each bad byte becomes U+FFFD
+}
+
+TEST_CASE("the report's lines fit 100 columns wherever the model file sits", "[reports]") {
+  // A folder path of 150 characters, as a clone in a deep checkout gives.
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("rooflens_long_" + std::to_string(::getpid()));
+  while (dir.string().size() < 150) dir /= "a_rather_long_folder_name";
+  fs::create_directories(dir);
+  fs::copy_file(data_path("samples/resnet50-opset17.onnx"), dir / "resnet50-opset17.onnx");
+  Analysis a = analyze_onnx((dir / "resnet50-opset17.onnx").string(), LoadOptions{}, AnalysisOptions{});
+  std::ostringstream s;
+  reports::TableSink(15).write(s, a);
+  std::istringstream lines(s.str());
+  std::string line;
+  while (std::getline(lines, line)) CHECK(line.size() <= 100);
+  CHECK(s.str().rfind("model    resnet50-opset17.onnx  (", 0) == 0);
+  CHECK(s.str().find("\nfile     ...") != std::string::npos);  // the path, cut from the left
+  CHECK(s.str().find("/resnet50-opset17.onnx\n") != std::string::npos);
+  fs::remove_all(fs::temp_directory_path() / ("rooflens_long_" + std::to_string(::getpid())));
 }

@@ -22,19 +22,13 @@
 using namespace rooflens;
 namespace fs = std::filesystem;
 using nlohmann::json;
+using test::slurp;
 
 namespace {
 
 fs::path scratch() {
   static const fs::path dir = test::scratch_dir("html");
   return dir;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 int sh(const std::string& cmd) {
@@ -237,4 +231,42 @@ TEST_CASE("HTML of a 5000-node model: under 5 MB and rendered in under 2 s", "[r
   std::string detail = r["checks"]["one_point_per_costed_node"]["detail"];
   REQUIRE(std::regex_search(detail, m, std::regex("^(\\d+) points")));
   CHECK(std::stoi(m[1].str()) > 5000);
+}
+
+TEST_CASE("HTML of ResNet-50, GPT-2 decode, Llama-2-7B generate and Mixtral: roof labels apart, memory chart visible", "[reports][browser]") {
+  struct Page {
+    const char* name;
+    std::string args;
+  };
+  const std::string configs = ROOFLENS_SOURCE_DIR "/samples/configs/";
+  for (const Page& p : {Page{"resnet50", ROOFLENS_SOURCE_DIR "/samples/resnet50-opset17.onnx"},
+                        Page{"gpt2-decode", configs + "gpt2/config.json --phase decode --batch 8 --context 1024"},
+                        Page{"llama-generate", configs + "llama-2-7b/config.json --phase generate --prompt 2048 --gen 64"},
+                        Page{"mixtral-tp2", configs + "mixtral-8x7b/config.json --phase decode --batch 16 --context 4096 --tp 2"}}) {
+    INFO(p.name);
+    fs::path html = scratch() / (std::string(p.name) + ".html");
+    REQUIRE(sh(std::string(ROOFLENS_BIN) + " analyze " + p.args + " --html " + html.string() + " > /dev/null") == 0);
+    json r = browser_selftest(html, ROOFLENS_BINARY_DIR "/test-artifacts/" + std::string(p.name) + "-report.png");
+    check_selftest(r);
+    CHECK(r["checks"].contains("roof_labels_apart"));
+    CHECK(r["checks"].contains("memory_chart_visible"));
+  }
+}
+
+TEST_CASE("the terminal report of a profile run, from its JSON: measured table and errors within 100 columns", "[reports]") {
+  Analysis a = profiled_resnet();
+  std::ostringstream direct;
+  reports::TableSink(5).write(direct, a);
+  std::string t = direct.str();
+  CHECK(t.find("\nMeasured on test GPU (") != std::string::npos);
+  // Every measured node took 1.2x its prediction in the median (profiled_resnet): error -1/6 = -17%.
+  CHECK(t.find("   -17% ") != std::string::npos);
+  CHECK(t.find("replay: 121 measured, 0 not replayed, 0 skipped, 1 without a kernel") != std::string::npos);
+  std::istringstream lines(t);
+  std::string line;
+  while (std::getline(lines, line)) CHECK(line.size() <= 100);
+  // The saved result renders the same.
+  std::ostringstream again;
+  reports::write_table(again, json::parse(reports::result_json(a).dump()), 5, false);
+  CHECK(again.str() == t);
 }

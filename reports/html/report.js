@@ -20,6 +20,7 @@
   };
   const si = (v, unit = "") => {
     if (v === null || v === undefined || !isFinite(v)) return "-";
+    if (v === 0) return "0" + (unit ? " " + unit : "");
     const a = Math.abs(v), p = [[1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
     for (const [s, n] of p) if (a >= s) return (v / s).toFixed(a / s >= 100 ? 0 : 1) + " " + n + unit;
     return (a >= 100 ? v.toFixed(0) : v.toPrecision(3)) + " " + unit;
@@ -45,7 +46,9 @@
   const dev = R.device, T = R.totals, M = R.memory, P = R.profile;
 
   // ---- header and cards ----------------------------------------------------------------------
-  $("title").textContent = "rooflens \u2014 " + R.model.path.split("/").pop();
+  const modelName = R.model.name || R.model.path.split("/").pop();
+  $("title").textContent = "rooflens \u2014 " + modelName;
+  document.title = "rooflens \u2014 " + modelName;
   $("subtitle").textContent = `${R.tool.command} \u00b7 ${dev.name} (${dev.roofs} roofs) \u00b7 dtype ${R.dtype} \u00b7 schema ${R.schema_version}`;
   const cards = $("cards");
   const card = (k, v, s, warn) => {
@@ -54,31 +57,49 @@
     h("div", v, c, "v" + (warn ? " warn" : ""));
     if (s) h("div", s, c, "s");
   };
-  card("model", R.model.path.split("/").pop(), R.model.producer || "");
-  card("device", dev.id, `${dev.roofs} roofs` + (dev.spec ? ` (measured on ${dev.measured_gpu})` : ""));
+  card("model", modelName, R.model.producer || "");
+  const picked = dev.requested && dev.requested.toLowerCase() !== dev.id.toLowerCase() ? ` \u00b7 --device ${dev.requested}` : "";
+  card("device", dev.id, `${dev.roofs} roofs` + (dev.spec ? ` (measured on ${dev.measured_gpu})` : "") + picked);
   card("dtype", R.dtype);
   card("params", si(T.params, ""), T.buffers ? `+ ${si(T.buffers, "")} buffers` : "");
   card("FLOPs", si(T.flops, "FLOP"), T.macs ? `MACs ${si(T.macs, "")}` : "");
   card("bytes moved", bytes(T.bytes_read_activations + T.bytes_read_weights + T.bytes_written), "unfused, all nodes");
-  if (R.transformer) card("KV cache", bytes(R.transformer.kv_bytes_batch || 0), `${bytes(R.transformer.kv_bytes_per_token || 0)} per token`);
-  card("memory", `${bytes(M.total_bytes)} of ${bytes(M.device_memory_bytes)}`, `weights ${bytes(M.weight_bytes)} + peak act. ${bytes(M.peak_activation_bytes)}`, !M.fits);
-  card("predicted", time(T.predicted_s), `${T.throughput_per_s.toFixed(1)} samples/s`);
+  if (R.transformer) card("KV cache", bytes(R.transformer.kv_bytes_batch || 0), `${bytes(R.transformer.kv_bytes_per_token || 0)} per token` + (R.transformer.tp > 1 ? `, per GPU of ${R.transformer.tp}` : ""));
+  card("memory", `${bytes(M.total_bytes)} of ${bytes(M.device_memory_bytes)}`,
+    `weights ${bytes(M.weight_bytes)}` + (M.kv_cache_bytes ? ` + KV ${bytes(M.kv_cache_bytes)}` : "") +
+    ` + act. ${bytes(M.activation_bytes)}: ` + (M.fits ? "fits" : "does not fit"), !M.fits);
+  const gen = R.transformer && R.transformer.generation;
+  if (gen) card("predicted", time(gen.total_s), `${gen.gen} tokens x batch ${R.transformer.batch}: ${gen.tokens_per_s.toFixed(1)} tokens/s (prefill ${time(gen.ttft_s)})`);
+  else card("predicted", time(T.predicted_s), `${T.throughput_per_s.toFixed(1)} ${T.throughput_unit || "samples/s"}`);
   const anyMeasured = P && P.measured > 0;
   if (anyMeasured) card("measured", time(P.measured_s), `over ${P.measured} layers; model error ${(100 * P.model_error).toFixed(1)}%` + (P.valid ? "" : " \u2014 INVALID"), !P.valid);
   if (anyMeasured) card("per-layer error", `${(100 * P.median_abs_error).toFixed(1)}% median`, `p90 ${(100 * P.p90_abs_error).toFixed(1)}% \u00b7 ${P.timing}, L2 ${P.l2}`);
-  card("coverage", `${R.coverage.costed}/${R.coverage.total} costed`, R.coverage.line, R.coverage.not_costed > 0);
+  const C = R.coverage;
+  card("coverage", `${C.costed + C.folded}/${C.total} nodes`, `${C.costed} costed, ${C.folded} folded before the run` +
+    (C.not_costed ? ` \u00b7 not costed: ${Object.entries(C.missing).map(([op, k]) => `${op} \u00d7${k}`).join(", ")}` : ""), C.not_costed > 0);
 
   // ---- roofline -------------------------------------------------------------------------------
   const tip = $("tip");
   const showTip = (ev, text) => { tip.textContent = text; tip.style.display = "block"; tip.style.left = ev.clientX + 14 + "px"; tip.style.top = ev.clientY + 10 + "px"; };
   const hideTip = () => { tip.style.display = "none"; };
-  const W = 900, H = 480, L = 96, B = 40, Tm = 14, Rm = 160;
+  const W = 900, H = 480, L = 96, B = 40, Tm = 14, Rm = 170;
   const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", id: "roofline-svg" }, $("roofline"));
+  // Roofs of the compute units the nodes run on (an fp32 model draws no tensor roofs); units of
+  // one rate share one line and one label ("tensor bf16/fp16").
+  const usedUnits = new Set(costed.map((n) => n.unit).filter((u) => u));
   const roofsOf = (d) => {
-    const r = [];
-    for (const k in d.tensor_flops) r.push({ name: "tensor " + k, rate: d.tensor_flops[k] });
-    for (const k in d.cuda_core_flops) r.push({ name: "CUDA " + k, rate: d.cuda_core_flops[k] });
-    return r;
+    const all = [];
+    for (const k in d.tensor_flops) all.push({ unit: "tensor " + k, rate: d.tensor_flops[k] });
+    for (const k in d.cuda_core_flops) all.push({ unit: "cuda " + k, rate: d.cuda_core_flops[k] });
+    const used = all.filter((r) => usedUnits.has(r.unit));
+    const byRate = new Map();
+    for (const r of used.length ? used : all) byRate.set(r.rate, (byRate.get(r.rate) || []).concat([r.unit]));
+    return [...byRate.entries()].sort((x, y) => y[0] - x[0]).map(([rate, units]) => {
+      const kinds = new Map();
+      for (const u of units) { const [k, p] = u.split(" "); kinds.set(k, (kinds.get(k) || []).concat([p])); }
+      const name = [...kinds.entries()].map(([k, ps]) => (k === "cuda" ? "CUDA " : "tensor ") + ps.join("/")).join(", ");
+      return { name, rate };
+    });
   };
   const roofSets = [{ d: dev, cls: "" }];
   if (dev.spec) roofSets.push({ d: dev.spec, cls: "spec" });
@@ -103,30 +124,32 @@
     el("text", { x: L - 6, y: ly(10 ** e) + 4, "text-anchor": "end" }, ax).textContent = si(10 ** e, "FLOP/s");
   }
   el("text", { x: (L + W - Rm) / 2, y: H - 6, "text-anchor": "middle" }, ax).textContent = "arithmetic intensity (FLOP/byte)";
-  const colors = ["#1b5fbf", "#2f9e44", "#b0358f", "#c77c02", "#5f3dc4", "#0b7285", "#862e9c"];
-  roofSets.forEach((s, si_) => {
-    const bws = [{ name: "HBM", bw: s.d.hbm_bandwidth }];
-    if (s.d.l2_bandwidth) bws.push({ name: "L2", bw: s.d.l2_bandwidth });
-    roofsOf(s.d).forEach((r, i) => {
-      const ridge = r.rate / s.d.hbm_bandwidth;
-      const c = colors[i % colors.length];
-      el("polyline", { class: "roof " + s.cls, stroke: c, points: `${lx(xmin)},${ly(Math.max(ymin, xmin * s.d.hbm_bandwidth))} ${lx(Math.min(xmax, ridge))},${ly(Math.min(r.rate, xmax * s.d.hbm_bandwidth))} ${lx(xmax)},${ly(r.rate)}` }, svg);
-      if (si_ === 0) {
-        el("text", { x: W - Rm + 4, y: ly(r.rate) + 4, fill: c }, svg).textContent = `${r.name} ${si(r.rate, "FLOP/s")}`;
-        if (ridge > xmin && ridge < xmax) el("text", { x: lx(ridge), y: ly(r.rate) - 4, "text-anchor": "middle", fill: c }, svg).textContent = `ridge ${ridge.toFixed(ridge < 10 ? 1 : 0)}`;
-      }
+  // Roof colours: none of the points' blue, orange, grey or purple.
+  const colors = ["#2b8a3e", "#0b7285", "#c2255c", "#74b816", "#8d5524", "#343a40"];
+  const memColor = "#5c5f66", roofLegend = [];
+  roofSets.forEach((s, setIndex) => {
+    const roofs = roofsOf(s.d), bw = s.d.hbm_bandwidth;
+    const topRidge = Math.max(...roofs.map((r) => r.rate / bw));
+    // The memory roof once, up to the highest ridge; each compute roof flat from its own ridge.
+    el("line", { class: "roof " + s.cls, stroke: memColor, x1: lx(xmin), y1: ly(Math.max(ymin, xmin * bw)),
+      x2: lx(Math.min(xmax, topRidge)), y2: ly(Math.min(ymax, xmax * bw, topRidge * bw)) }, svg);
+    if (s.d.l2_bandwidth)
+      el("line", { class: "roof l2 " + s.cls, stroke: memColor, x1: lx(xmin), y1: ly(Math.max(ymin, xmin * s.d.l2_bandwidth)),
+        x2: lx(Math.min(xmax, ymax / s.d.l2_bandwidth)), y2: ly(Math.min(ymax, xmax * s.d.l2_bandwidth)) }, svg);
+    roofs.forEach((r, i) => {
+      const ridge = r.rate / bw, c = colors[i % colors.length];
+      el("line", { class: "roof " + s.cls, stroke: c, x1: lx(Math.max(xmin, Math.min(xmax, ridge))), y1: ly(r.rate), x2: lx(xmax), y2: ly(r.rate) }, svg);
+      if (setIndex === 0) roofLegend.push({ color: c, text: `${r.name}: ${si(r.rate, "FLOP/s")}, ridge at ${ridge.toFixed(ridge < 10 ? 1 : 0)} FLOP/B`, y: ly(r.rate), label: `${r.name} ${si(r.rate, "FLOP/s")}` });
     });
-    for (const b of bws) {
-      if (b.name === "HBM") continue;
-      el("line", { class: "roof " + s.cls, stroke: "#888", x1: lx(xmin), y1: ly(Math.max(ymin, xmin * b.bw)), x2: lx(Math.min(xmax, ymax / b.bw)), y2: ly(Math.min(ymax, xmax * b.bw)) }, svg);
-    }
-    if (si_ === 0) {
-      const x0 = xmin * 3;
-      el("text", { x: lx(x0), y: ly(x0 * s.d.hbm_bandwidth) - 6 }, svg).textContent = `HBM ${si(s.d.hbm_bandwidth, "B/s")}`;
-      if (s.d.l2_bandwidth) el("text", { x: lx(x0), y: ly(x0 * s.d.l2_bandwidth) - 6 }, svg).textContent = `L2 ${si(s.d.l2_bandwidth, "B/s")}`;
+    if (setIndex === 0) {
+      roofLegend.push({ color: memColor, text: `HBM ${si(bw, "B/s")} (the slope)` });
+      if (s.d.l2_bandwidth) roofLegend.push({ color: memColor, dashed: true, text: `L2 ${si(s.d.l2_bandwidth, "B/s")} (measured by rooflens calibrate)` });
     }
   });
-  if (dev.spec) el("text", { x: L + 4, y: Tm + 10 }, svg).textContent = "solid: calibrated roofs \u00b7 dashed: spec roofs";
+  // Compute-roof labels in the right margin, pushed apart where roofs lie close.
+  const placed = roofLegend.filter((r) => r.label).sort((p, q) => p.y - q.y);
+  for (let i = 0; i < placed.length; i++) placed[i].ly = i ? Math.max(placed[i].y + 4, placed[i - 1].ly + 14) : placed[i].y + 4;
+  for (const r of placed) el("text", { class: "roof-label", x: W - Rm + 6, y: r.ly, fill: r.color }, svg).textContent = r.label;
   const total = T.predicted_s || 1;
   const pointOf = new Map();
   const gpts = el("g", {}, svg);
@@ -156,18 +179,31 @@
     pointOf.set(n.index, c);
   }
   const lg = $("legend");
-  for (const [k, c] of [["compute", "#2f6fdf"], ["memory", "#e07b00"], ["latency", "#8a8f98"]]) {
-    const s = h("span", undefined, lg);
+  const points = [["compute-bound", "#2f6fdf"], ["memory-bound", "#e07b00"], ["latency-bound", "#8a8f98"]];
+  if (costed.some((n) => n.bound === "comm")) points.push(["communication (all-reduce, drawn at the chart's floor)", "#7b3fbf"]);
+  const pointRow = h("div", undefined, lg, "row");
+  for (const [k, c] of points) {
+    const s = h("span", undefined, pointRow);
     h("i", undefined, s).style.background = c;
-    s.appendChild(document.createTextNode(k + "-bound"));
+    s.appendChild(document.createTextNode(k));
   }
-  if (P) h("span", "red ring: measured, joined to its prediction; size: share of predicted time", lg);
+  h("span", "point size: share of predicted time", pointRow, "s");
+  if (P) h("span", "red ring: measured, joined to its prediction", pointRow, "s");
+  const roofRow = h("div", undefined, lg, "row");
+  for (const r of roofLegend) {
+    const s = h("span", undefined, roofRow);
+    const swatch = h("b", undefined, s, "swatch" + (r.dashed ? " dashed" : ""));
+    swatch.style.borderColor = r.color;
+    s.appendChild(document.createTextNode(r.text));
+  }
+  if (!dev.l2_bandwidth) h("span", "no L2 slope: no spec sheet gives L2 bandwidth; `rooflens calibrate` measures it (--device-profile)", roofRow, "s");
+  if (dev.spec) h("span", "solid: calibrated roofs, dashed: spec roofs", roofRow, "s");
 
   // ---- layer table ----------------------------------------------------------------------------
   const cols = [
     ["name", (n) => n.name], ["op", (n) => n.op], ["class", (n) => n.family || ""], ["bound", (n) => n.bound || n.status],
     ["FLOPs", (n) => n.flops || 0, si], ["bytes", (n) => (n.bytes_read_activations || 0) + (n.bytes_read_weights || 0) + (n.bytes_written || 0), bytes],
-    ["AI", (n) => n.intensity || 0, (v) => v.toFixed(1)], ["predicted", (n) => n.predicted_s || 0, time],
+    ["AI", (n) => (n.flops > 0 ? n.intensity : -1), (v) => (v < 0 ? "-" : v.toFixed(1))], ["predicted", (n) => n.predicted_s || 0, time],
   ];
   if (P) cols.push(["measured", (n) => (measured(n) ? n.measured.median_s : -1), (v) => (v < 0 ? "-" : time(v))],
     ["error %", (n) => (measured(n) ? 100 * n.measured.error : NaN), (v) => (isNaN(v) ? "-" : v.toFixed(1))]);
@@ -229,42 +265,77 @@
   bars($("by-op"), R.by_op.slice(0, 20), (s) => `${s.op} \u00d7${s.count}`, (s) => s.predicted_s, (s) => `${time(s.predicted_s)} (${(100 * s.predicted_s / total).toFixed(1)}%)`);
   bars($("by-block"), R.by_block.slice(0, 20), (s) => s.block, (s) => s.predicted_s, (s) => `${time(s.predicted_s)} \u00d7${s.count}`);
 
+  // Axis ticks: about `count` round values covering [lo, hi].
+  const ticks = (lo, hi, count) => {
+    const raw = (hi - lo) / count, mag = 10 ** Math.floor(Math.log10(raw || 1));
+    const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((v) => v >= raw) || raw;
+    const out = [];
+    for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(v);
+    return out;
+  };
+
   // ---- transformer: phases and the generation sweep ------------------------------------------------
   if (R.transformer && R.transformer.generation) {
     const g = R.transformer.generation;
     $("sweep-section").style.display = "";
-    $("phases").textContent = `prefill of ${g.prompt} tokens: ${time(g.ttft_s)} (time to first token) \u00b7 decode: ${time(g.tpot_first_s)} per token at context ${g.prompt + 1} \u2192 ${time(g.tpot_last_s)} at ${g.prompt + g.gen - 1} \u00b7 ${g.tokens_per_s.toFixed(1)} tokens/s`;
-    const s = el("svg", { viewBox: "0 0 900 240", width: "100%", id: "sweep-svg" }, $("sweep"));
+    $("phases").textContent = `prefill of ${g.prompt} tokens: ${time(g.ttft_s)} (time to first token) \u00b7 decode: ${time(g.tpot_first_s)} per token at context ${g.prompt + 1} \u2192 ${time(g.tpot_last_s)} at ${g.prompt + g.gen - 1} \u00b7 ${time(g.total_s)} in all, ${g.tokens_per_s.toFixed(1)} tokens/s`;
+    const s = el("svg", { viewBox: "0 0 900 260", width: "100%", id: "sweep-svg" }, $("sweep"));
     const st = g.decode_step_s, n = st.length;
     if (n > 0) {
-      const mx = Math.max(...st) * 1.1, sx = (i) => 70 + i / Math.max(n - 1, 1) * 800, sy = (v) => 210 - v / mx * 190;
-      el("polyline", { points: st.map((v, i) => `${sx(i)},${sy(v)}`).join(" "), fill: "none", stroke: "#2f6fdf", "stroke-width": 1.5 }, s);
-      el("text", { x: 70, y: 232 }, s).textContent = `context ${g.prompt + 1}`;
-      el("text", { x: 870, y: 232, "text-anchor": "end" }, s).textContent = `context ${g.prompt + g.gen - 1}`;
-      el("text", { x: 64, y: sy(mx / 1.1) + 4, "text-anchor": "end" }, s).textContent = time(mx / 1.1);
-      el("text", { x: 64, y: 214, "text-anchor": "end" }, s).textContent = "0";
+      // The step time grows with the context by a few percent: the axis spans the data, not zero.
+      const lo = Math.min(...st), hi = Math.max(...st), pad = Math.max((hi - lo) * 0.15, hi * 0.005);
+      const y0 = Math.max(0, lo - pad), y1 = hi + pad, c0 = g.prompt + 1, c1 = g.prompt + Math.max(n, 2) - 1 + 1;
+      const sx = (c) => 90 + (c - c0) / Math.max(c1 - c0, 1) * 780, sy = (v) => 220 - (v - y0) / (y1 - y0) * 200;
+      const gs = el("g", { class: "grid" }, s), as = el("g", { class: "axis" }, s);
+      for (const v of ticks(y0, y1, 5)) {
+        el("line", { x1: 90, x2: 870, y1: sy(v), y2: sy(v) }, gs);
+        el("text", { x: 84, y: sy(v) + 4, "text-anchor": "end" }, as).textContent = time(v);
+      }
+      for (const c of ticks(c0, c1, 6)) {
+        el("line", { x1: sx(c), x2: sx(c), y1: 20, y2: 220 }, gs);
+        el("text", { x: sx(c), y: 234, "text-anchor": "middle" }, as).textContent = String(Math.round(c));
+      }
+      el("text", { x: 480, y: 254, "text-anchor": "middle" }, as).textContent = "context (tokens in the KV cache) \u2192";
+      el("text", { x: 94, y: 14 }, as).textContent = "time per output token" + (y0 > 0 ? " (axis not from zero)" : "");
+      el("polyline", { points: st.map((v, i) => `${sx(c0 + i)},${sy(v)}`).join(" "), fill: "none", stroke: "#2f6fdf", "stroke-width": 2 }, s);
     }
   }
 
   // ---- memory timeline ---------------------------------------------------------------------------
   {
     const live = M.live_bytes_per_node || [];
-    const base = M.weight_bytes + (R.transformer ? R.transformer.kv_bytes_batch || 0 : 0);
-    const top = Math.max(M.device_memory_bytes, base + Math.max(0, ...live)) * 1.05;
-    const s = el("svg", { viewBox: "0 0 900 260", width: "100%", id: "memory-svg" }, $("memory"));
-    const n = Math.max(live.length, 1), mx = (i) => 80 + i / n * 790, my = (v) => 230 - v / top * 215;
-    el("rect", { x: 80, y: my(M.weight_bytes), width: 790, height: 230 - my(M.weight_bytes), fill: "#c9d7f2" }, s);
-    if (base > M.weight_bytes) el("rect", { x: 80, y: my(base), width: 790, height: my(M.weight_bytes) - my(base), fill: "#f2dcc9" }, s);
+    const kv = M.kv_cache_bytes !== undefined ? M.kv_cache_bytes : R.transformer ? R.transformer.kv_bytes_batch || 0 : 0;
+    const base = M.weight_bytes + kv, peak = Math.max(0, ...live), used = base + peak;
+    // The scale is the model's own: a small model on an 80 GB GPU would otherwise be an empty box.
+    const deviceOnScale = M.device_memory_bytes <= used * 3;
+    const top = Math.max(used * 1.12, deviceOnScale ? M.device_memory_bytes * 1.05 : 0, 1);
+    const s = el("svg", { viewBox: "0 0 900 276", width: "100%", id: "memory-svg" }, $("memory"));
+    const n = Math.max(live.length, 1), X0 = 90, X1 = 870, mx = (i) => X0 + i / n * (X1 - X0), my = (v) => 230 - v / top * 215;
+    const gm = el("g", { class: "grid" }, s), am = el("g", { class: "axis" }, s);
+    const unit = 1024 ** Math.max(0, Math.floor(Math.log(top) / Math.log(1024)));  // round in the unit shown
+    for (const v of ticks(0, top / unit, 5).map((t) => t * unit)) {
+      el("line", { x1: X0, x2: X1, y1: my(v), y2: my(v) }, gm);
+      el("text", { x: X0 - 6, y: my(v) + 4, "text-anchor": "end" }, am).textContent = bytes(v);
+    }
+    el("rect", { class: "mem-area", x: X0, y: my(M.weight_bytes), width: X1 - X0, height: 230 - my(M.weight_bytes), fill: "#c9d7f2" }, s);
+    if (kv > 0) el("rect", { class: "mem-area", x: X0, y: my(base), width: X1 - X0, height: my(M.weight_bytes) - my(base), fill: "#f2dcc9" }, s);
     if (live.length) {
       const pts = live.map((v, i) => `${mx(i)},${my(base + v)}`);
-      el("polygon", { points: `${mx(0)},${my(base)} ${pts.join(" ")} ${mx(live.length - 1)},${my(base)}`, fill: "#7fb07f", opacity: 0.8 }, s);
-      const pk = live.indexOf(Math.max(...live));
-      el("circle", { cx: mx(pk), cy: my(base + live[pk]), r: 4, fill: "#b42318" }, s);
-      el("text", { x: mx(pk) + 6, y: my(base + live[pk]) - 4 }, s).textContent = `peak ${bytes(live[pk])} at ${M.peak_node}`;
+      el("polygon", { class: "mem-area", points: `${mx(0)},${my(base)} ${pts.join(" ")} ${mx(live.length - 1)},${my(base)}`, fill: "#5f9e5f", opacity: 0.85 }, s);
+      const pk = live.indexOf(peak), px = mx(pk), right = px > (X0 + X1) / 2;
+      el("circle", { cx: px, cy: my(base + peak), r: 4, fill: "#b42318" }, s);
+      el("text", { x: right ? px - 8 : px + 8, y: Math.max(my(base + peak) - 6, 12), "text-anchor": right ? "end" : "start" }, s).textContent =
+        `peak ${bytes(peak)} of activations at ${M.peak_node}`;
     }
-    el("line", { x1: 80, x2: 870, y1: my(M.device_memory_bytes), y2: my(M.device_memory_bytes), stroke: "#b42318", "stroke-dasharray": "6 4" }, s);
-    el("text", { x: 84, y: my(M.device_memory_bytes) - 4 }, s).textContent = `device memory ${bytes(M.device_memory_bytes)}`;
-    el("text", { x: 84, y: 248 }, s).textContent = `execution order \u2192  (blue: weights ${bytes(M.weight_bytes)}` + (base > M.weight_bytes ? `, orange: KV cache ${bytes(base - M.weight_bytes)}` : "") + ", green: live activations)";
+    if (deviceOnScale) {
+      el("line", { x1: X0, x2: X1, y1: my(M.device_memory_bytes), y2: my(M.device_memory_bytes), stroke: "#b42318", "stroke-dasharray": "6 4" }, s);
+      el("text", { x: X0 + 4, y: my(M.device_memory_bytes) - 4 }, s).textContent = `device memory ${bytes(M.device_memory_bytes)}`;
+    }
+    el("text", { x: X0, y: 250 }, s).textContent = `execution order \u2192  blue: weights ${bytes(M.weight_bytes)}` +
+      (kv > 0 ? `, orange: KV cache ${bytes(kv)}` : "") + `, green: live activations`;
+    if (!deviceOnScale)
+      el("text", { x: X0, y: 266 }, s).textContent =
+        `device memory ${bytes(M.device_memory_bytes)} is off this scale: the model uses ${(100 * used / M.device_memory_bytes).toFixed(1)}% of it`;
   }
   document.body.dataset.renderMs = (performance.now() - started).toFixed(0);
 
@@ -292,6 +363,19 @@
     ok("no_network_requests", resources === 0, `${resources} resource entries`);
     ok("rendered_under_2s", +document.body.dataset.renderMs < 2000, `${document.body.dataset.renderMs} ms`);
     ok("no_errors", window.__rooflensErrors.length === 0, window.__rooflensErrors.join(" | "));
+    // No two roof labels overlap, by their rendered boxes.
+    const boxes = [...document.querySelectorAll("#roofline-svg text.roof-label")].map((t) => [t.textContent, t.getBoundingClientRect()]);
+    const clashes = [];
+    for (let i = 0; i < boxes.length; i++)
+      for (let j = i + 1; j < boxes.length; j++) {
+        const [a, p] = boxes[i], [b, q] = boxes[j];
+        if (p.left < q.right && q.left < p.right && p.top < q.bottom && q.top < p.bottom) clashes.push(`${a} / ${b}`);
+      }
+    ok("roof_labels_apart", boxes.length > 0 && clashes.length === 0, `${boxes.length} labels; overlapping: ${clashes.join(", ") || "none"}`);
+    // The memory chart draws something a person can see: a bar or area at least 2 px tall and wide.
+    const areas = [...document.querySelectorAll("#memory-svg .mem-area")].map((e) => e.getBoundingClientRect());
+    const visible = areas.filter((r) => r.height >= 2 && r.width >= 2);
+    ok("memory_chart_visible", visible.length > 0, `${visible.length} of ${areas.length} areas visible; tallest ${Math.max(0, ...areas.map((r) => r.height)).toFixed(1)} px`);
     out.pass = Object.values(out.checks).every((c) => c.pass);
     $("selftest").textContent = JSON.stringify(out);
   }
