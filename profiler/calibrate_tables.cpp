@@ -77,7 +77,7 @@ PerfDatabase measure_tables(LayerTimer& timer, const Device& device, bool quick,
   int held_out = quick ? 6 : 12;
   // Past this, the remaining points stay unmeasured (their shapes are predicted as beyond the
   // grid) and the run says so: calibrate keeps within its time.
-  double deadline = quick ? 75 : 540;
+  double deadline = quick ? 75 : 480;
   bool cut = false;
   std::mt19937 rng(20261123);
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };

@@ -36,6 +36,18 @@ json device_with_spec(const Device& d, const std::string& requested) {
     j["measured_gpu"] = d.profile_gpu;
     j["measured_sm_clock_mhz"] = d.profile_sm_clock_mhz;
   }
+  if (d.perf) {  // which measured tables predictions could read, and how well they predicted held-out shapes
+    json tables = json::object();
+    for (const auto& [key, t] : d.perf->tables) {
+      int points = 0;
+      for (double s : t.seconds) points += s > 0;
+      json e{{"axes", t.axes}, {"points", points}};
+      if (auto v = d.perf->validation.find(key); v != d.perf->validation.end())
+        e["held_out"] = {{"shapes", v->second.shapes}, {"median_abs_error", v->second.median_abs}, {"p90_abs_error", v->second.p90_abs}};
+      tables[key] = e;
+    }
+    j["tables"] = tables;
+  }
   return j;
 }
 

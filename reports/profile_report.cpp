@@ -29,32 +29,62 @@ void write_profile_table(std::ostream& out, const json& r, int top_n) {
   std::stable_sort(rows.begin(), rows.end(), [](auto* x, auto* y) {
     return seconds(x->at("measured").at("median_s")) > seconds(y->at("measured").at("median_s"));
   });
+  std::vector<const json*> measured_nodes = rows;
   if (static_cast<int>(rows.size()) > top_n) rows.resize(static_cast<size_t>(top_n));
-  fmt::print(out, "{:<30} {:<12} {:>9} {:>9} {:>6} {:>7} {:>15} {:>3}\n", "node", "op", "predicted", "measured", "IQR%", "error",
-             "class pred/meas", "k");
+  // "compute/latency" as "comp/lat"; the library as a word: the table must fit 100 columns.
+  auto cls = [](const json& b) {
+    std::string s = b.get<std::string>();
+    return s == "compute" ? "comp" : s == "memory" ? "mem" : s == "latency" ? "lat" : s;
+  };
+  auto lib = [](const json& m) {
+    std::string l = m.value("library", "");
+    return l == "rooflens" ? std::string("ours") : l == "cuBLASLt + rooflens" ? std::string("cuBLASLt+") : l;
+  };
+  fmt::print(out, "{:<26} {:<10} {:>9} {:>9} {:>5} {:>6} {:>9} {:<9} {:>2}\n", "node", "op", "predicted", "measured", "IQR%", "error",
+             "class p/m", "ran", "k");
   for (const json* n : rows) {
     const json& m = n->at("measured");
     double median = seconds(m.at("median_s")), iqr = m.at("relative_iqr").get<double>();
     std::string op = n->at("op").get<std::string>();
-    fmt::print(out, "{:<30} {:<12} {:>9} {:>9} {:>6.1f} {:>+6.0f}% {:>15} {:>3}\n", fit_name(n->at("name").get<std::string>(), 30, op),
-               fit_op(op, 12), human_time(seconds(n->at("predicted_s"))), human_time(median), 100 * iqr, 100 * m.at("error").get<double>(),
-               fmt::format("{}/{}", n->at("bound").get<std::string>(), m.at("bound").get<std::string>()), m.at("kernels").get<int>());
+    fmt::print(out, "{:<26} {:<10} {:>9} {:>9} {:>5.1f} {:>+5.0f}% {:>9} {:<9} {:>2}\n", fit_name(n->at("name").get<std::string>(), 26, op),
+               fit_op(op, 10), human_time(seconds(n->at("predicted_s"))), human_time(median), 100 * iqr, 100 * m.at("error").get<double>(),
+               fmt::format("{}/{}", cls(n->at("bound")), cls(m.at("bound"))), fit(lib(m), 9), m.at("kernels").get<int>());
   }
   if (p.at("measured").get<int>() == 0) {
     fmt::print(out, "\nno layer was measured: no prediction error to report\n");
   } else {
-    fmt::print(out, "\nPrediction error |predicted - measured| / measured, per layer\n{:<14} {:>6} {:>8} {:>8} {:>10} {:>10}\n",
-               "class", "layers", "median", "p90", "predicted", "measured");
+    // The headline weighs each layer's error by its time: the median alone hides where it goes.
+    // Results written before the time-weighted figure existed show "-" there, not a zero.
+    auto pct = [](const json& o, const char* key) {
+      return o.contains(key) ? fmt::format("{:.1f}%", 100 * o[key].get<double>()) : std::string("-");
+    };
+    fmt::print(out, "\nPrediction error, time-weighted sum|p - m| / sum m: {} (model sum {:+.1f}%, median per layer {:.1f}%)\n",
+               pct(p, "time_weighted_error"), 100 * p.at("model_error").get<double>(), 100 * p.at("median_abs_error").get<double>());
+    fmt::print(out, "{:<14} {:>6} {:>10} {:>8} {:>8} {:>10} {:>10}\n", "class", "layers", "time-wtd", "median", "p90", "predicted",
+               "measured");
     for (const json& c : p.at("classes"))
-      fmt::print(out, "{:<14} {:>6} {:>7.1f}% {:>7.1f}% {:>10} {:>10}\n", c.at("family").get<std::string>(), c.at("layers").get<int>(),
-                 100 * c.at("median_abs_error").get<double>(), 100 * c.at("p90_abs_error").get<double>(),
-                 human_time(seconds(c.at("predicted_s"))), human_time(seconds(c.at("measured_s"))));
-    fmt::print(out, "{:<14} {:>6} {:>7.1f}% {:>7.1f}% {:>10} {:>10}  (model sum: {:+.1f}%)\n", "all", p.at("measured").get<int>(),
-               100 * p.at("median_abs_error").get<double>(), 100 * p.at("p90_abs_error").get<double>(),
-               human_time(seconds(p.at("predicted_s"))), human_time(seconds(p.at("measured_s"))), 100 * p.at("model_error").get<double>());
+      fmt::print(out, "{:<14} {:>6} {:>10} {:>7.1f}% {:>7.1f}% {:>10} {:>10}\n", c.at("family").get<std::string>(),
+                 c.at("layers").get<int>(), pct(c, "time_weighted_error"), 100 * c.at("median_abs_error").get<double>(),
+                 100 * c.at("p90_abs_error").get<double>(), human_time(seconds(c.at("predicted_s"))), human_time(seconds(c.at("measured_s"))));
+    fmt::print(out, "{:<14} {:>6} {:>10} {:>7.1f}% {:>7.1f}% {:>10} {:>10}\n", "all", p.at("measured").get<int>(),
+               pct(p, "time_weighted_error"), 100 * p.at("median_abs_error").get<double>(),
+               100 * p.at("p90_abs_error").get<double>(), human_time(seconds(p.at("predicted_s"))), human_time(seconds(p.at("measured_s"))));
   }
   fmt::print(out, "replay: {} measured, {} not replayed, {} skipped, {} without a kernel; {:.1f} s\n", p.at("measured").get<int>(),
              p.at("not_replayed").get<int>(), p.at("skipped").get<int>(), p.at("no_kernel").get<int>(), p.at("wall_s").get<double>());
+  // What ran: layers and measured time per library.
+  std::map<std::string, std::pair<int, double>> libraries;
+  for (const json* n : measured_nodes) {
+    auto& [count, time] = libraries[lib(n->at("measured"))];
+    ++count;
+    time += seconds(n->at("measured").at("median_s"));
+  }
+  if (!libraries.empty()) {
+    std::string line;
+    for (const auto& [l, ct] : libraries) line += fmt::format("{}{} {} layers {}", line.empty() ? "" : ", ", l.empty() ? "?" : l, ct.first, human_time(ct.second));
+    fmt::print(out, "ran:    {}\n", fit(line, 92));
+  }
+  if (p.contains("cudnn")) fmt::print(out, "cudnn:  {}\n", fit(p["cudnn"].get<std::string>(), 92));
   std::map<std::string, int> reasons;
   for (const json& n : r.at("nodes")) {
     if (!n.contains("measured")) continue;

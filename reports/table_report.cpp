@@ -89,6 +89,14 @@ void header(std::ostream& out, const json& r) {
   fmt::print(out, "roofs    {} bf16 tensor, {} fp32 CUDA core, {} HBM, launch floor {}\n",
              human_rate(rate(d.at("tensor_flops"), "bf16"), "FLOP"), human_rate(rate(d.at("cuda_core_flops"), "fp32"), "FLOP"),
              human_rate(d.at("hbm_bandwidth").get<double>(), "B"), human_time(d.at("launch_floor_s").get<double>()));
+  // Where the times come from: the calibrated tables, fitted beyond them, or the roofline.
+  const json& sources = r.at("totals").value("prediction_sources", json::object());
+  if (!sources.empty()) {
+    std::string line;
+    for (const char* s : {"measured table", "fitted", "roofline"})
+      if (sources.contains(s)) line += fmt::format("{}{} {}", line.empty() ? "" : ", ", sources[s].get<int>(), s);
+    fmt::print(out, "times    {} nodes{}\n", line, d.contains("tables") ? "" : " (no measured tables: `rooflens calibrate` writes them)");
+  }
   fmt::print(out, "dtype    {}\n", fit(r.at("dtype").get<std::string>(), 91));
 }
 

@@ -73,6 +73,9 @@
   else card("predicted", time(T.predicted_s), `${T.throughput_per_s.toFixed(1)} ${T.throughput_unit || "samples/s"}`);
   const anyMeasured = P && P.measured > 0;
   if (anyMeasured) card("measured", time(P.measured_s), `over ${P.measured} layers; model error ${(100 * P.model_error).toFixed(1)}%` + (P.valid ? "" : " \u2014 INVALID"), !P.valid);
+  // The headline weighs each layer's error by its time; the median beside it.
+  if (anyMeasured && P.time_weighted_error !== undefined)
+    card("time-weighted error", `${(100 * P.time_weighted_error).toFixed(1)}%`, "\u03a3|predicted \u2212 measured| / \u03a3 measured, over the layers");
   if (anyMeasured) card("per-layer error", `${(100 * P.median_abs_error).toFixed(1)}% median`, `p90 ${(100 * P.p90_abs_error).toFixed(1)}% \u00b7 ${P.timing}, L2 ${P.l2}`);
   const C = R.coverage;
   card("coverage", `${C.costed + C.folded}/${C.total} nodes`, `${C.costed} costed, ${C.folded} folded before the run` +
@@ -205,8 +208,10 @@
     ["FLOPs", (n) => n.flops || 0, si], ["bytes", (n) => (n.bytes_read_activations || 0) + (n.bytes_read_weights || 0) + (n.bytes_written || 0), bytes],
     ["AI", (n) => (n.flops > 0 ? n.intensity : -1), (v) => (v < 0 ? "-" : v.toFixed(1))], ["predicted", (n) => n.predicted_s || 0, time],
   ];
+  cols.push(["time from", (n) => n.source || ""]);
   if (P) cols.push(["measured", (n) => (measured(n) ? n.measured.median_s : -1), (v) => (v < 0 ? "-" : time(v))],
-    ["error %", (n) => (measured(n) ? 100 * n.measured.error : NaN), (v) => (isNaN(v) ? "-" : v.toFixed(1))]);
+    ["error %", (n) => (measured(n) ? 100 * n.measured.error : NaN), (v) => (isNaN(v) ? "-" : v.toFixed(1))],
+    ["ran", (n) => (measured(n) ? n.measured.library || "" : "")]);
   const thead = $("thead"), tbody = $("tbody");
   let sortCol = 7, sortDir = -1, selected = -1;
   const headRow = h("tr", undefined, thead);
