@@ -32,7 +32,8 @@ std::optional<std::string> conv_class(const ConvDims& c) {
   for (int64_t d : c.dilations)
     if (d != 1) return std::nullopt;
   int64_t k = c.kernel[0], s = c.strides[0];
-  if ((k == 1 && (s == 1 || s == 2)) || (k == 3 && (s == 1 || s == 2)) || (k == 7 && s == 2)) return fmt::format("k{}s{}", k, s);
+  bool patch = k == s && (k == 14 || k == 16) && c.pads == std::vector<int64_t>(c.pads.size(), 0);  // ViT patch embedding
+  if ((k == 1 && (s == 1 || s == 2)) || (k == 3 && (s == 1 || s == 2)) || (k == 7 && s == 2) || patch) return fmt::format("k{}s{}", k, s);
   return std::nullopt;
 }
 
@@ -46,6 +47,16 @@ std::vector<std::string> key_parts(const std::string& key) {
 }
 
 }  // namespace
+
+std::optional<std::pair<int64_t, int64_t>> conv_kernel_stride(const std::string& cls) {
+  auto s = cls.find('s');
+  if (cls.size() < 4 || cls[0] != 'k' || s == std::string::npos) return std::nullopt;
+  try {
+    return std::pair<int64_t, int64_t>{std::stoll(cls.substr(1, s - 1)), std::stoll(cls.substr(s + 1))};
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
 
 int64_t gemm_alignment(int64_t n, int64_t k) {
   for (int64_t a : {128, 64, 16, 8, 4, 2})
@@ -91,9 +102,11 @@ std::optional<PerfQuery> perf_query(const NodeCost& c, Precision p) {
   auto bytes = static_cast<double>(c.bytes());
   auto rows_cols = [&](const char* table) -> std::optional<PerfQuery> {
     if (ks.rows <= 0 || ks.cols <= 0) return std::nullopt;
-    // Row kernels stream bytes: a row of fp32 costs what a row twice as long in bf16 does.
-    double cols = static_cast<double>(ks.cols) * static_cast<double>(element_bytes(p)) / 2;
-    return PerfQuery{table, {static_cast<double>(ks.rows), cols}};
+    // Row kernels stream bytes: a row of fp32 costs what a row twice as long in bf16 does. Rows
+    // that are not whole 16-byte vectors take the kernels' scalar path.
+    int64_t row_bytes = ks.cols * element_bytes(p);
+    double cols = static_cast<double>(row_bytes) / 2;
+    return PerfQuery{table, {row_bytes % 16 == 0 ? 8.0 : 1.0, static_cast<double>(ks.rows), cols}};
   };
   if (bytes <= 0) return std::nullopt;
   switch (ks.memory) {
@@ -132,13 +145,14 @@ GridWork grid_work(const std::string& table, const std::vector<double>& x) {
     w.tensor_cores = true;
   } else if (k[0] == "conv") {
     w.precision = *precision_from_name(k[1]);
-    int kernel = k[2][1] - '0', stride = k[2][3] - '0';
+    auto [kernel, stride] = conv_kernel_stride(k[2]).value_or(std::pair<int64_t, int64_t>{1, 1});
     double pix = x[0], out = x[1], in = x[2], eb = static_cast<double>(element_bytes(w.precision));
-    w.flops = 2 * pix * out * in * kernel * kernel;
-    w.bytes = (pix * stride * stride * in + pix * out + out * in * kernel * kernel) * eb;
+    auto kk = static_cast<double>(kernel * kernel), ss = static_cast<double>(stride * stride);
+    w.flops = 2 * pix * out * in * kk;
+    w.bytes = (pix * ss * in + pix * out + out * in * kk) * eb;
     w.tensor_cores = w.precision != Precision::fp32;
-  } else if (k[0] == "mem" && x.size() == 2) {
-    w.bytes = 2 * x[0] * x[1] * 2;
+  } else if (k[0] == "mem" && x.size() == 3) {
+    w.bytes = 2 * x[1] * x[2] * 2;
   } else {
     w.bytes = x[0];
   }
@@ -155,7 +169,7 @@ std::vector<TableGrid> calibration_grids(bool quick) {
     for (const char* cls : {"k1s1", "k3s1"})
       out.push_back({fmt::format("conv.bf16.{}", cls), {"pixels", "out", "in"}, {{49, 784, 12544}, {64, 256, 1024}, {64, 256, 1024}}});
     out.push_back({"mem.elementwise", {"bytes"}, {ladder(4096, 1 << 30, 4)}});
-    out.push_back({"mem.norm", {"rows", "cols"}, {{1, 64, 4096}, {256, 4096}}});
+    out.push_back({"mem.norm", {"align", "rows", "cols"}, {{8}, {1, 64, 4096}, {256, 4096}}});
     return out;
   }
   // In order of how much time of common models they predict: a run cut short by its deadline
@@ -166,19 +180,22 @@ std::vector<TableGrid> calibration_grids(bool quick) {
     out.push_back({fmt::format("attn_prefill.bf16.{}", mode), {"d", "heads", "seq"}, {{64, 128}, ladder(1, 256, 4), pow2(128, 16384)}});
   out.push_back({"attn_decode.bf16", {"d", "group", "kv_heads", "context"}, {{64, 128}, {1, 4, 8}, ladder(1, 1024, 4), ladder(256, 65536, 4)}});
   std::vector<double> pixels = ladder(49, 200704, 4), channels = ladder(64, 4096, 4);
-  auto convs = [&](const char* p) {
+  auto convs = [&](const char* p, bool patches) {
     for (const char* cls : {"k1s1", "k1s2", "k3s1", "k3s2"})
       out.push_back({fmt::format("conv.{}.{}", p, cls), {"pixels", "out", "in"}, {pixels, channels, channels}});
     out.push_back({fmt::format("conv.{}.k7s2", p), {"pixels", "out", "in"}, {pixels, channels, {3, 16, 64}}});
+    if (patches)  // ViT patch embeddings: RGB in, a few hundred to a few thousand patches per image
+      for (const char* cls : {"k14s14", "k16s16"})
+        out.push_back({fmt::format("conv.{}.{}", p, cls), {"pixels", "out", "in"}, {ladder(49, 200704, 4), {256, 1024, 4096}, {3}}});
   };
-  convs("bf16");
+  convs("bf16", true);
   for (const char* cls : {"elementwise", "broadcast", "transpose", "copy", "gather"})
     out.push_back({fmt::format("mem.{}", cls), {"bytes"}, {pow2(4096, 1 << 30)}});
   for (const char* cls : {"norm", "softmax", "reduce"})
-    out.push_back({fmt::format("mem.{}", cls), {"rows", "cols"}, {ladder(1, 65536, 4), ladder(64, 16384, 4)}});
-  convs("tf32");
-  convs("fp32");
-  for (const char* p : {"fp32", "tf32", "fp8"}) out.push_back({fmt::format("gemm.{}", p), {"align", "m", "n", "k"}, {{128}, m, n, k}});
+    out.push_back({fmt::format("mem.{}", cls), {"align", "rows", "cols"}, {{1, 8}, ladder(1, 65536, 4), ladder(64, 16384, 4)}});
+  for (const char* p : {"fp8", "tf32", "fp32"}) out.push_back({fmt::format("gemm.{}", p), {"align", "m", "n", "k"}, {{128}, m, n, k}});
+  convs("fp32", false);
+  convs("tf32", false);
   return out;
 }
 

@@ -8,9 +8,11 @@
 //   attn_prefill.<dtype>.causal d, heads, seq          heads = batch * q_heads; seq: the square
 //   attn_prefill.<dtype>.full                          self-attention with the same executed scores
 //   attn_decode.<dtype>         d, group, kv_heads, context   kv_heads = batch * kv heads
-//   conv.<precision>.<k1s1|k1s2|k3s1|k3s2|k7s2>  pixels, out, in   pixels = batch * output pixels
+//   conv.<precision>.<k1s1|k1s2|k3s1|k3s2|k7s2|k14s14|k16s16>  pixels, out, in
+//                                                      pixels = batch * output pixels
 //   mem.<elementwise|broadcast|transpose|copy|gather>  bytes
-//   mem.<norm|softmax|reduce>   rows, cols             cols in bf16 elements (wider dtypes scaled)
+//   mem.<norm|softmax|reduce>   align, rows, cols      cols in bf16 elements (wider dtypes scaled);
+//                                                      align 8: rows of whole 16-byte vectors, else 1
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +33,9 @@ std::optional<PerfQuery> perf_query(const NodeCost& c, Precision p);
 // The largest of 128, 64, 16, 8, 4, 2, 1 that divides both n and k: the leading dims of the
 // product as deployments lay it out ([m, k] activations, [n, k] weights, [m, n] output).
 int64_t gemm_alignment(int64_t n, int64_t k);
+
+// "k3s2" -> {3, 2}; nullopt for a name that is not a convolution class.
+std::optional<std::pair<int64_t, int64_t>> conv_kernel_stride(const std::string& cls);
 
 // FLOPs and bytes of one table point, to scale a time beyond the grid by the roofline.
 struct GridWork {

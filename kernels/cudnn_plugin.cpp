@@ -16,7 +16,7 @@ namespace fe = cudnn_frontend;
 
 // Engine configurations kept per graph, in the heuristics' order: the replay times each, and
 // beyond the first few cuDNN's own ranking has never put a faster one.
-constexpr int64_t kMaxPlans = 8;
+constexpr int64_t kMaxPlans = 6;
 
 fe::DataType_t fe_type(DType d) {
   switch (d) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -48,8 +49,16 @@ void for_each_point(const TableGrid& g, F&& f) {
   }
 }
 
-// A random shape inside the grid's range: log-uniform per axis (integral), alignment classes
-// drawn from the grid's own.
+// A random shape inside the grid's range, log-uniform per axis, rounded as layers' dims are:
+// GEMM widths to multiples of 128 (the table's alignment class then shifts N off it), channels to
+// 16, rows to whole vectors, KV heads to sequences of 8; alignment classes, head dims and groups
+// drawn from the grid's own values.
+double round_as_layers_do(const std::string& axis, double v) {
+  double step = axis == "n" || axis == "k" ? 128 : axis == "out" || axis == "in" ? 16 : axis == "cols" ? 8
+                : axis == "kv_heads" && v >= 8 ? 8 : 1;
+  return std::max(step, std::round(v / step) * step);
+}
+
 std::vector<double> held_out_point(const TableGrid& g, std::mt19937& rng) {
   std::vector<double> x;
   for (size_t a = 0; a < g.grid.size(); ++a) {
@@ -60,8 +69,7 @@ std::vector<double> held_out_point(const TableGrid& g, std::mt19937& rng) {
     }
     double lo = std::log(v.front()), hi = std::log(v.back());
     double u = std::exp(std::uniform_real_distribution<double>(lo, hi)(rng));
-    // Even integers, so that a GEMM's nominal alignment class is not changed by rounding.
-    x.push_back(std::max(v.front(), std::round(u / 2) * 2));
+    x.push_back(std::clamp(round_as_layers_do(g.axes[a], u), v.front(), v.back()));
   }
   return x;
 }
@@ -77,7 +85,7 @@ PerfDatabase measure_tables(LayerTimer& timer, const Device& device, bool quick,
   int held_out = quick ? 6 : 12;
   // Past this, the remaining points stay unmeasured (their shapes are predicted as beyond the
   // grid) and the run says so: calibrate keeps within its time.
-  double deadline = quick ? 75 : 480;
+  double deadline = quick ? 75 : 520;
   bool cut = false;
   std::mt19937 rng(20261123);
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };

@@ -51,6 +51,6 @@ class L2Flush {
 // How the replay times its candidate kernels (cuBLASLt algorithms, cuDNN engines, ours) for a
 // layer: one warm-up, then the median of `runs` CUDA-event timings, each after an L2 flush when
 // `flush` is given (as `profile --l2 cold` samples the layer).
-kernels::CandidateTimer candidate_timer(const L2Flush* flush, cudaStream_t s, int runs = 5);
+kernels::CandidateTimer candidate_timer(const L2Flush* flush, cudaStream_t s, int runs = 3);
 
 }  // namespace rooflens::profiler

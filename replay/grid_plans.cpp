@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "analyzer/errors.hpp"
+#include "analyzer/perf_model.hpp"
 
 namespace rooflens::replay {
 
@@ -19,7 +20,7 @@ BufferSpec buffer(DType d, Shape s) {
 
 int64_t as_int(double v) { return std::max<int64_t>(1, std::llround(v)); }
 
-// A dim of alignment exactly `align` next to `v` (a power of two of at least 128).
+// A dim of alignment exactly `align` next to `v` (a multiple of 128).
 int64_t aligned_dim(int64_t v, int64_t align) { return align >= 128 ? v : v + align; }
 
 std::vector<std::string> split(const std::string& key) {
@@ -55,8 +56,9 @@ ReplayPlan attention_plan(AttentionDims d) {
 ReplayPlan conv_plan(Precision p, int64_t kernel, int64_t stride, int64_t pixels, int64_t out, int64_t in) {
   int64_t batch = pixels > 12544 ? pixels / 12544 : 1;
   auto side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(pixels / batch))));
+  int64_t pad = kernel == stride ? 0 : kernel / 2;  // patch embeddings do not pad
   ConvDims c{batch, in, out, 1, {side * stride, side * stride}, {kernel, kernel}, {side, side}, {stride, stride},
-             {kernel / 2, kernel / 2, kernel / 2, kernel / 2}, {1, 1}, false};
+             {pad, pad, pad, pad}, {1, 1}, false};
   DType t = storage_dtype(p);
   ReplayPlan plan;
   plan.precision = p;
@@ -70,8 +72,8 @@ ReplayPlan memory_plan(const std::string& cls, const std::vector<double>& x) {
   ReplayPlan plan;
   plan.precision = Precision::bf16;
   DType t = DType::bf16;
-  if (x.size() == 2) {  // rows of cols
-    int64_t rows = as_int(x[0]), cols = as_int(x[1]);
+  if (x.size() == 3) {  // rows of cols; align 1: rows that are not whole 16-byte vectors
+    int64_t rows = as_int(x[1]), cols = as_int(x[2]) + (x[0] < 8 ? 1 : 0);
     plan.inputs = {buffer(t, {rows, cols})};
     if (cls == "norm") {
       plan.inputs.push_back(buffer(t, {cols}));
@@ -87,8 +89,8 @@ ReplayPlan memory_plan(const std::string& cls, const std::vector<double>& x) {
     return plan;
   }
   double bytes = x[0];
-  if (cls == "elementwise") {  // a + b: two reads and a write of 2-byte elements
-    int64_t n = as_int(bytes / 6);
+  if (cls == "elementwise") {  // a + b: two reads and a write of 2-byte elements, whole 16-byte vectors
+    int64_t n = std::max<int64_t>(8, as_int(bytes / 6) / 8 * 8);
     plan.inputs = {buffer(t, {n}), buffer(t, {n})};
     plan.outputs = {buffer(t, {n})};
     plan.kernel = ElementwisePlan{EwOp::add};
@@ -127,10 +129,11 @@ GridPlan plan_for_grid_point(const std::string& table, const std::vector<double>
   if (k[0] == "gemm" && x.size() == 4) {
     auto p = precision_from_name(k[1]);
     if (!p) throw InputError(fmt::format("table {}: unknown precision", table));
+    // The class is set by N (output features, a vocabulary); K, a hidden size, stays aligned.
     int64_t align = as_int(x[0]), m = as_int(x[1]), n = as_int(x[2]), kk = as_int(x[3]);
-    int64_t n2 = aligned_dim(n, align), k2 = aligned_dim(kk, align);
-    g.plan = gemm_plan(*p, m, n2, k2);
-    g.scale = static_cast<double>(n) * static_cast<double>(kk) / (static_cast<double>(n2) * static_cast<double>(k2));
+    int64_t n2 = aligned_dim(n, align);
+    g.plan = gemm_plan(*p, m, n2, kk);
+    g.scale = static_cast<double>(n) / static_cast<double>(n2);
   } else if (k[0] == "attn_prefill" && x.size() == 3) {
     int64_t d = as_int(x[0]), heads = as_int(x[1]), s = as_int(x[2]);
     g.plan = attention_plan(AttentionDims{1, heads, heads, s, s, d, d, k[2] == "causal", 0});
@@ -140,8 +143,9 @@ GridPlan plan_for_grid_point(const std::string& table, const std::vector<double>
     g.plan = attention_plan(AttentionDims{kvh / per_seq, per_seq * group, per_seq, 1, ctx, d, d, false, 0});
   } else if (k[0] == "conv" && x.size() == 3 && k.size() == 3) {
     auto p = precision_from_name(k[1]);
-    if (!p || k[2].size() != 4) throw InputError(fmt::format("table {}: unknown convolution class", table));
-    g.plan = conv_plan(*p, k[2][1] - '0', k[2][3] - '0', as_int(x[0]), as_int(x[1]), as_int(x[2]));
+    auto cls = conv_kernel_stride(k[2]);
+    if (!p || !cls) throw InputError(fmt::format("table {}: unknown convolution class", table));
+    g.plan = conv_plan(*p, cls->first, cls->second, as_int(x[0]), as_int(x[1]), as_int(x[2]));
   } else if (k[0] == "mem" && k.size() == 2) {
     g.plan = memory_plan(k[1], x);
   } else {

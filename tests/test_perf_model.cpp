@@ -117,8 +117,11 @@ TEST_CASE("which table a node reads: GEMM alignment classes, attention, convolut
   n.kernel.memory = MemoryKernel::norm;
   n.kernel.rows = 1;
   n.kernel.cols = 4096;
-  CHECK(perf_query(n, Precision::bf16)->x == std::vector<double>{1, 4096});
-  CHECK(perf_query(n, Precision::fp32)->x == std::vector<double>{1, 8192});  // twice the bytes per row
+  CHECK(perf_query(n, Precision::bf16)->x == std::vector<double>{8, 1, 4096});
+  CHECK(perf_query(n, Precision::fp32)->x == std::vector<double>{8, 1, 8192});  // twice the bytes per row
+  n.kernel.cols = 197;  // ViT's attention rows: not whole 16-byte vectors, the scalar path
+  CHECK(perf_query(n, Precision::bf16)->x == std::vector<double>{1, 1, 197});
+  n.kernel.cols = 4096;
   n.kernel.memory = MemoryKernel::transpose;
   CHECK(perf_query(n, Precision::bf16)->table == "mem.transpose");
   CHECK(perf_query(n, Precision::bf16)->x == std::vector<double>{16384});
@@ -215,12 +218,22 @@ TEST_CASE("device profiles carry their tables, and bad tables are input errors t
 }
 
 TEST_CASE("calibrate's plans for table points are the kernels a node with those coordinates runs", "[perf]") {
-  // An alignment class is measured next to the power of two and scaled back by the work.
+  // An alignment class is measured on N next to the power of two (K, a hidden size, stays
+  // aligned) and scaled back by the work.
   replay::GridPlan g = replay::plan_for_grid_point("gemm.bf16", {8, 64, 1024, 4096});
   const auto& gp = g.plan.as<replay::GemmPlan>();
+  CHECK(gp.dims.n == 1032);
+  CHECK(gp.dims.k == 4096);
   CHECK(gemm_alignment(gp.dims.n, gp.dims.k) == 8);
-  CHECK(g.scale == Approx(1024.0 * 4096 / (1032.0 * 4104)));
-  CHECK(gemm_alignment(replay::plan_for_grid_point("gemm.bf16", {1, 64, 1024, 4096}).plan.as<replay::GemmPlan>().dims.n, 4097) == 1);
+  CHECK(g.scale == Approx(1024.0 / 1032.0));
+  CHECK(gemm_alignment(replay::plan_for_grid_point("gemm.bf16", {1, 64, 1024, 4096}).plan.as<replay::GemmPlan>().dims.n, 4096) == 1);
+  // The element-wise sweep runs the vector path: whole 16-byte vectors.
+  CHECK(replay::plan_for_grid_point("mem.elementwise", {4096}).plan.inputs[0].shape[0] % 8 == 0);
+  // A ViT patch embedding is a table point of its own class.
+  replay::GridPlan patch = replay::plan_for_grid_point("conv.bf16.k16s16", {196, 1024, 3});
+  NodeCost pc;
+  pc.kernel.conv = patch.plan.as<replay::ConvPlan>().conv;
+  CHECK(perf_query(pc, Precision::bf16)->x == std::vector<double>{196, 1024, 3});
   // A decode point: 64 KV heads in all as 8 sequences of 8, each with groups of 4 query heads.
   const auto& ap = replay::plan_for_grid_point("attn_decode.bf16", {128, 4, 64, 1024}).plan.as<replay::AttentionPlan>();
   CHECK(ap.dims.batch * ap.dims.kv_heads == 64);

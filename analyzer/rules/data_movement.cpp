@@ -552,7 +552,11 @@ void register_data_movement_rules(RuleRegistry& r) {
   r.add({"", "Range", OpFamily::data_movement, infer_range, [](const CostContext& c) { return rules::data_inputs_cost(c, {}); }});
   r.add({"", "Transpose", OpFamily::data_movement, infer_transpose, [](const CostContext& ctx) {
            NodeCost c = copy_cost(ctx);
-           c.kernel.memory = MemoryKernel::transpose;
+           // Keeping the innermost axis in place, it moves whole contiguous rows: a copy.
+           auto perm = ctx.node().attr_ints("perm");
+           int64_t rank = static_cast<int64_t>(ctx.in_shape(0).size());
+           bool rows_stay = perm ? !perm->empty() && perm->back() == rank - 1 : rank <= 1;
+           c.kernel.memory = rows_stay ? MemoryKernel::copy : MemoryKernel::transpose;
            return c;
          }});
   r.add({"", "Concat", OpFamily::data_movement, infer_concat, [](const CostContext& c) {
