@@ -132,7 +132,7 @@ TEST_CASE("bad transformer configs and flags through the CLI", "[cli][errors][tr
   expect_clean_failure("analyze " + write_file("empty.json", ""), "malformed JSON");
   expect_clean_failure("analyze " + write_file("missing.json", R"({"model_type": "llama", "vocab_size": 32000})"),
                        "missing required key 'hidden_size'");
-  expect_clean_failure("analyze " + write_file("falcon.json", R"({"model_type": "falcon"})"), "model_type 'falcon' is not supported");
+  expect_clean_failure("analyze " + write_file("rwkv.json", R"({"model_type": "rwkv"})"), "model_type 'rwkv' is not one rooflens knows");
   expect_clean_failure("analyze " + write_file("string.json", R"({"model_type": "gpt2", "vocab_size": 10, "n_embd": "768", "n_layer": 2, "n_head": 2, "n_positions": 8})"),
                        "'n_embd' must be an integer");
   expect_clean_failure("analyze " + write_file("layers.json", R"({"model_type": "gpt2", "vocab_size": 10, "n_embd": 8, "n_layer": 1000000000, "n_head": 2, "n_positions": 8})"),

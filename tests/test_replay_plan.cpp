@@ -123,11 +123,11 @@ TEST_CASE("Llama decode: split-KV attention and RMS norm and rope and embedding 
 
 TEST_CASE("MoE, MLA and what is not replayed, each with its reason", "[replay]") {
   Planned mix = plan_config("mixtral-8x7b", Workload::decode);
-  const ReplayPlan& moe = *mix.of("model.layers.0.block_sparse_moe.experts").plan;
+  const ReplayPlan& moe = *mix.of("model.layers.0.mlp.experts").plan;
   CHECK(moe.kind == ReplayKind::moe);
   CHECK(moe.shape.moe->experts == 8);
   CHECK(moe.shape.moe->k == 2);
-  CHECK(mix.of("model.layers.0.block_sparse_moe.router_topk").plan->k == 2);
+  CHECK(mix.of("model.layers.0.mlp.gate.topk").plan->k == 2);
 
   Planned ds = plan_config("deepseek-v3", Workload::decode);
   const ReplayPlan& mla = *ds.of("model.layers.0.self_attn.attn").plan;

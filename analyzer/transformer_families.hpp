@@ -1,0 +1,29 @@
+#pragma once
+// What a config does not say about its model: per model_type, the module names, the block
+// layout, the norm kind and the few keys only that family reads. Everything a field states is
+// read generically (transformer_config.cpp); an entry here is a few lines per family.
+#include <string>
+#include <vector>
+
+#include "analyzer/config_reader.hpp"
+#include "analyzer/transformer_config.hpp"
+
+namespace rooflens {
+
+struct Family {
+  const char* model_type;
+  // Structure before the generic fields are read (names, norm, block, defaults of fields).
+  void (*defaults)(TransformerConfig&);
+  // Family-only keys, after the generic fields; may override what they set.
+  void (*read)(TransformerConfig&, ConfigReader&);
+};
+
+// nullptr for a model_type without an entry (the generic decoder lowering applies).
+const Family* find_family(const std::string& model_type);
+const std::vector<Family>& families();
+
+// Keys every family may carry that change nothing rooflens costs (token ids, dropout, init,
+// norm epsilons, training losses, generation defaults); docs/transformers.md lists them.
+const std::vector<std::string>& ignored_config_keys();
+
+}  // namespace rooflens
