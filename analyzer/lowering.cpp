@@ -273,13 +273,14 @@ int Builder::activation(const std::string& name, const std::string& act, int x, 
 
 namespace {
 
-// Bytes one cached token takes in attention layer `layer` (K and V, or MLA's latent).
+// Bytes one cached token takes in an attention layer: K and V, or MLA's latent (which both fused
+// and eager decode cache: transformers 5 caches the latent and expands it at each step).
 int64_t attention_token_bytes(const TransformerConfig& c, const LoweringOptions& o) {
   int64_t per_layer;
-  if (c.mla() && o.attention == AttentionImpl::flash) {
+  if (c.mla()) {
     per_layer = c.kv_lora_rank + c.qk_rope_dim;  // the latent and the rope key, shared by all heads
   } else {
-    int64_t kv = c.mla() ? c.heads / o.tp : (c.kv_heads >= o.tp ? c.kv_heads / o.tp : 1);
+    int64_t kv = c.kv_heads >= o.tp ? c.kv_heads / o.tp : 1;
     per_layer = checked_mul(kv, c.qk_head_dim() + c.v_dim(), "KV cache size");
   }
   return storage_bytes(o.kv, per_layer);

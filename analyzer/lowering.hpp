@@ -47,7 +47,7 @@ LoweredModel lower_transformer(const TransformerConfig& c, const LoweringOptions
 int64_t cached_tokens(const TransformerConfig& c, int64_t layer, int64_t tokens);
 
 // KV cache (and recurrent state) bytes per sequence per GPU after `tokens` tokens, every layer
-// as it is: GQA keys and values, MLA's latent with fused attention, window caps, Mamba's conv and
+// as it is: GQA keys and values, MLA's latent, window caps, Mamba's conv and
 // SSM states, linear attention's d x d state.
 int64_t kv_cache_bytes(const TransformerConfig& c, const LoweringOptions& o, int64_t tokens);
 // Bytes one cached token takes across all attention layers (before any window cap).

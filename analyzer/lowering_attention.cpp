@@ -118,12 +118,14 @@ int Builder::attention_core(int64_t i, const std::string& p, int q, int k, int v
 // separate scale, soft-cap, bias, mask add and softmax, and in decode a concatenation onto the
 // cache. Windows and chunks are masks here: the products stay dense.
 int Builder::naive_attention(int64_t i, const std::string& p, int q, int k, int v, int64_t hq, int64_t hkv, int64_t dqk,
-                             int64_t dv) {
-  int64_t g = hq / hkv, P = past(i);
+                             int64_t dv, int64_t kv_tokens) {
+  // kv_tokens >= 0: k and v already hold the past (MLA expands its cached latent), no concat.
+  bool expanded = kv_tokens >= 0;
+  int64_t g = hq / hkv, P = expanded ? kv_tokens - S_ : past(i), T = expanded ? kv_tokens : S_;
   int q5 = reshape(p + ".q_heads", q, {B_, S_, hkv, g, dqk});
-  int k4 = reshape(p + ".k_heads", k, {B_, S_, hkv, dqk});
-  int v4 = reshape(p + ".v_heads", v, {B_, S_, hkv, dv});
-  if (P > 0) {
+  int k4 = reshape(p + ".k_heads", k, {B_, T, hkv, dqk});
+  int v4 = reshape(p + ".v_heads", v, {B_, T, hkv, dv});
+  if (!expanded && P > 0) {
     k4 = b_.op("Concat", p + ".cache_k", {cache_input(p + ".past_key", o_.kv, {B_, P, hkv, dqk}, 1), k4}, {{"axis", int_attr(1)}});
     v4 = b_.op("Concat", p + ".cache_v", {cache_input(p + ".past_value", o_.kv, {B_, P, hkv, dv}, 1), v4}, {{"axis", int_attr(1)}});
   }
@@ -186,13 +188,20 @@ int Builder::latent_attention(int64_t i, const std::string& p, int h) {
                     {{"equation", string_attr("bshc,hcd->bshd")}});
     ctx = reshape(a + ".ctx_merge", out, {B_, S_, hl * vd});
   } else {
+    // Prefill decompresses the new tokens' latent; eager decode (transformers 5) caches the latent
+    // and decompresses every cached token again at each step.
+    int64_t P = past(i), T = S_ + P;
+    if (P > 0) {
+      c_kv = b_.op("Concat", a + ".cache_latent", {cache_input(a + ".past_latent", o_.kv, {B_, P, r}, 1), c_kv}, {{"axis", int_attr(1)}});
+      k_pe = b_.op("Concat", a + ".cache_rope_key", {cache_input(a + ".past_rope_key", o_.kv, {B_, P, rd}, 1), k_pe}, {{"axis", int_attr(1)}});
+    }
     int kv = linear(a + ".kv_b_proj", c_kv, r, hl * (nope + vd), false);
-    auto kvs = split(a + ".kv_b_split", reshape(a + ".kv_heads", kv, {B_, S_, hl, nope + vd}), {nope, vd}, 3);
-    int pe = b_.op("Expand", a + ".k_pe_expand", {reshape(a + ".k_pe_heads", k_pe, {B_, S_, 1, rd}),
-                                                   b_.int_constant(a + ".k_pe_shape", {B_, S_, hl, rd})});
+    auto kvs = split(a + ".kv_b_split", reshape(a + ".kv_heads", kv, {B_, T, hl, nope + vd}), {nope, vd}, 3);
+    int pe = b_.op("Expand", a + ".k_pe_expand", {reshape(a + ".k_pe_heads", k_pe, {B_, T, 1, rd}),
+                                                   b_.int_constant(a + ".k_pe_shape", {B_, T, hl, rd})});
     int k4 = b_.op("Concat", a + ".k_concat", {kvs[0], pe}, {{"axis", int_attr(3)}});
-    ctx = attention_core(i, a, q, reshape(a + ".k_merge", k4, {B_, S_, hl * (nope + rd)}),
-                         reshape(a + ".v_merge", kvs[1], {B_, S_, hl * vd}), hl, hl, nope + rd, vd);
+    int kf = reshape(a + ".k_merge", k4, {B_, T, hl * (nope + rd)}), vf = reshape(a + ".v_merge", kvs[1], {B_, T, hl * vd});
+    ctx = P > 0 ? naive_attention(i, a, q, kf, vf, hl, hl, nope + rd, vd, T) : attention_core(i, a, q, kf, vf, hl, hl, nope + rd, vd);
   }
   return linear(a + ".o_proj", ctx, hl * vd, c_.hidden, false);
 }

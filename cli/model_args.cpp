@@ -18,11 +18,11 @@ namespace rooflens::cli {
 
 namespace {
 
-// config.json (any *.json), or a Hugging Face model directory (one holding a config.json).
+// config.json (any *.json), or a directory: a Hugging Face model directory holds a config.json.
 bool is_config_path(const std::string& path) {
   if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) return true;
   struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && ::stat((path + "/config.json").c_str(), &st) == 0;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 // fp32|bf16|fp16|fp8|int8|int4 as a storage dtype.
