@@ -386,7 +386,7 @@ TransformerConfig load_transformer_config(const std::string& path) {
     std::string config = dir + "/config.json";
     struct stat cs;
     if (::stat(config.c_str(), &cs) != 0 || !S_ISREG(cs.st_mode))
-      throw InputError(fmt::format("{}: a model directory needs a config.json; none is there", path));
+      throw InputError(fmt::format("{}: is a directory without a config.json (a Hugging Face model directory holds one)", path));
     TransformerConfig c = load_transformer_config(config);
     c.checkpoint = read_checkpoint_index(dir);
     return c;

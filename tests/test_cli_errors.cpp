@@ -174,7 +174,7 @@ TEST_CASE("a Hugging Face model directory is accepted where a config.json is", "
   CHECK(j["transformer"]["params_total"] == 8190735360LL);  // transformers' count of Qwen3-8B
   CHECK(j["transformer"]["weights_source"] == "config dtype bfloat16");
   fs::create_directories(scratch() / "empty_dir");
-  expect_clean_failure("analyze " + (scratch() / "empty_dir").string(), "a model directory needs a config.json");
+  expect_clean_failure("analyze " + (scratch() / "empty_dir").string(), "is a directory without a config.json");
 }
 
 TEST_CASE("a config run writes JSON with the transformer section", "[cli][transformer]") {

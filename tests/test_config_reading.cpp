@@ -261,5 +261,5 @@ TEST_CASE("a Hugging Face model directory: config.json, and the safetensors inde
   Analysis off = analyze_transformer(load_transformer_config(tiny.string()), TransformerOptions{});
   CHECK(has_note(off, "checkpoint weights are float16 but the config's dtype is bfloat16 (MISMATCH)"));
   CHECK(has_note(off, "weight elements, the config describes"));
-  CHECK_THROWS_WITH(load_transformer_config(scratch_dir("hfdir").string()), Catch::Contains("a model directory needs a config.json"));
+  CHECK_THROWS_WITH(load_transformer_config(scratch_dir("hfdir").string()), Catch::Contains("is a directory without a config.json"));
 }
