@@ -45,7 +45,8 @@ def published(model, cls, **kw):
 
 
 def defaults(model, cls, **kw):
-    return {"model": model, "source": "class defaults" + (" + " + ", ".join(kw) if kw else ""), "cls": cls, "kwargs": kw}
+    return {"model": model, "source": "class defaults" + (" + " + ", ".join(k for k in kw if k != "dtype") if len(kw) > 1 else ""),
+            "cls": cls, "kwargs": kw}
 
 
 # model_type -> how its config is written. `two_layer` overrides apply to the 2-layer copy only:
@@ -71,7 +72,7 @@ FAMILIES = {
                        max_position_embeddings=131072, rms_norm_eps=1e-6,
                        rope_parameters={"rope_theta": 1e6, "rope_type": "default"}, tie_word_embeddings=False,
                        dtype="bfloat16"),
-    "qwen2_moe": defaults("Qwen1.5-MoE-A2.7B (the class defaults)", tf.Qwen2MoeConfig, dtype="bfloat16"),
+    "qwen2_moe": defaults("Qwen1.5-MoE-A2.7B (= Qwen2MoeConfig defaults)", tf.Qwen2MoeConfig, dtype="bfloat16"),
     "qwen3": published("Qwen3-8B", tf.Qwen3Config, vocab_size=151936, hidden_size=4096, intermediate_size=12288,
                        num_hidden_layers=36, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
                        max_position_embeddings=40960, rms_norm_eps=1e-6,
@@ -82,13 +83,13 @@ FAMILIES = {
                            num_attention_heads=32, num_key_value_heads=4, head_dim=128, num_experts=128,
                            num_experts_per_tok=8, norm_topk_prob=True, max_position_embeddings=40960,
                            rope_parameters={"rope_theta": 1e6, "rope_type": "default"}, dtype="bfloat16"),
-    "gemma": defaults("Gemma-7B (the class defaults)", tf.GemmaConfig, dtype="bfloat16"),
-    "gemma2": defaults("Gemma-2-2B (the class defaults)", tf.Gemma2Config, dtype="bfloat16"),
-    "gemma3_text": defaults("Gemma-3 text decoder (the class defaults)", tf.Gemma3TextConfig, dtype="bfloat16"),
+    "gemma": defaults("Gemma-7B (= GemmaConfig defaults)", tf.GemmaConfig, dtype="bfloat16"),
+    "gemma2": defaults("Gemma-2-2B (= Gemma2Config defaults)", tf.Gemma2Config, dtype="bfloat16"),
+    "gemma3_text": defaults("Gemma3TextConfig defaults", tf.Gemma3TextConfig, dtype="bfloat16"),
     "phi": published("Phi-2", tf.PhiConfig, vocab_size=51200, hidden_size=2560, intermediate_size=10240,
                      num_hidden_layers=32, num_attention_heads=32, max_position_embeddings=2048,
                      partial_rotary_factor=0.4, dtype="float16"),
-    "phi3": defaults("Phi-3-mini-4k (the class defaults)", tf.Phi3Config, dtype="bfloat16"),
+    "phi3": defaults("Phi-3-mini-4k (= Phi3Config defaults)", tf.Phi3Config, dtype="bfloat16"),
     "olmo2": published("OLMo-2-1124-7B", tf.Olmo2Config, vocab_size=100352, hidden_size=4096, intermediate_size=11008,
                        num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
                        max_position_embeddings=4096, rms_norm_eps=1e-6,
@@ -101,17 +102,17 @@ FAMILIES = {
                          max_position_embeddings=4096, embedding_multiplier=12.0, attention_multiplier=0.0078125,
                          residual_multiplier=0.22, logits_scaling=16.0, tie_word_embeddings=True,
                          rope_parameters={"rope_theta": 10000.0, "rope_type": "default"}, dtype="bfloat16"),
-    "falcon": defaults("Falcon-7B (the class defaults)", tf.FalconConfig, dtype="bfloat16"),
-    "gpt_neox": defaults("GPT-NeoX-20B (the class defaults)", tf.GPTNeoXConfig, dtype="float16"),
-    "gptj": defaults("GPT-J-6B (the class defaults)", tf.GPTJConfig, dtype="float32"),
-    "starcoder2": defaults("StarCoder2 (the class defaults)", tf.Starcoder2Config, dtype="bfloat16"),
-    "stablelm": defaults("StableLM-3B-4E1T (the class defaults)", tf.StableLmConfig, dtype="bfloat16"),
-    "cohere": defaults("Command-R (the class defaults)", tf.CohereConfig, dtype="float16"),
-    "glm": defaults("GLM-4-9B (the class defaults)", tf.GlmConfig, dtype="bfloat16"),
+    "falcon": defaults("Falcon-7B (= FalconConfig defaults)", tf.FalconConfig, dtype="bfloat16"),
+    "gpt_neox": defaults("GPT-NeoX-20B (= GPTNeoXConfig defaults)", tf.GPTNeoXConfig, dtype="float16"),
+    "gptj": defaults("GPT-J-6B (= GPTJConfig defaults)", tf.GPTJConfig, dtype="float32"),
+    "starcoder2": defaults("Starcoder2Config defaults", tf.Starcoder2Config, dtype="bfloat16"),
+    "stablelm": defaults("StableLM-3B-4E1T (= StableLmConfig defaults)", tf.StableLmConfig, dtype="bfloat16"),
+    "cohere": defaults("Command-R (= CohereConfig defaults)", tf.CohereConfig, dtype="float16"),
+    "glm": defaults("GLM-4-9B (= GlmConfig defaults)", tf.GlmConfig, dtype="bfloat16"),
     "gpt_bigcode": published("StarCoder (15.5B)", tf.GPTBigCodeConfig, vocab_size=49152, n_embd=6144, n_head=48,
                              n_layer=40, n_positions=8192, n_inner=24576, multi_query=True,
                              activation_function="gelu_pytorch_tanh", dtype="float32"),
-    "opt": defaults("OPT-125m (the class defaults)", tf.OPTConfig, dtype="float16"),
+    "opt": defaults("OPT-125m (= OPTConfig defaults)", tf.OPTConfig, dtype="float16"),
     "bloom": published("BLOOM-560m", tf.BloomConfig, vocab_size=250880, hidden_size=1024, n_layer=24, n_head=16,
                        dtype="float16"),
     "deepseek_v2": published("DeepSeek-V2-Lite", tf.DeepseekV2Config, vocab_size=102400, hidden_size=2048,
@@ -127,7 +128,7 @@ FAMILIES = {
                              kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128, n_group=8,
                              topk_group=4, routed_scaling_factor=2.5, max_position_embeddings=163840,
                              dtype="bfloat16"),
-    "llama4_text": defaults("Llama-4-Scout text decoder (the class defaults)", tf.Llama4TextConfig, dtype="bfloat16"),
+    "llama4_text": defaults("Llama-4-Scout text decoder (= Llama4TextConfig defaults)", tf.Llama4TextConfig, dtype="bfloat16"),
     "gpt_oss": published("gpt-oss-20b", tf.GptOssConfig, vocab_size=201088, hidden_size=2880, intermediate_size=2880,
                          num_hidden_layers=24, num_attention_heads=64, num_key_value_heads=8, head_dim=64,
                          num_local_experts=32, num_experts_per_tok=4, sliding_window=128,
@@ -137,26 +138,26 @@ FAMILIES = {
                                                                          "model.layers.*.mlp.router",
                                                                          "model.embed_tokens", "lm_head"]},
                          dtype="bfloat16"),
-    "smollm3": defaults("SmolLM3-3B (the class defaults)", tf.SmolLM3Config, dtype="bfloat16"),
-    "ernie4_5": defaults("ERNIE-4.5-0.3B (the class defaults)", tf.Ernie4_5Config, dtype="bfloat16"),
-    "exaone4": defaults("EXAONE 4.0 (the class defaults)", tf.Exaone4Config, dtype="bfloat16"),
-    "seed_oss": defaults("Seed-OSS-36B (the class defaults)", tf.SeedOssConfig, dtype="bfloat16"),
-    "apertus": defaults("Apertus-8B (the class defaults)", tf.ApertusConfig, dtype="bfloat16"),
-    "minimax": defaults("MiniMax-Text-01 shape at small scale (the class defaults)", tf.MiniMaxConfig,
+    "smollm3": defaults("SmolLM3-3B (= SmolLM3Config defaults)", tf.SmolLM3Config, dtype="bfloat16"),
+    "ernie4_5": defaults("ERNIE-4.5-0.3B (= Ernie4_5Config defaults)", tf.Ernie4_5Config, dtype="bfloat16"),
+    "exaone4": defaults("Exaone4Config defaults", tf.Exaone4Config, dtype="bfloat16"),
+    "seed_oss": defaults("SeedOssConfig defaults", tf.SeedOssConfig, dtype="bfloat16"),
+    "apertus": defaults("ApertusConfig defaults", tf.ApertusConfig, dtype="bfloat16"),
+    "minimax": defaults("MiniMaxConfig defaults (MiniMax-Text-01's layout at small scale)", tf.MiniMaxConfig,
                         dtype="bfloat16"),
     "mamba": published("mamba-130m", tf.MambaConfig, vocab_size=50280, hidden_size=768, num_hidden_layers=24,
                        state_size=16, expand=2, conv_kernel=4, dtype="float32"),
-    "jamba": defaults("Jamba-v0.1 (the class defaults)", tf.JambaConfig, dtype="bfloat16"),
-    "nemotron": defaults("Nemotron-4-15B (the class defaults; num_key_value_heads=8: the default None does not build)",
+    "jamba": defaults("Jamba-v0.1 (= JambaConfig defaults)", tf.JambaConfig, dtype="bfloat16"),
+    "nemotron": defaults("NemotronConfig defaults + num_key_value_heads=8 (the default None does not build)",
                          tf.NemotronConfig, num_key_value_heads=8, dtype="bfloat16"),
     "dbrx": published("DBRX", tf.DbrxConfig, vocab_size=100352, d_model=6144, n_heads=48, n_layers=40,
                       max_seq_len=32768, attn_config={"kv_n_heads": 8, "clip_qkv": 8},
                       ffn_config={"ffn_hidden_size": 10752, "moe_num_experts": 16, "moe_top_k": 4},
                       rope_parameters={"rope_theta": 500000.0, "rope_type": "default"}, dtype="bfloat16"),
-    "hunyuan_v1_dense": defaults("Hunyuan dense (the class defaults; head_dim=128: the default None does not build)",
+    "hunyuan_v1_dense": defaults("HunYuanDenseV1Config defaults + head_dim=128 (the default None does not build)",
                                  tf.HunYuanDenseV1Config, head_dim=128, dtype="bfloat16"),
-    "gpt2": defaults("GPT-2 (124M, the class defaults)", tf.GPT2Config, dtype="float32"),
-    "bert": defaults("BERT-base-uncased (the class defaults)", tf.BertConfig, dtype="float32"),
+    "gpt2": defaults("GPT-2 124M (= GPT2Config defaults)", tf.GPT2Config, dtype="float32"),
+    "bert": defaults("BERT-base-uncased (= BertConfig defaults)", tf.BertConfig, dtype="float32"),
 }
 
 TWO_LAYER = {
@@ -363,5 +364,19 @@ def main(names):
             f.write("\n")
 
 
+def relabel():
+    """Rewrites the model/source labels of recorded entries from FAMILIES (no model is built)."""
+    with open(REFERENCE) as f:
+        report = json.load(f)
+    for name, entry in report["families"].items():
+        entry["model"], entry["source"] = FAMILIES[name]["model"], FAMILIES[name]["source"]
+    with open(REFERENCE, "w") as f:
+        json.dump(report, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:] or list(FAMILIES))
+    if sys.argv[1:] == ["--relabel"]:
+        relabel()
+    else:
+        main(sys.argv[1:] or list(FAMILIES))

@@ -171,6 +171,27 @@ TEST_CASE("the generation sweep costs every decode step as the context grows", "
   CHECK(s.tpot_first_s == Approx(first.totals.predicted_s).epsilon(1e-9));
 }
 
+TEST_CASE("the generation sweep re-costs each kind of layer: sliding and full, recurrent", "[transformer]") {
+  // gpt-oss alternates 128-token windows with full attention; its sliding layers stop growing at
+  // 127 cached tokens. Each step must equal a decode analysed from scratch at that context.
+  for (const char* family : {"gpt_oss", "minimax", "mamba"}) {
+    INFO(family);
+    TransformerConfig c = load_transformer_config(data_path(std::string("tests/data/configs/") + family + "/config.json"));
+    auto analyze = [&](Workload w, int64_t context, int64_t prompt = 0, int64_t gen = 0) {
+      TransformerOptions o;
+      o.workload = w;
+      o.lowering.context = context;
+      o.prompt = prompt;
+      o.gen = gen;
+      return analyze_transformer(c, o);
+    };
+    Analysis g = analyze(Workload::generate, 0, 100, 40);
+    const GenerationSweep& s = *g.transformer->generation;
+    CHECK(s.tpot_first_s == Approx(analyze(Workload::decode, 100).totals.predicted_s).epsilon(1e-9));
+    CHECK(s.tpot_last_s == Approx(analyze(Workload::decode, 100 + 38).totals.predicted_s).epsilon(1e-9));
+  }
+}
+
 TEST_CASE("the memory plan says whether it fits and the largest batch", "[transformer]") {
   auto t = run("llama-2-7b", Workload::decode, 8, 4096).transformer;
   const MemoryFit& m = t->memory;
