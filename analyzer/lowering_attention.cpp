@@ -96,7 +96,8 @@ int Builder::attention_core(int64_t i, const std::string& p, int q, int k, int v
   if (c_.positions == PositionKind::alibi) attrs["alibi"] = int_attr(1);
   if (l.window > 0 || l.chunk > 0 || c_.sinks) {
     // total_sequence_length left out: the rule takes past + new, which the sweep can change.
-    std::vector<int> inputs{q, k, v, past_k, past_v, b_.input(p + ".seqlens_k", DType::i32, {B_})};
+    if (seqlens_ < 0) seqlens_ = b_.input("seqlens_k", DType::i32, {B_});  // one per sequence, shared by the layers
+    std::vector<int> inputs{q, k, v, past_k, past_v, seqlens_};
     if (c_.sinks) {
       inputs.resize(12, -1);
       inputs[11] = b_.weight(p + ".sinks", plain_, {hq});

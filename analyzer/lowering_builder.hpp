@@ -67,7 +67,7 @@ class Builder {
   int64_t B_, S_;
   DType act_, w_, plain_;
   std::optional<QuantizationSpec> quant_;
-  int positions_ = -1, embed_table_ = -1, mask_ = -1;
+  int positions_ = -1, embed_table_ = -1, mask_ = -1, seqlens_ = -1;
   std::map<int64_t, std::pair<int, int>> rope_tables_;  // rotated dims -> cos, sin
   std::vector<int> layer_of_node_;
   std::vector<std::pair<int, size_t>> cache_inputs_;
