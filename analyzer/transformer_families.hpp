@@ -18,6 +18,18 @@ struct Family {
   void (*read)(TransformerConfig&, ConfigReader&);
 };
 
+// Entries defined in transformer_families_hybrid.cpp.
+namespace families_detail {
+void minimax_names(TransformerConfig& c);
+void minimax_keys(TransformerConfig& c, ConfigReader& r);
+void mamba_names(TransformerConfig& c);
+void mamba_keys(TransformerConfig& c, ConfigReader& r);
+void jamba_names(TransformerConfig& c);
+void jamba_keys(TransformerConfig& c, ConfigReader& r);
+void dbrx_names(TransformerConfig& c);
+void dbrx_keys(TransformerConfig& c, ConfigReader& r);
+}  // namespace families_detail
+
 // nullptr for a model_type without an entry (the generic decoder lowering applies).
 const Family* find_family(const std::string& model_type);
 const std::vector<Family>& families();
