@@ -174,7 +174,7 @@ TEST_CASE("the generation sweep costs every decode step as the context grows", "
 TEST_CASE("the generation sweep re-costs each kind of layer: sliding and full, recurrent", "[transformer]") {
   // gpt-oss alternates 128-token windows with full attention; its sliding layers stop growing at
   // 127 cached tokens. Each step must equal a decode analysed from scratch at that context.
-  for (const char* family : {"gpt_oss", "minimax", "mamba"}) {
+  for (const char* family : {"gpt_oss", "minimax", "mamba", "jamba"}) {
     INFO(family);
     TransformerConfig c = load_transformer_config(data_path(std::string("tests/data/configs/") + family + "/config.json"));
     auto analyze = [&](Workload w, int64_t context, int64_t prompt = 0, int64_t gen = 0) {
