@@ -294,7 +294,8 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
     summary->params_active = main.analysis.totals.params - inactive_expert_params(main.graph);
     whole_bytes = checkpoint_bytes(main.graph);
   }
-  if (lo.quantization) notes.push_back("weights: " + summary->weights_source);
+  if (lo.quantization || summary->weights_source.find("overrides") != std::string::npos)
+    notes.push_back("weights: " + summary->weights_source);
   if (c.checkpoint) cross_check(*c.checkpoint, c, summary->params_total, whole_bytes, notes);
   summary->kv_bytes_per_token = kv_cache_bytes_per_token(c, lo);
   for (const NodeResult& n : main.analysis.nodes)

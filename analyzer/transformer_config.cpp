@@ -53,7 +53,8 @@ const std::vector<std::string>& read_somewhere() {
       "attn_temperature_tuning", "attention_out_bias", "block_size", "expand", "state_size", "conv_kernel",
       "time_step_rank", "use_conv_bias", "mamba_expand", "mamba_d_state", "mamba_d_conv", "mamba_dt_rank",
       "mamba_conv_bias", "mamba_proj_bias", "attn_layer_period", "attn_layer_offset", "expert_layer_period",
-      "expert_layer_offset", "attn_config", "ffn_config", "type_vocab_size", "model_type"};
+      "expert_layer_offset", "attn_config", "ffn_config", "type_vocab_size", "model_type", "n_ctx", "sliding_window_size",
+      "apply_residual_connection_post_layernorm"};
   return keys;
 }
 
@@ -142,7 +143,10 @@ void read_dims(TransformerConfig& c, ConfigReader& r) {
   else if (r.boolean_or("multi_query", false)) c.kv_heads = 1;
   else c.kv_heads = c.heads;
   if (auto k = r.first_of({"intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size"})) c.intermediate = r.integer(*k, kWidth);
-  if (auto k = r.first_of({"max_position_embeddings", "n_positions", "max_seq_len"})) c.max_positions = r.integer(*k, kMaxPositions);
+  if (auto k = r.first_of({"max_position_embeddings", "n_positions", "max_seq_len", "n_ctx"})) c.max_positions = r.integer(*k, kMaxPositions);
+  // BLOOM's and Falcon's option to take the residual after the norm: a layout rooflens does not lower.
+  if (r.boolean_or("apply_residual_connection_post_layernorm", false))
+    r.fail("apply_residual_connection_post_layernorm", "true is not supported");
   c.tie_embeddings = r.boolean_or("tie_word_embeddings", c.tie_embeddings);
   c.dtype = r.has("dtype") ? r.string_or("dtype", "") : r.string_or("torch_dtype", "");
 }
@@ -207,6 +211,7 @@ void build_layers(TransformerConfig& c, ConfigReader& r) {
   if (!types.empty() && static_cast<int64_t>(types.size()) != c.layers)
     r.fail("layer_types", fmt::format("has {} entries; num_hidden_layers is {}", types.size(), c.layers));
   std::optional<int64_t> window = r.optional_integer("sliding_window", kMaxPositions);
+  if (!window) window = r.optional_integer("sliding_window_size", kMaxPositions);  // early Gemma 2 configs
   if (window && *window == 0) window.reset();  // Qwen2-MoE writes 0 for "none"
   bool use_window = r.boolean_or("use_sliding_window", true);
   std::optional<int64_t> max_window_layers = r.optional_integer("max_window_layers", kMaxLayers);

@@ -310,12 +310,7 @@ void bloom_names(TransformerConfig& c) {
   c.tie_embeddings = true;
 }
 
-void bloom_keys(TransformerConfig& c, ConfigReader& r) {
-  c.intermediate = 4 * c.hidden;
-  if (r.boolean_or("apply_residual_connection_post_layernorm", false))
-    r.fail("apply_residual_connection_post_layernorm", "true is not supported");
-  r.integer_or("pretraining_tp", 1, kWidth);  // a numerics option of the checkpoint: the same GEMMs
-}
+void bloom_keys(TransformerConfig& c, ConfigReader&) { c.intermediate = 4 * c.hidden; }
 
 void llama4_names(TransformerConfig& c) {
   c.names.mlp = "feed_forward";
@@ -487,6 +482,7 @@ const std::vector<std::string>& ignored_config_keys() {
       "tf_legacy_loss", "use_bfloat16", "output_router_logits", "router_aux_loss_coef", "router_z_loss_coef",
       "router_jitter_noise", "moe_aux_loss_coef", "aux_loss_alpha", "seq_aux", "num_labels", "classifier_dropout",
       "keys_to_ignore_at_inference", "gradient_checkpointing", "pretraining_tp", "use_return_dict",
+      "cache_implementation", "attn_implementation", "_attn_implementation_autoset",
       // Numerics that change no FLOP or byte: norm epsilons, initialisation, dropout.
       "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_eps", "norm_epsilon", "initializer_range",
       "init_std", "initializer_factor", "attention_dropout", "hidden_dropout", "hidden_dropout_prob",
