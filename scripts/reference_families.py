@@ -186,8 +186,8 @@ def layer_count_key(cfg):
 
 
 def model_for(name, config, **kw):
-    if name == "bert":
-        return tf.BertModel(config, **({"attn_implementation": kw["attn_implementation"]} if kw else {}))
+    if name == "bert":  # BertModel, as rooflens lowers BERT (encoder and pooler, no head)
+        return tf.AutoModel.from_config(config, **kw)
     return tf.AutoModelForCausalLM.from_config(config, **kw)
 
 
@@ -273,11 +273,10 @@ def cache_bytes(cache):
 
 def two_layer_run(name, config):
     torch.manual_seed(0)
-    model = model_for(name, config, attn_implementation="eager", experts_implementation="eager",
-                      dtype=torch.bfloat16) if name != "bert" else model_for(name, config, attn_implementation="eager")
-    if name == "bert":
-        model = model.to(torch.bfloat16)
-    model.eval()
+    model = model_for(name, config, attn_implementation="eager", experts_implementation="eager", dtype=torch.bfloat16)
+    # Inference: no parameter needs a gradient (FlopCounterMode's module tracker otherwise asks for
+    # the grad_fn of DBRX's expert weight views, which no_grad leaves without one).
+    model.eval().requires_grad_(False)
     vocab = config.vocab_size
     ids = torch.randint(0, vocab, (1, TOKENS))
     r = {"params": count_params(model)}
