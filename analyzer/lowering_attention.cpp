@@ -9,13 +9,6 @@
 namespace rooflens::lowering {
 namespace {
 
-Attribute float_attr(double v) {
-  Attribute a;
-  a.kind = Attribute::Kind::f;
-  a.f = v;
-  return a;
-}
-
 // The root of the model's module names ("model", "transformer", "gpt_neox").
 std::string model_root(const ModuleNames& n) {
   auto dot = n.layers.rfind('.');
@@ -24,7 +17,7 @@ std::string model_root(const ModuleNames& n) {
 
 }  // namespace
 
-int Builder::rope(const std::string& name, int x, int64_t heads, int64_t rot_dim, int64_t) {
+int Builder::rope(const std::string& name, int x, int64_t heads, int64_t rot_dim) {
   auto it = rope_tables_.find(rot_dim);
   if (it == rope_tables_.end()) {
     // cos/sin rows per position: a buffer, not parameters.
@@ -74,8 +67,8 @@ int Builder::self_attention(int64_t i, const std::string& p, int h) {
   }
   std::string a = at(p, n.attn);
   if (l.rope && c_.rotary_dim > 0) {
-    q = rope(a + ".q_rope", q, hq, c_.rotary_dim, d);
-    k = rope(a + ".k_rope", k, hkv, c_.rotary_dim, d);
+    q = rope(a + ".q_rope", q, hq, c_.rotary_dim);
+    k = rope(a + ".k_rope", k, hkv, c_.rotary_dim);
   }
   if (c_.temperature_tuning && !l.rope) q = scale(a + ".attn_temperature", q, 1.0);  // per-position q scale of NoPE layers
   int ctx = attention_core(i, a, q, k, v, hq, hkv, d, d);
@@ -169,11 +162,11 @@ int Builder::latent_attention(int64_t i, const std::string& p, int h) {
   } else {
     q = linear(a + ".q_proj", h, c_.hidden, hl * (nope + rd), false);
   }
-  q = rope(a + ".q_rope", q, hl, rd, nope + rd);
+  q = rope(a + ".q_rope", q, hl, rd);
   int kva = linear(a + ".kv_a_proj_with_mqa", h, c_.hidden, r + rd, false);
   auto kv_parts = split(a + ".kv_a_split", kva, {r, rd}, 2);
   int c_kv = norm(a + ".kv_a_layernorm", kv_parts[0], r);
-  int k_pe = rope(a + ".k_rope", kv_parts[1], 1, rd, rd);
+  int k_pe = rope(a + ".k_rope", kv_parts[1], 1, rd);
   int ctx;
   if (o_.phase == Phase::decode && o_.attention == AttentionImpl::flash) {
     DType wd = quant_ ? plain_ : w_;  // the absorbed halves of kv_b_proj, kept unquantized when scales would apply

@@ -48,7 +48,7 @@ class Builder {
                      int64_t dv, bool kv_shared = false);
   int naive_attention(int64_t i, const std::string& p, int q, int k, int v, int64_t hq, int64_t hkv, int64_t dqk, int64_t dv,
                       int64_t kv_tokens = -1);
-  int rope(const std::string& name, int x, int64_t heads, int64_t rot_dim, int64_t table_dim);
+  int rope(const std::string& name, int x, int64_t heads, int64_t rot_dim);
   int qk_norm(const std::string& name, int x, int64_t heads);
 
   // ---- feed-forward (lowering_mlp.cpp) ----

@@ -48,15 +48,40 @@ void plain_mlp(TransformerConfig& c, const char* up, const char* down) {
   c.names.gate = "";
 }
 
+}  // namespace
+
+namespace families_detail {
+
+void model_names(TransformerConfig& c, const char* embed, const char* layers, const char* final_norm) {
+  c.names.embed = embed;
+  c.names.layers = layers;
+  c.names.final_norm = final_norm;
+}
+
+void fused_attention_names(TransformerConfig& c, const char* attn, const char* qkv, const char* o) {
+  c.names.attn = attn;
+  c.names.qkv = std::string(attn) + "." + qkv;
+  c.names.o = std::string(attn) + "." + o;
+}
+
+void feed_forward_names(TransformerConfig& c) {
+  c.names.mlp = c.names.moe = "feed_forward";
+  c.names.gate = "feed_forward.gate_proj";
+  c.names.up = "feed_forward.up_proj";
+  c.names.down = "feed_forward.down_proj";
+  c.names.router = "feed_forward.router";
+  c.names.experts = "feed_forward.experts";
+}
+
+}  // namespace families_detail
+
+namespace {
+
 // GPT-2 and GPT-BigCode: transformer.h.N with ln_1/ln_2, c_attn/c_proj, c_fc/c_proj.
 void gpt2_names(TransformerConfig& c) {
-  c.names.embed = "transformer.wte";
+  model_names(c, "transformer.wte", "transformer.h", "transformer.ln_f");
   c.names.positions = "transformer.wpe";
-  c.names.layers = "transformer.h";
-  c.names.final_norm = "transformer.ln_f";
-  c.names.attn = "attn";
-  c.names.qkv = "attn.c_attn";
-  c.names.o = "attn.c_proj";
+  fused_attention_names(c, "attn", "c_attn", "c_proj");
   c.names.norm_attn = "ln_1";
   c.names.norm_mlp = "ln_2";
   plain_mlp(c, "mlp.c_fc", "mlp.c_proj");
@@ -128,12 +153,8 @@ void granite_keys(TransformerConfig& c, ConfigReader& r) {
 }
 
 void falcon_names(TransformerConfig& c) {
-  c.names.embed = "transformer.word_embeddings";
-  c.names.layers = "transformer.h";
-  c.names.final_norm = "transformer.ln_f";
-  c.names.attn = "self_attention";
-  c.names.qkv = "self_attention.query_key_value";
-  c.names.o = "self_attention.dense";
+  model_names(c, "transformer.word_embeddings", "transformer.h", "transformer.ln_f");
+  fused_attention_names(c, "self_attention", "query_key_value", "dense");
   plain_mlp(c, "mlp.dense_h_to_4h", "mlp.dense_4h_to_h");
   c.norm = NormKind::layer;
   c.activation = "gelu";
@@ -165,12 +186,8 @@ void falcon_keys(TransformerConfig& c, ConfigReader& r) {
 }
 
 void neox_names(TransformerConfig& c) {
-  c.names.embed = "gpt_neox.embed_in";
-  c.names.layers = "gpt_neox.layers";
-  c.names.final_norm = "gpt_neox.final_layer_norm";
-  c.names.attn = "attention";
-  c.names.qkv = "attention.query_key_value";
-  c.names.o = "attention.dense";
+  model_names(c, "gpt_neox.embed_in", "gpt_neox.layers", "gpt_neox.final_layer_norm");
+  fused_attention_names(c, "attention", "query_key_value", "dense");
   plain_mlp(c, "mlp.dense_h_to_4h", "mlp.dense_4h_to_h");
   c.norm = NormKind::layer;
   c.qkv_bias = c.o_bias = c.mlp_bias = true;
@@ -187,9 +204,7 @@ void parallel_residual(TransformerConfig& c, ConfigReader& r, int norms) {
 void neox_keys(TransformerConfig& c, ConfigReader& r) { parallel_residual(c, r, 2); }
 
 void gptj_names(TransformerConfig& c) {
-  c.names.embed = "transformer.wte";
-  c.names.layers = "transformer.h";
-  c.names.final_norm = "transformer.ln_f";
+  model_names(c, "transformer.wte", "transformer.h", "transformer.ln_f");
   c.names.attn = "attn";
   c.names.q = "attn.q_proj";
   c.names.k = "attn.k_proj";
@@ -262,10 +277,8 @@ void bigcode_keys(TransformerConfig& c, ConfigReader& r) {
 }
 
 void opt_names(TransformerConfig& c) {
-  c.names.embed = "model.decoder.embed_tokens";
+  model_names(c, "model.decoder.embed_tokens", "model.decoder.layers", "model.decoder.final_layer_norm");
   c.names.positions = "model.decoder.embed_positions";
-  c.names.layers = "model.decoder.layers";
-  c.names.final_norm = "model.decoder.final_layer_norm";
   c.names.o = "self_attn.out_proj";
   c.names.norm_attn = "self_attn_layer_norm";
   c.names.norm_mlp = "final_layer_norm";
@@ -295,13 +308,9 @@ void opt_keys(TransformerConfig& c, ConfigReader& r) {
 }
 
 void bloom_names(TransformerConfig& c) {
-  c.names.embed = "transformer.word_embeddings";
+  model_names(c, "transformer.word_embeddings", "transformer.h", "transformer.ln_f");
   c.names.embed_norm = "transformer.word_embeddings_layernorm";
-  c.names.layers = "transformer.h";
-  c.names.final_norm = "transformer.ln_f";
-  c.names.attn = "self_attention";
-  c.names.qkv = "self_attention.query_key_value";
-  c.names.o = "self_attention.dense";
+  fused_attention_names(c, "self_attention", "query_key_value", "dense");
   plain_mlp(c, "mlp.dense_h_to_4h", "mlp.dense_4h_to_h");
   c.norm = NormKind::layer;
   c.positions = PositionKind::alibi;
@@ -313,13 +322,7 @@ void bloom_names(TransformerConfig& c) {
 void bloom_keys(TransformerConfig& c, ConfigReader&) { c.intermediate = 4 * c.hidden; }
 
 void llama4_names(TransformerConfig& c) {
-  c.names.mlp = "feed_forward";
-  c.names.gate = "feed_forward.gate_proj";
-  c.names.up = "feed_forward.up_proj";
-  c.names.down = "feed_forward.down_proj";
-  c.names.moe = "feed_forward";
-  c.names.router = "feed_forward.router";
-  c.names.experts = "feed_forward.experts";
+  feed_forward_names(c);
   c.names.shared = "feed_forward.shared_expert";
   c.sigmoid_router = true;
 }
@@ -384,11 +387,9 @@ void hunyuan_names(TransformerConfig& c) {
 }
 
 void bert_names(TransformerConfig& c) {
-  c.names.embed = "embeddings.word_embeddings";
+  model_names(c, "embeddings.word_embeddings", "encoder.layer", "");
   c.names.positions = "embeddings.position_embeddings";
   c.names.embed_norm = "embeddings.LayerNorm";
-  c.names.layers = "encoder.layer";
-  c.names.final_norm = "";
   c.names.attn = "attention.self";
   c.names.q = "attention.self.query";
   c.names.k = "attention.self.key";

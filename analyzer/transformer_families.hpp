@@ -18,8 +18,16 @@ struct Family {
   void (*read)(TransformerConfig&, ConfigReader&);
 };
 
-// Entries defined in transformer_families_hybrid.cpp.
+// Naming helpers (transformer_families.cpp) and the entries defined in
+// transformer_families_hybrid.cpp.
 namespace families_detail {
+// Model-level names: the embedding, the layers' list and the final norm.
+void model_names(TransformerConfig& c, const char* embed, const char* layers, const char* final_norm);
+// A fused q/k/v projection and the output projection of the attention module `attn`.
+void fused_attention_names(TransformerConfig& c, const char* attn, const char* qkv, const char* o);
+// Llama 4 and Jamba: feed_forward.{gate,up,down}_proj, its router and experts.
+void feed_forward_names(TransformerConfig& c);
+
 void minimax_names(TransformerConfig& c);
 void minimax_keys(TransformerConfig& c, ConfigReader& r);
 void mamba_names(TransformerConfig& c);

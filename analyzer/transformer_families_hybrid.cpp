@@ -35,9 +35,7 @@ void minimax_keys(TransformerConfig& c, ConfigReader& r) {
 }
 
 void mamba_names(TransformerConfig& c) {
-  c.names.embed = "backbone.embeddings";
-  c.names.layers = "backbone.layers";
-  c.names.final_norm = "backbone.norm_f";
+  model_names(c, "backbone.embeddings", "backbone.layers", "backbone.norm_f");
   c.names.norm_attn = "norm";
   c.names.norm_mlp = "";
   c.names.mixer = "mixer";
@@ -64,13 +62,7 @@ void mamba_keys(TransformerConfig& c, ConfigReader& r) {
 void jamba_names(TransformerConfig& c) {
   c.names.final_norm = "model.final_layernorm";
   c.names.norm_mlp = "pre_ff_layernorm";
-  c.names.mlp = "feed_forward";
-  c.names.gate = "feed_forward.gate_proj";
-  c.names.up = "feed_forward.up_proj";
-  c.names.down = "feed_forward.down_proj";
-  c.names.moe = "feed_forward";
-  c.names.router = "feed_forward.router";
-  c.names.experts = "feed_forward.experts";
+  feed_forward_names(c);
   c.names.mixer = "mamba";
   c.positions = PositionKind::none;  // Jamba's attention layers use no positional encoding
   c.ssm_norms = true;
@@ -100,12 +92,8 @@ void jamba_keys(TransformerConfig& c, ConfigReader& r) {
 }
 
 void dbrx_names(TransformerConfig& c) {
-  c.names.embed = "transformer.wte";
-  c.names.layers = "transformer.blocks";
-  c.names.final_norm = "transformer.norm_f";
-  c.names.attn = "norm_attn_norm.attn";
-  c.names.qkv = "norm_attn_norm.attn.Wqkv";
-  c.names.o = "norm_attn_norm.attn.out_proj";
+  model_names(c, "transformer.wte", "transformer.blocks", "transformer.norm_f");
+  fused_attention_names(c, "norm_attn_norm.attn", "Wqkv", "out_proj");
   c.names.norm_attn = "norm_attn_norm.norm_1";
   c.names.norm_mlp = "norm_attn_norm.norm_2";
   c.names.moe = "ffn";

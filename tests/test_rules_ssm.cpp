@@ -9,22 +9,6 @@
 using namespace rooflens;
 using namespace rooflens::test;
 
-namespace {
-
-Analysis analyze_built(GraphBuilder& b, int out) {
-  b.output(out);
-  return analyze_graph(b.finish(), AnalysisOptions{});
-}
-
-Attribute float_value(double v) {
-  Attribute a;
-  a.kind = Attribute::Kind::f;
-  a.f = v;
-  return a;
-}
-
-}  // namespace
-
 TEST_CASE("SelectiveScan: 8 FLOPs per state element and 11 per channel, inputs read once", "[rules][ssm]") {
   auto scan = [](bool with_state) {
     GraphBuilder b("t");
@@ -104,7 +88,7 @@ TEST_CASE("attention options: chunks, soft-capping, sinks and ALiBi", "[rules][s
   CHECK(chunked.nodes[0].cost.flops == 2 * 6 * per_score);
   CHECK(*chunked.nodes[0].cost.dense_flops == 2 * 16 * per_score);
   // Soft-capping adds a divide, tanh and multiply per score; sinks one softmax column per row.
-  Analysis capped = gqa({{"softcap", float_value(50.0)}}, true);
+  Analysis capped = gqa({{"softcap", float_attr(50.0)}}, true);
   CHECK(capped.nodes[0].cost.flops == 2 * 10 * (per_score + 3) + 2 * 4 * 5);
   CHECK(capped.totals.params == 2);  // the sink logits are parameters
   Analysis alibi = gqa({{"alibi", int_attr(1)}}, false);
