@@ -20,8 +20,9 @@ std::string model_root(const ModuleNames& n) {
 int Builder::rope(const std::string& name, int x, int64_t heads, int64_t rot_dim) {
   auto it = rope_tables_.find(rot_dim);
   if (it == rope_tables_.end()) {
-    // cos/sin rows per position: a buffer, not parameters.
-    int64_t rows = c_.max_positions > 0 ? c_.max_positions : std::max<int64_t>(S_ + o_.context, 1);
+    // cos/sin rows of the positions this pass uses (a buffer, not parameters; transformers
+    // computes them per forward, so a 10M-token max_position_embeddings costs no table).
+    int64_t rows = S_ + (o_.phase == Phase::decode ? o_.context : 0);
     std::string base = model_root(c_.names) + ".rotary_emb" + (rope_tables_.empty() ? "" : fmt::format(".dim{}", rot_dim));
     it = rope_tables_.emplace(rot_dim, std::make_pair(b_.weight(base + ".cos_cached", plain_, {rows, rot_dim / 2}, false),
                                                       b_.weight(base + ".sin_cached", plain_, {rows, rot_dim / 2}, false))).first;

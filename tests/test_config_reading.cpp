@@ -172,7 +172,7 @@ TEST_CASE("quantization_config: gpt-oss-20b's mxfp4 experts weigh what its check
   int64_t attention = 24LL * (2880LL * 4096 * 2 + 2880LL * 512 * 2 + 4096 + 2 * 512 + 2880 + 64) * 2;
   int64_t other = 24LL * (2880 * 32 + 32 + 2 * 2880) * 2 + 2LL * 201088 * 2880 * 2 + 2880 * 2;
   CHECK(experts + expert_bias + attention + other == 13761264768);
-  int64_t rope_tables = 2LL * 131072 * 32 * 2;  // cos/sin buffers, not in a checkpoint
+  int64_t rope_tables = 2LL * 8 * 32 * 2;  // cos/sin rows of the 8 positions: buffers, not in a checkpoint
   CHECK(a.totals.weight_bytes - rope_tables == 13761264768);
   CHECK(a.transformer->params_total == 20914757184);  // KerasHub's count of gpt-oss-20b
   const NodeResult& q = node_named(a, "model.layers.0.self_attn.q_proj");
