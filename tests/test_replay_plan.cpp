@@ -111,7 +111,7 @@ TEST_CASE("Llama decode: split-KV attention and RMS norm and rope and embedding 
   const ReplayPlan& rope = *p.of("model.layers.0.self_attn.q_rope").plan;
   CHECK(rope.kind == ReplayKind::rope);
   CHECK(rope.head_dim == 128);
-  CHECK(rope.inputs[1].index_bound == 4096);  // positions index max_position_embeddings rows
+  CHECK(rope.inputs[1].index_bound == 513);  // positions index the cos/sin rows of the 513 positions the step uses
   const ReplayPlan& emb = *p.of("model.embed_tokens").plan;
   CHECK(emb.kind == ReplayKind::gather);
   CHECK(emb.inputs[1].index_bound == 32000);
