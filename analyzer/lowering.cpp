@@ -77,7 +77,8 @@ int Builder::embeddings() {
   if (c_.embed_proj > 0) x = linear(n.project_in, x, c_.embed_proj, c_.hidden, false, false);
   if (c_.positions == PositionKind::learned) {
     int table = b_.weight(n.positions + ".weight", plain_, {c_.max_positions + c_.position_offset, c_.hidden});
-    x = b_.op("Add", n.positions + ".add", {x, b_.op("Gather", n.positions, {table, positions_})});
+    std::string root = n.positions.substr(0, n.positions.rfind('.'));  // transformer.wpe -> transformer
+    x = b_.op("Add", root + ".embeddings_add", {x, b_.op("Gather", n.positions, {table, positions_})});
   }
   if (c_.type_vocab > 0) {
     int types = b_.weight("embeddings.token_type_embeddings.weight", plain_, {c_.type_vocab, c_.hidden});

@@ -54,7 +54,7 @@ int Builder::self_attention(int64_t i, const std::string& p, int h) {
   if (!n.qkv.empty()) {
     std::string name = at(p, n.qkv);
     int qkv = clip(name, linear(name, h, c_.hidden, (hq + 2 * hkv) * d, c_.qkv_bias));
-    auto parts = split(name + ".split", qkv, {hq * d, hkv * d, hkv * d}, 2);
+    auto parts = split(at(p, n.attn) + ".split_qkv", qkv, {hq * d, hkv * d, hkv * d}, 2);
     q = parts[0], k = parts[1], v = parts[2];
   } else {
     q = clip(at(p, n.q), linear(at(p, n.q), h, c_.hidden, hq * d, c_.qkv_bias));

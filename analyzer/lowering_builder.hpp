@@ -53,7 +53,7 @@ class Builder {
 
   // ---- feed-forward (lowering_mlp.cpp) ----
   int dense_mlp(const std::string& p, int h, int64_t inter);
-  int gated_mlp(const std::string& gate, const std::string& up, const std::string& down, const std::string& act_name,
+  int gated_mlp(const std::string& gate, const std::string& up, const std::string& down, const std::string& module,
                 int h, int64_t inter, bool bias);
   int experts(const std::string& p, int h);
 

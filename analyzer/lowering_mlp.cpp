@@ -9,28 +9,28 @@
 
 namespace rooflens::lowering {
 
-int Builder::gated_mlp(const std::string& gate, const std::string& up, const std::string& down, const std::string& act_name,
+// act_fn(gate) * up, then down; the nodes named <module>.act_fn and <module>.act_mul.
+int Builder::gated_mlp(const std::string& gate, const std::string& up, const std::string& down, const std::string& module,
                        int h, int64_t inter, bool bias) {
   int g = linear(gate, h, c_.hidden, inter, bias);
   int u = linear(up, h, c_.hidden, inter, bias);
-  int a = activation(act_name, c_.activation, g, act_name);
-  return linear(down, b_.op("Mul", act_name + "_mul", {a, u}), inter, c_.hidden, bias);
+  int a = activation(module + ".act_fn", c_.activation, g, module);
+  return linear(down, b_.op("Mul", module + ".act_mul", {a, u}), inter, c_.hidden, bias);
 }
 
 int Builder::dense_mlp(const std::string& p, int h, int64_t inter) {
   const ModuleNames& n = c_.names;
   std::string module = at(p, n.mlp.empty() ? "mlp" : n.mlp);
-  std::string act_name = module + ".act_fn";
   if (!c_.gated_mlp) {
     int up = linear(at(p, n.up), h, c_.hidden, inter, c_.mlp_bias);
-    return linear(at(p, n.down), activation(act_name, c_.activation, up, module), inter, c_.hidden, c_.mlp_bias);
+    return linear(at(p, n.down), activation(module + ".act", c_.activation, up, module), inter, c_.hidden, c_.mlp_bias);
   }
-  if (n.gate_up.empty()) return gated_mlp(at(p, n.gate), at(p, n.up), at(p, n.down), act_name, h, inter, c_.mlp_bias);
+  if (n.gate_up.empty()) return gated_mlp(at(p, n.gate), at(p, n.up), at(p, n.down), module, h, inter, c_.mlp_bias);
   // One fused gate/up projection (Phi-3, GLM), split in two.
   std::string name = at(p, n.gate_up);
   auto parts = split(name + ".split", linear(name, h, c_.hidden, 2 * inter, c_.mlp_bias), {inter, inter}, 2);
-  int a = activation(act_name, c_.activation, parts[0], module);
-  return linear(at(p, n.down), b_.op("Mul", act_name + "_mul", {a, parts[1]}), inter, c_.hidden, c_.mlp_bias);
+  int a = activation(module + ".act_fn", c_.activation, parts[0], module);
+  return linear(at(p, n.down), b_.op("Mul", module + ".act_mul", {a, parts[1]}), inter, c_.hidden, c_.mlp_bias);
 }
 
 // Router, top-k and the routed experts as one com.microsoft.MoE node (x, router probabilities,
@@ -69,7 +69,7 @@ int Builder::experts(const std::string& p, int h) {
   int y = b_.op("MoE", ex, inputs, {{"k", int_attr(c_.experts_per_token)}, {"activation_type", string_attr(act)}}, "com.microsoft");
   if (s_.shared_inter > 0) {
     std::string sh = at(p, n.shared);
-    int shared = gated_mlp(sh + ".gate_proj", sh + ".up_proj", sh + ".down_proj", sh + ".act_fn", h, s_.shared_inter, false);
+    int shared = gated_mlp(sh + ".gate_proj", sh + ".up_proj", sh + ".down_proj", sh, h, s_.shared_inter, false);
     if (c_.shared_expert_gate) {
       std::string g = at(p, n.shared_gate);
       int gate = b_.op("Sigmoid", g + ".sigmoid", {linear(g, h, hidden, 1, false, false)});
