@@ -175,7 +175,7 @@ MemoryFit fit_memory(const TransformerConfig& c, const TransformerOptions& o, co
                                 m.max_context < 0 ? std::string("any") : std::to_string(m.max_context)));
     m.max_context = m.context_limit;
   } else if (m.max_context < 0) {
-    notes.push_back("the cache stops growing (windowed or recurrent layers only) and the config states no context limit");
+    notes.push_back("the cache stops growing (windowed or recurrent layers) and no context limit is stated");
   }
   return m;
 }
@@ -189,7 +189,7 @@ void cross_check(const CheckpointIndex& ck, const TransformerConfig& c, int64_t 
     for (auto& [d, n] : ck.dtype_elements) b += safetensors_dtype_bytes(d) * static_cast<double>(n);
     if (ck.shards_missing == 0) ck_bytes = static_cast<int64_t>(b);
   }
-  std::string line = fmt::format("checkpoint {}: {} tensors", ck.path, ck.tensors);
+  std::string line = fmt::format("checkpoint: {} tensors", ck.tensors);
   if (ck_bytes > 0) {
     double diff = static_cast<double>(ck_bytes - weight_bytes) / static_cast<double>(ck_bytes);
     line += fmt::format(", {:.3f} GB; rooflens' weights {:.3f} GB", ck_bytes / 1e9, weight_bytes / 1e9);
@@ -199,8 +199,8 @@ void cross_check(const CheckpointIndex& ck, const TransformerConfig& c, int64_t 
   if (ck.header_elements > 0 && ck.shards_missing == 0 && !c.quantization) {
     double diff = static_cast<double>(ck.header_elements - params) / static_cast<double>(ck.header_elements);
     if (std::fabs(diff) > 0.001)
-      notes.push_back(fmt::format("checkpoint holds {} weight elements, the config describes {} parameters (MISMATCH {:+.2f}%)",
-                                  ck.header_elements, params, -100 * diff));
+      notes.push_back(fmt::format("checkpoint: {} weight elements, config: {} params (MISMATCH {:+.2f}%)", ck.header_elements, params,
+                                  -100 * diff));
     std::string dominant;
     int64_t most = 0;
     for (auto& [d, n] : ck.dtype_elements)
@@ -228,9 +228,9 @@ void check_context(const TransformerConfig& c, const TransformerOptions& o, std:
   int64_t limit = c.context_limit(), tokens = sequence_tokens(o);
   if (limit <= 0 || tokens <= limit) return;
   std::string what = c.rope_stated_limit > c.max_positions ? "the rope scaling's stated limit" : "max_position_embeddings";
-  std::string line = fmt::format("{} tokens per sequence exceed {} {}: {}", tokens, what, limit,
-                                 c.positions == PositionKind::learned ? "its learned position table has no rows beyond (costed as if it had)"
-                                                                      : "the model is not trained for this context");
+  std::string line = fmt::format("{} tokens exceed {} {} ({})", tokens, what, limit,
+                                 c.positions == PositionKind::learned ? "learned table: costed as if longer"
+                                                                      : "beyond the trained context");
   if (o.strict) throw InputError(fmt::format("{}: --strict: {}", c.path, line));
   notes.push_back(line);
 }
@@ -258,7 +258,7 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
   if (o.strict && c.has_unknown_keys)
     for (const std::string& w : c.warnings)
       if (w.find("did you mean") != std::string::npos || w.find("not read") != std::string::npos)
-        throw InputError(fmt::format("--strict: {}", w));
+        throw InputError(fmt::format("--strict: {}: {}", c.path, w));
   const Device device = o.calibrated ? *o.calibrated : find_device(o.device);
   LoweringOptions lo = o.lowering;
   if (o.workload == Workload::generate) {

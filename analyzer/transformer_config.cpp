@@ -67,16 +67,13 @@ const std::set<std::string>& rope_keys() {
 }
 
 void report_unread(TransformerConfig& c, const ConfigReader& r, const std::vector<std::string>& known) {
+  std::vector<std::string> candidates = known;
   const auto& ignored = ignored_config_keys();
-  for (const std::string& k : r.unread()) {
-    if (std::find(ignored.begin(), ignored.end(), k) != ignored.end()) continue;
-    c.has_unknown_keys = true;
-    std::vector<std::string> candidates = known;
-    candidates.insert(candidates.end(), ignored.begin(), ignored.end());
-    std::string near = closest_key(k, candidates);
-    c.warnings.push_back(near.empty() ? fmt::format("{}: key {} is not read by rooflens (not costed if it changes the model)", r.where(), k)
-                                      : fmt::format("{}: {}: did you mean {}?", r.where(), k, near));
-  }
+  candidates.insert(candidates.end(), ignored.begin(), ignored.end());
+  std::vector<std::string> unread;
+  for (const std::string& k : r.unread())
+    if (std::find(ignored.begin(), ignored.end(), k) == ignored.end()) unread.push_back(k);
+  families_detail::warn_unread(c, r, unread, candidates);
 }
 
 // One rope_parameters object: the partial-rotary factor and the context the scaling states.
@@ -90,13 +87,7 @@ void read_rope_object(TransformerConfig& c, const json& o, const std::string& wh
   r.string_or("type", "default");
   r.number_or("rope_theta", 0);
   r.ignore(rope_keys());
-  std::vector<std::string> known(rope_keys().begin(), rope_keys().end());
-  for (const std::string& k : r.unread()) {
-    c.has_unknown_keys = true;
-    std::string near = closest_key(k, known);
-    c.warnings.push_back(near.empty() ? fmt::format("{}: key {} is not read by rooflens", where, k)
-                                      : fmt::format("{}: {}: did you mean {}?", where, k, near));
-  }
+  families_detail::warn_unread(c, r, r.unread(), std::vector<std::string>(rope_keys().begin(), rope_keys().end()));
 }
 
 void read_positions(TransformerConfig& c, ConfigReader& r) {
@@ -321,6 +312,22 @@ void validate(const TransformerConfig& c) {
 
 }  // namespace
 
+void families_detail::warn_unread(TransformerConfig& c, const ConfigReader& r, const std::vector<std::string>& unread,
+                                  const std::vector<std::string>& known) {
+  // Named from the top of the config ("rope_parameters.rope_thta"); the file is in the report's header.
+  std::string where = r.where();
+  where = where.rfind(c.path, 0) == 0 ? where.substr(std::min(where.size(), c.path.size() + 2)) : where;
+  for (char& ch : where)
+    if (ch == ':') ch = '.';
+  where.erase(std::remove(where.begin(), where.end(), ' '), where.end());
+  for (const std::string& k : unread) {
+    c.has_unknown_keys = true;
+    std::string key = where.empty() ? k : where + "." + k, near = closest_key(k, known);
+    c.warnings.push_back(near.empty() ? fmt::format("key {} is not read by rooflens (not costed if it changes the model)", key)
+                                      : fmt::format("{}: did you mean {}?", key, near));
+  }
+}
+
 bool TransformerConfig::any_layer(MixerKind k) const {
   return std::any_of(layer_specs.begin(), layer_specs.end(), [k](const LayerSpec& l) { return l.mixer == k; });
 }
@@ -376,7 +383,7 @@ TransformerConfig parse_transformer_config(const std::string& text, const std::s
     throw InputError(fmt::format("{}: model_type '{}' is not one rooflens knows, and as a generic decoder: {}", path, c.model_type, what));
   }
   if (!family)
-    c.warnings.push_back(fmt::format("generic decoder lowering (model_type {} not verified against transformers)", c.model_type));
+    c.warnings.push_back(fmt::format("generic decoder lowering (model_type {} not verified)", c.model_type));
   report_unread(c, r, read_somewhere());
   return c;
 }

@@ -27,6 +27,9 @@ void model_names(TransformerConfig& c, const char* embed, const char* layers, co
 void fused_attention_names(TransformerConfig& c, const char* attn, const char* qkv, const char* o);
 // Llama 4 and Jamba: feed_forward.{gate,up,down}_proj, its router and experts.
 void feed_forward_names(TransformerConfig& c);
+// One warning per unread key of `r`'s object: a did-you-mean among `known` when one is near.
+void warn_unread(TransformerConfig& c, const ConfigReader& r, const std::vector<std::string>& unread,
+                 const std::vector<std::string>& known);
 
 void minimax_names(TransformerConfig& c);
 void minimax_keys(TransformerConfig& c, ConfigReader& r);

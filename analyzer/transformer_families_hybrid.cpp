@@ -109,8 +109,7 @@ void dbrx_keys(TransformerConfig& c, ConfigReader& r) {
     c.clip_qkv = a.number_or("clip_qkv", 0);
     a.number_or("rope_theta", 0);
     a.ignore({"attn_pdrop", "model_type"});
-    for (const std::string& k : a.unread()) c.warnings.push_back(a.where() + ": key " + k + " is not read by rooflens");
-    if (!a.unread().empty()) c.has_unknown_keys = true;
+    warn_unread(c, a, a.unread(), {"kv_n_heads", "clip_qkv", "rope_theta", "attn_pdrop"});
   }
   const auto* ffn = r.object("ffn_config");
   if (!ffn) r.fail("ffn_config", "is required for dbrx (the experts)");
@@ -124,8 +123,8 @@ void dbrx_keys(TransformerConfig& c, ConfigReader& r) {
   }
   f.integer_or("hidden_size", c.hidden, kWidth);
   f.ignore({"moe_jitter_eps", "moe_loss_weight", "moe_normalize_expert_weights", "model_type"});
-  for (const std::string& k : f.unread()) c.warnings.push_back(f.where() + ": key " + k + " is not read by rooflens");
-  if (!f.unread().empty()) c.has_unknown_keys = true;
+  warn_unread(c, f, f.unread(), {"ffn_hidden_size", "moe_num_experts", "moe_top_k", "ffn_act_fn", "hidden_size", "moe_jitter_eps",
+                                  "moe_loss_weight", "moe_normalize_expert_weights"});
   for (LayerSpec& l : c.layer_specs) l.moe = true;
 }
 

@@ -62,7 +62,7 @@ QuantizationSpec read_quantization_config(ConfigReader& r) {
     q.bits = 4;
     q.group_size = kMxBlock;
     q.experts_only = true;  // transformers' Mxfp4 quantizer replaces the MoE experts only
-    q.label = "mxfp4 (MoE experts; e8m0 scale per 32)";
+    q.label = "mxfp4 experts (e8m0 scale per 32)";
   } else if (q.method == "fp8") {
     q.bits = 8;
     std::vector<int64_t> block = r.integers("weight_block_size", kWidth);

@@ -177,11 +177,11 @@ TEST_CASE("a Hugging Face model directory is accepted where a config.json is", "
   fs::path oss = scratch() / "oss.json";
   REQUIRE(run("analyze " + data_path("samples/configs/gpt-oss-20b") + " --phase decode --context 256 --json " + oss.string()).code == 0);
   auto q = nlohmann::json::parse(std::ifstream(oss));
-  CHECK(q["transformer"]["weights_source"] == "quantization_config: mxfp4 (MoE experts; e8m0 scale per 32)");
+  CHECK(q["transformer"]["weights_source"] == "quantization_config: mxfp4 experts (e8m0 scale per 32)");
   CHECK(q["transformer"]["weights_dtype"] == "float4e2m1");
   REQUIRE(run("analyze " + data_path("samples/configs/gpt-oss-20b") + " --phase decode --context 256 --weights bf16 --json " + oss.string()).code == 0);
   auto b = nlohmann::json::parse(std::ifstream(oss));
-  CHECK(b["transformer"]["weights_source"] == "--weights bf16 (overrides quantization_config: mxfp4 (MoE experts; e8m0 scale per 32))");
+  CHECK(b["transformer"]["weights_source"] == "--weights bf16 (overrides quantization_config: mxfp4 experts (e8m0 scale per 32))");
   CHECK(b["transformer"]["memory"]["weight_bytes"].get<int64_t>() > 3 * q["transformer"]["memory"]["weight_bytes"].get<int64_t>() / 2);
   fs::create_directories(scratch() / "empty_dir");
   expect_clean_failure("analyze " + (scratch() / "empty_dir").string(), "is a directory without a config.json");
