@@ -69,7 +69,8 @@ int main(int argc, char** argv) {
     std::string path = (d / "config.json").string();
     size_t n = 0;
     double p = median_ms(runs, [&] { n = analyze_transformer(load_transformer_config(path), prefill).nodes.size(); });
-    double q = median_ms(runs, [&] { analyze_transformer(load_transformer_config(path), decode); });
+    bool encoder = !load_transformer_config(path).causal;  // BERT: prefill only
+    double q = encoder ? 0 : median_ms(runs, [&] { analyze_transformer(load_transformer_config(path), decode); });
     std::printf("%-17s %6lld %6zu %18.1f %20.1f\n", d.filename().c_str(),
                 static_cast<long long>(load_transformer_config(path).layers), n, p, q);
     if (std::max(p, q) > worst) worst = std::max(p, q), worst_name = d.filename().string();
