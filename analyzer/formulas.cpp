@@ -47,15 +47,80 @@ int64_t attention_pairs(int64_t q_len, int64_t kv_len, bool causal, int64_t wind
   return checked_add(pairs, checked_mul(extra, std::min(kv_len, w), "attention size"), "attention size");
 }
 
+int64_t chunked_attention_pairs(int64_t q_len, int64_t kv_len, int64_t chunk) {
+  // Query at 0-based position p sees (p mod chunk) + 1 keys; sum over p in [kv_len - q_len, kv_len).
+  auto upto = [chunk](int64_t n) {  // sum over p in [0, n)
+    int64_t full = n / chunk, rest = n % chunk;
+    int64_t per_chunk = checked_mul(chunk, chunk + 1, "attention size") / 2;
+    return checked_add(checked_mul(full, per_chunk, "attention size"), checked_mul(rest, rest + 1, "attention size") / 2,
+                       "attention size");
+  };
+  int64_t first = std::max<int64_t>(kv_len - q_len, 0);
+  return upto(kv_len) - upto(first);
+}
+
+namespace {
+
+int64_t executed_pairs(const AttentionDims& d) {
+  if (d.causal && d.chunk > 0) return chunked_attention_pairs(d.q_len, d.kv_len, d.chunk);
+  return attention_pairs(d.q_len, d.kv_len, d.causal, d.window);
+}
+
+}  // namespace
+
 AttentionWork attention_core(const AttentionDims& d) {
   AttentionWork w;
   int64_t heads = checked_mul(d.batch, d.q_heads, "attention size");
   w.scores_dense = checked_mul(heads, attention_pairs(d.q_len, d.kv_len, false), "attention size");
-  w.scores_executed = checked_mul(heads, attention_pairs(d.q_len, d.kv_len, d.causal, d.window), "attention size");
+  w.scores_executed = checked_mul(heads, executed_pairs(d), "attention size");
   // Per score: 2*Dqk for QK^T, 1 for the scale, the softmax, 2*Dv for PV.
   int64_t per_score = 2 * d.head_dim_qk + 1 + kSoftmaxFlopsPerElement + 2 * d.head_dim_v;
+  if (d.softcap) per_score += kSoftcapFlopsPerScore;
+  if (d.alibi) per_score += kAlibiFlopsPerScore;
   w.flops = checked_mul(w.scores_executed, per_score, "attention FLOPs");
   w.dense_flops = checked_mul(w.scores_dense, per_score, "attention FLOPs");
+  if (d.sinks) {  // one more logit in each softmax row
+    int64_t rows = checked_mul(heads, d.q_len, "attention size");
+    w.flops = checked_add(w.flops, checked_mul(rows, kSoftmaxFlopsPerElement), "attention FLOPs");
+    w.dense_flops = checked_add(w.dense_flops, checked_mul(rows, kSoftmaxFlopsPerElement), "attention FLOPs");
+  }
+  return w;
+}
+
+int64_t attention_matmul_flops(const AttentionDims& d, bool dense) {
+  int64_t heads = checked_mul(d.batch, d.q_heads, "attention size");
+  int64_t pairs = dense ? attention_pairs(d.q_len, d.kv_len, false) : executed_pairs(d);
+  return checked_mul(checked_mul(heads, pairs, "attention size"), 2 * (d.head_dim_qk + d.head_dim_v), "attention FLOPs");
+}
+
+int64_t selective_scan_flops(int64_t tokens, int64_t channels, int64_t state) {
+  int64_t per_channel = checked_add(checked_mul(kScanFlopsPerState, state), kScanFlopsPerChannel);
+  return checked_mul(checked_mul(tokens, channels, "scan size"), per_channel, "scan FLOPs");
+}
+
+LinearAttentionWork linear_attention_work(int64_t batch, int64_t heads, int64_t tokens, int64_t d, int64_t block,
+                                          bool recurrent) {
+  LinearAttentionWork w;
+  int64_t dd = checked_mul(d, d, "attention size");
+  int64_t per_head = 0, matmul = 0;
+  if (recurrent) {
+    // K^T V (2 d^2), the state's decay and sum (2 d^2), q times the state (2 d^2), per token.
+    matmul = checked_mul(tokens, 4 * dd, "attention FLOPs");
+    per_head = checked_mul(tokens, 6 * dd, "attention FLOPs");
+  } else {
+    for (int64_t start = 0; start < tokens; start += block) {
+      int64_t L = std::min(block, tokens - start);
+      int64_t LL = checked_mul(L, L, "attention size"), Ld = checked_mul(L, d, "attention size");
+      // Intra: QK^T (2 L^2 d), the decay mask (L^2), times V (2 L^2 d). Inter: q decay (L d), q times the
+      // state (2 L d^2), the sum (L d). State: k decay (L d), K^T V (2 L d^2), decay and add (2 d^2).
+      int64_t mm = checked_add(checked_mul(4 * d, LL, "attention FLOPs"), checked_mul(4 * d, Ld, "attention FLOPs"));
+      matmul = checked_add(matmul, mm, "attention FLOPs");
+      per_head = checked_add(per_head, checked_add(mm, checked_add(LL, 3 * Ld + 2 * dd)), "attention FLOPs");
+    }
+  }
+  int64_t hb = checked_mul(batch, heads, "attention size");
+  w.flops = checked_mul(hb, per_head, "attention FLOPs");
+  w.matmul_flops = checked_mul(hb, matmul, "attention FLOPs");
   return w;
 }
 

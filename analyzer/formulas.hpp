@@ -54,7 +54,14 @@ struct AttentionDims {
   int64_t head_dim_v = 1;
   bool causal = false;
   int64_t window = 0;  // sliding/local window: each query sees at most this many keys (0 = all)
+  int64_t chunk = 0;   // chunked attention: a query sees the keys of its own chunk only (0 = none)
+  bool softcap = false;  // tanh soft-capping of every score: divide, tanh, multiply
+  bool alibi = false;    // a linear position bias per score: slope times distance, added
+  bool sinks = false;    // a learned sink logit per head joins every softmax row
 };
+// Per executed score beyond QK^T, scale, softmax and PV: soft-capping 3, ALiBi 2.
+inline constexpr int64_t kSoftcapFlopsPerScore = 3;
+inline constexpr int64_t kAlibiFlopsPerScore = 2;
 
 struct AttentionWork {
   int64_t scores_dense = 0;     // batch*heads*q_len*kv_len
@@ -67,7 +74,31 @@ struct AttentionWork {
 // q_len*(kv_len-q_len) + q_len*(q_len+1)/2. Equals q_len*kv_len when not causal.
 // With a window W > 0 (causal only), a query sees min(visible, W) keys.
 int64_t attention_pairs(int64_t q_len, int64_t kv_len, bool causal, int64_t window = 0);
+// Chunked causal attention: positions are split in chunks of `chunk` from position 0; a query
+// sees the keys from its chunk's start to itself. The q_len queries are the last of kv_len.
+int64_t chunked_attention_pairs(int64_t q_len, int64_t kv_len, int64_t chunk);
 AttentionWork attention_core(const AttentionDims& d);
+// The matrix products alone (QK^T and PV: 2 FLOPs per MAC), executed and dense: what a FLOP
+// counter that sees only matrix products (PyTorch's FlopCounterMode) compares with.
+int64_t attention_matmul_flops(const AttentionDims& d, bool dense);
+
+// Selective scan (Mamba), per token and channel: softplus of the step (3), per state element
+// exp(dt*A) (2), dt*B*x (2), the state update (2) and C's contraction (2), then the D skip (2) and
+// the SiLU gate (6).
+inline constexpr int64_t kScanFlopsPerState = 8;
+inline constexpr int64_t kScanFlopsPerChannel = 11;
+int64_t selective_scan_flops(int64_t tokens, int64_t channels, int64_t state);
+
+// Lightning (linear) attention, per head of dim d over a sequence in blocks of `block`: inside a
+// block the decayed QK^T and its product with V (quadratic in the block), across blocks q times
+// the d x d state, and the state update K^T V. One token at a time (decode): the state update
+// and q times the state.
+struct LinearAttentionWork {
+  int64_t flops = 0;
+  int64_t matmul_flops = 0;  // the matrix products alone
+};
+LinearAttentionWork linear_attention_work(int64_t batch, int64_t heads, int64_t tokens, int64_t head_dim, int64_t block,
+                                          bool recurrent);
 
 // Expected number of distinct experts that `tokens` tokens touch when each picks `k` of `experts`
 // uniformly: E * (1 - (1 - k/E)^T). Decode reads only these experts' weights.

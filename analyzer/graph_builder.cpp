@@ -111,4 +111,11 @@ Attribute string_attr(std::string v) {
   return a;
 }
 
+Attribute float_attr(double v) {
+  Attribute a;
+  a.kind = Attribute::Kind::f;
+  a.f = v;
+  return a;
+}
+
 }  // namespace rooflens

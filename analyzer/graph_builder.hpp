@@ -41,5 +41,6 @@ class GraphBuilder {
 Attribute int_attr(int64_t v);
 Attribute ints_attr(std::vector<int64_t> v);
 Attribute string_attr(std::string v);
+Attribute float_attr(double v);
 
 }  // namespace rooflens

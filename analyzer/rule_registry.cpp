@@ -132,6 +132,7 @@ const RuleRegistry& builtin_rules() {
     register_pooling_rules(r);
     register_data_movement_rules(r);
     register_transformer_rules(r);
+    register_ssm_rules(r);
     return r;
   }();
   return registry;

@@ -104,5 +104,6 @@ void register_reduce_rules(RuleRegistry& r);
 void register_pooling_rules(RuleRegistry& r);
 void register_data_movement_rules(RuleRegistry& r);
 void register_transformer_rules(RuleRegistry& r);  // rotary embedding, MoE, all-reduce
+void register_ssm_rules(RuleRegistry& r);          // selective scan, causal conv, linear attention
 
 }  // namespace rooflens

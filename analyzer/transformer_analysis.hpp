@@ -29,7 +29,8 @@ struct MemoryFit {
   bool fits = false;
   int64_t max_batch = 0;         // at this context
   int64_t max_context = 0;       // at this batch (KV growth, activations as analyzed); -1: unbounded (window)
-  int64_t cached_tokens = 0;     // per sequence, window-capped
+  int64_t cached_tokens = 0;     // per sequence: the most any layer keeps (window-capped)
+  int64_t context_limit = 0;     // max_position_embeddings or the rope scaling's stated limit; 0: none
 };
 
 struct GenerationSweep {
@@ -50,6 +51,7 @@ struct TransformerSummary {
   int64_t params_per_gpu = 0;     // under --tp
   int64_t kv_bytes_per_token = 0, kv_bytes_per_sequence = 0, kv_bytes_batch = 0;
   MemoryFit memory;
+  std::string weights_source;     // which setting chose the weights' dtype, e.g. "quantization_config (mxfp4 ...)"
   int64_t allreduces = 0;
   double allreduce_s = 0;
   std::optional<GenerationSweep> generation;

@@ -2,6 +2,7 @@
 #include "cli/model_args.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <iostream>
 #include <map>
@@ -9,6 +10,7 @@
 
 #include "analyzer/errors.hpp"
 #include "analyzer/transformer_analysis.hpp"
+#include "analyzer/transformer_quantization.hpp"
 #include "reports/atomic_file.hpp"
 #include "reports/result_json.hpp"
 #include "reports/saved_result.hpp"
@@ -18,8 +20,11 @@ namespace rooflens::cli {
 
 namespace {
 
+// config.json (any *.json), or a directory: a Hugging Face model directory holds a config.json.
 bool is_config_path(const std::string& path) {
-  return path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) return true;
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 // fp32|bf16|fp16|fp8|int8|int4 as a storage dtype.
@@ -31,10 +36,40 @@ DType dtype_flag(const std::string& flag, const std::string& value, bool allow_i
   return storage_dtype(*p);
 }
 
-DType config_dtype(const TransformerConfig& c) {
-  if (c.dtype == "float16") return DType::f16;
-  if (c.dtype == "float32") return DType::f32;
+DType dtype_named(const std::string& name) {
+  if (name == "float16") return DType::f16;
+  if (name == "float32") return DType::f32;
   return DType::bf16;
+}
+
+DType config_dtype(const TransformerConfig& c) { return dtype_named(c.dtype); }
+
+// The weights' dtype and its source: --weights, else the config's quantization_config, else its
+// dtype. Activations follow (fp8 W8A8 checkpoints quantize them too; bitsandbytes computes in its
+// compute dtype); the KV cache follows 16/32-bit activations.
+void choose_dtypes(const ModelArgs& args, const TransformerConfig& c, LoweringOptions& l) {
+  DType plain = config_dtype(c);
+  if (!args.weights.empty()) {
+    l.weights = dtype_flag("--weights", args.weights, true);
+    l.weights_source = "--weights " + args.weights;
+    if (c.quantization) l.weights_source += " (overrides quantization_config: " + c.quantization->label + ")";
+    l.activations = is_float(l.weights) && l.weights != DType::f8e4m3fn ? l.weights : plain;
+  } else if (c.quantization) {
+    l.quantization = c.quantization;
+    l.weights = quantized_storage(*c.quantization, 1, 1).weight;
+    if (c.quantization->group_size > 0) l.group_size = c.quantization->group_size;
+    l.weights_source = "quantization_config: " + c.quantization->label;
+    l.activations = c.quantization->dynamic_activations ? DType::f8e4m3fn
+                    : !c.quantization->compute_dtype.empty() ? dtype_named(c.quantization->compute_dtype)
+                                                              : plain;
+  } else {
+    l.weights = plain;
+    l.weights_source = "config dtype " + (c.dtype.empty() ? std::string("(none; bfloat16 assumed)") : c.dtype);
+    l.activations = plain;
+  }
+  if (!args.activations.empty()) l.activations = dtype_flag("--activations", args.activations, false);
+  bool wide = l.activations == DType::f32 || l.activations == DType::bf16 || l.activations == DType::f16;
+  l.kv = !args.kv_dtype.empty() ? dtype_flag("--kv-dtype", args.kv_dtype, false) : wide ? l.activations : plain;
 }
 
 Analysis analyze_config(const ModelArgs& args, Graph* inferred, std::shared_ptr<const Device> calibrated) {
@@ -58,10 +93,7 @@ Analysis analyze_config(const ModelArgs& args, Graph* inferred, std::shared_ptr<
   l.tp = args.tp;
   l.group_size = args.group_size;
   l.attention = args.attention == "naive" ? AttentionImpl::naive : AttentionImpl::flash;
-  l.weights = args.weights.empty() ? config_dtype(c) : dtype_flag("--weights", args.weights, true);
-  l.activations = !args.activations.empty() ? dtype_flag("--activations", args.activations, false)
-                  : is_float(l.weights) && l.weights != DType::f8e4m3fn ? l.weights : config_dtype(c);
-  l.kv = args.kv_dtype.empty() ? l.activations : dtype_flag("--kv-dtype", args.kv_dtype, false);
+  choose_dtypes(args, c, l);
   o.prompt = args.prompt;
   o.gen = args.gen;
   if (o.workload == Workload::generate && inferred)
@@ -128,7 +160,7 @@ std::optional<Precision> forced_precision(const ModelArgs& args) {
 }
 
 void add_model_options(CLI::App& cmd, ModelArgs& args) {
-  cmd.add_option("model", args.model, "model.onnx or config.json")->required();
+  cmd.add_option("model", args.model, "model.onnx, config.json or a Hugging Face model directory")->required();
   cmd.add_option("--dim", args.dims, "bind a symbolic input dim, NAME=VALUE (repeatable)");
   cmd.add_option("--dtype", args.dtype, "precision the model runs in: fp32|tf32|bf16|fp16|fp8|int8 (default: the file's)");
   cmd.add_option("--device", args.device, "device id from `rooflens devices`")->capture_default_str();
@@ -150,7 +182,7 @@ void add_model_options(CLI::App& cmd, ModelArgs& args) {
   cmd.add_option("--weights", args.weights, "config: fp32|bf16|fp16|fp8|int8|int4 (default: the config's dtype)");
   cmd.add_option("--group-size", args.group_size, "config: int4 rows per fp16 scale")->capture_default_str();
   cmd.add_option("--activations", args.activations, "config: fp32|bf16|fp16|fp8|int8");
-  cmd.add_option("--kv-dtype", args.kv_dtype, "config: KV cache dtype (default: activations)");
+  cmd.add_option("--kv-dtype", args.kv_dtype, "config: KV cache dtype (default: the activations when 16/32-bit, else the config dtype)");
   cmd.add_option("--tp", args.tp, "config: tensor-parallel GPUs")->capture_default_str();
 }
 

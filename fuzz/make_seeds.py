@@ -88,4 +88,11 @@ for name in sorted(os.listdir(samples)):
     if cfg.get("model_type") == "deepseek_v3":
         cfg["num_key_value_heads"] = 4
     json.dump(cfg, open(os.path.join(cfg_dir, name + ".json"), "w"), indent=1)
+# Every family's 2-layer config as transformers wrote it (tests/data/configs/*/two-layer).
+families = os.path.join(here, "..", "tests", "data", "configs")
+for name in sorted(os.listdir(families)):
+    two = os.path.join(families, name, "two-layer", "config.json")
+    if os.path.exists(two):
+        with open(two) as src, open(os.path.join(cfg_dir, name + "-two-layer.json"), "w") as dst:
+            dst.write(src.read())
 print(len(os.listdir(onnx_dir)), "onnx seeds,", len(os.listdir(cfg_dir)), "config seeds")

@@ -98,6 +98,7 @@ nlohmann::json transformer_json(const TransformerSummary& t) {
          {"context", l.phase == Phase::decode ? json(l.context) : json(nullptr)},
          {"attention", l.attention == AttentionImpl::flash ? "flash" : "naive"},
          {"weights_dtype", dtype_name(l.weights)},
+         {"weights_source", t.weights_source},
          {"activations_dtype", dtype_name(l.activations)},
          {"kv_dtype", dtype_name(l.kv)},
          {"tp", l.tp},

@@ -39,6 +39,15 @@ configs = {
                                        n_group=8, topk_group=4, routed_scaling_factor=2.5,
                                        max_position_embeddings=163840, torch_dtype="bfloat16"),
 }
+# More families, with the hyperparameters scripts/reference_families.py writes (one source).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_families import FAMILIES  # noqa: E402
+
+for sample, family in {"qwen3-8b": "qwen3", "qwen3-30b-a3b": "qwen3_moe", "gpt-oss-20b": "gpt_oss", "gemma-2-2b": "gemma2",
+                       "phi-3-mini": "phi3", "deepseek-v2-lite": "deepseek_v2", "mamba-130m": "mamba",
+                       "llama-4-scout": "llama4_text"}.items():
+    spec = FAMILIES[family]
+    configs[sample] = spec["cls"](**spec["kwargs"])
 classes = {"gpt2": tf.GPT2LMHeadModel, "bert-base-uncased": tf.BertModel}
 report = {"transformers": tf.__version__}
 for name, cfg in configs.items():

@@ -148,4 +148,9 @@ const NodeResult& node_named(const Analysis& a, const std::string& name) {
 
 std::string data_path(const std::string& relative) { return std::string(ROOFLENS_SOURCE_DIR) + "/" + relative; }
 
+Analysis analyze_built(GraphBuilder& b, int out) {
+  b.output(out);
+  return analyze_graph(b.finish(), AnalysisOptions{});
+}
+
 }  // namespace rooflens::test

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analyzer/analysis.hpp"
+#include "analyzer/graph_builder.hpp"
 
 namespace rooflens::test {
 
@@ -45,6 +46,8 @@ class ModelBuilder {
 Analysis analyze_model(const ModelBuilder& b, std::map<std::string, int64_t> dims = {},
                        std::optional<Precision> precision = std::nullopt, const std::string& device = "H100-SXM");
 const NodeResult& node_named(const Analysis& a, const std::string& name);
+// Marks `out` as the graph's output and analyzes what `b` built (default options).
+Analysis analyze_built(GraphBuilder& b, int out);
 std::string data_path(const std::string& relative);  // under the source tree
 
 }  // namespace rooflens::test

@@ -133,7 +133,7 @@ TEST_CASE("bad transformer configs and flags through the CLI", "[cli][errors][tr
   expect_clean_failure("analyze " + write_file("empty.json", ""), "malformed JSON");
   expect_clean_failure("analyze " + write_file("missing.json", R"({"model_type": "llama", "vocab_size": 32000})"),
                        "missing required key 'hidden_size'");
-  expect_clean_failure("analyze " + write_file("falcon.json", R"({"model_type": "falcon"})"), "model_type 'falcon' is not supported");
+  expect_clean_failure("analyze " + write_file("rwkv.json", R"({"model_type": "rwkv"})"), "model_type 'rwkv' is not one rooflens knows");
   expect_clean_failure("analyze " + write_file("string.json", R"({"model_type": "gpt2", "vocab_size": 10, "n_embd": "768", "n_layer": 2, "n_head": 2, "n_positions": 8})"),
                        "'n_embd' must be an integer");
   expect_clean_failure("analyze " + write_file("layers.json", R"({"model_type": "gpt2", "vocab_size": 10, "n_embd": 8, "n_layer": 1000000000, "n_head": 2, "n_positions": 8})"),
@@ -146,6 +146,46 @@ TEST_CASE("bad transformer configs and flags through the CLI", "[cli][errors][tr
   expect_clean_failure("analyze " + llama + " --dim seq=4", "--dim applies to ONNX models");
   expect_clean_failure("analyze " + llama + " --batch 4000000000000 --seq 4000000000000", "overflows");
   expect_clean_failure("analyze " + data_path("samples/resnet50-opset17.onnx") + " --phase decode", "--phase applies to transformer configs");
+  // Contradictory fields, missing fields, an unknown quantization method: one line naming the field.
+  std::string d = R"("model_type": "qwen3", "vocab_size": 100, "num_hidden_layers": 2, "intermediate_size": 64, "max_position_embeddings": 64)";
+  expect_clean_failure("analyze " + write_file("q1.json", "{" + d + R"(, "hidden_size": 100, "num_attention_heads": 3})"),
+                       "hidden_size (100) is not divisible by num_attention_heads (3) and head_dim is not given");
+  expect_clean_failure("analyze " + write_file("q2.json", "{" + d + R"(, "hidden_size": 96, "num_attention_heads": 3, "layer_types": ["full_attention"]})"),
+                       "key 'layer_types' has 1 entries; num_hidden_layers is 2");
+  expect_clean_failure("analyze " + write_file("q3.json", "{" + d + R"(, "hidden_size": 96, "num_attention_heads": 3, "num_experts": 4, "num_experts_per_tok": 5})"),
+                       "num_experts_per_tok (5) exceeds the number of experts (4)");
+  expect_clean_failure("analyze " + write_file("q4.json", R"({"model_type": "qwen3", "vocab_size": 100, "hidden_size": 96})"),
+                       "missing required key 'num_hidden_layers'");
+  expect_clean_failure("analyze " + write_file("q5.json", "{" + d + R"(, "hidden_size": 96, "num_attention_heads": 3, "quantization_config": {"quant_method": "hqq"}})"),
+                       "quant_method' 'hqq' is not a method rooflens knows");
+  expect_clean_failure("analyze " + write_file("q6.json", "{" + d + R"(, "hidden_size": 96, "num_attention_heads": 3, "num_key_value_head": 1})") + " --strict",
+                       "--strict: " + (scratch() / "q6.json").string() + ": num_key_value_head: did you mean num_key_value_heads?");
+}
+
+TEST_CASE("a Hugging Face model directory is accepted where a config.json is", "[cli][transformer]") {
+  fs::path dir = scratch() / "Qwen3-8B";
+  fs::create_directories(dir);
+  fs::copy_file(data_path("tests/data/configs/qwen3/config.json"), dir / "config.json", fs::copy_options::overwrite_existing);
+  fs::path out = scratch() / "qwen3.json";
+  RunResult r = run("analyze " + dir.string() + " --phase decode --context 1024 --json " + out.string());
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  std::ifstream in(out);
+  auto j = nlohmann::json::parse(in);
+  CHECK(j["transformer"]["params_total"] == 8190735360LL);  // transformers' count of Qwen3-8B
+  CHECK(j["transformer"]["weights_source"] == "config dtype bfloat16");
+  // quantization_config sets the weights (gpt-oss: mxfp4 experts); --weights overrides it, and says so.
+  fs::path oss = scratch() / "oss.json";
+  REQUIRE(run("analyze " + data_path("samples/configs/gpt-oss-20b") + " --phase decode --context 256 --json " + oss.string()).code == 0);
+  auto q = nlohmann::json::parse(std::ifstream(oss));
+  CHECK(q["transformer"]["weights_source"] == "quantization_config: mxfp4 experts (e8m0 scale per 32)");
+  CHECK(q["transformer"]["weights_dtype"] == "float4e2m1");
+  REQUIRE(run("analyze " + data_path("samples/configs/gpt-oss-20b") + " --phase decode --context 256 --weights bf16 --json " + oss.string()).code == 0);
+  auto b = nlohmann::json::parse(std::ifstream(oss));
+  CHECK(b["transformer"]["weights_source"] == "--weights bf16 (overrides quantization_config: mxfp4 experts (e8m0 scale per 32))");
+  CHECK(b["transformer"]["memory"]["weight_bytes"].get<int64_t>() > 3 * q["transformer"]["memory"]["weight_bytes"].get<int64_t>() / 2);
+  fs::create_directories(scratch() / "empty_dir");
+  expect_clean_failure("analyze " + (scratch() / "empty_dir").string(), "is a directory without a config.json");
 }
 
 TEST_CASE("a config run writes JSON with the transformer section", "[cli][transformer]") {

@@ -123,7 +123,7 @@ TEST_CASE("Llama decode: split-KV attention and RMS norm and rope and embedding 
   CHECK(norm.cols == 4096);
   const ReplayPlan& rope = *p.of("model.layers.0.self_attn.q_rope").plan;
   CHECK(rope.as<RopePlan>().head_dim == 128);
-  CHECK(rope.inputs[1].index_bound == 4096);  // positions index max_position_embeddings rows
+  CHECK(rope.inputs[1].index_bound == 513);  // positions index the cos/sin rows of the 513 positions the step uses
   const ReplayPlan& emb = *p.of("model.embed_tokens").plan;
   CHECK(emb.is<GatherPlan>());
   CHECK(emb.inputs[1].index_bound == 32000);
@@ -135,10 +135,10 @@ TEST_CASE("Llama decode: split-KV attention and RMS norm and rope and embedding 
 
 TEST_CASE("MoE, MLA and what is not replayed, each with its reason", "[replay]") {
   Planned mix = plan_config("mixtral-8x7b", Workload::decode);
-  const MoePlan& moe = mix.of("model.layers.0.block_sparse_moe.experts").plan->as<MoePlan>();
+  const MoePlan& moe = mix.of("model.layers.0.mlp.experts").plan->as<MoePlan>();
   CHECK(moe.dims.experts == 8);
   CHECK(moe.dims.k == 2);
-  CHECK(mix.of("model.layers.0.block_sparse_moe.router_topk").plan->as<TopKPlan>().k == 2);
+  CHECK(mix.of("model.layers.0.mlp.gate.topk").plan->as<TopKPlan>().k == 2);
 
   Planned ds = plan_config("deepseek-v3", Workload::decode);
   const ReplayPlan& mla = *ds.of("model.layers.0.self_attn.attn").plan;

@@ -224,7 +224,9 @@ TEST_CASE("every registered rule has a hand-computed test", "[rules][table]") {
       "::ScatterND", "::ScatterElements", "::DepthToSpace", "::SpaceToDepth", "::Trilu", "::Identity", "::Dropout",
       "::Flatten", "::Squeeze", "::Tile", "::OneHot", "::Constant", "::Upsample",
       // test_rules_transformer.cpp
-      "::Swish", "com.microsoft::RotaryEmbedding", "com.microsoft::MoE", "rooflens::AllReduce"};
+      "::Swish", "com.microsoft::RotaryEmbedding", "com.microsoft::MoE", "rooflens::AllReduce",
+      // test_rules_ssm.cpp
+      "rooflens::SelectiveScan", "rooflens::CausalConv1d", "rooflens::LinearAttention"};
   for (const OpRule* r : builtin_rules().all()) {
     std::string key = r->domain + "::" + r->op_type;
     INFO(key);

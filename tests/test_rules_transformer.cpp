@@ -8,15 +8,6 @@
 using namespace rooflens;
 using namespace rooflens::test;
 
-namespace {
-
-Analysis analyze_built(GraphBuilder& b, int out) {
-  b.output(out);
-  return analyze_graph(b.finish(), AnalysisOptions{});
-}
-
-}  // namespace
-
 TEST_CASE("Swish (SiLU) counts sigmoid and a multiply", "[rules][transformer]") {
   GraphBuilder b("t");
   int x = b.input("x", DType::bf16, {4, 8});

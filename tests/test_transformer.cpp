@@ -76,10 +76,11 @@ TEST_CASE("KV cache per token: GQA, MLA latent, sliding window cap", "[transform
             .transformer->kv_bytes_per_token == 131072);  // 2*32*8*128*2
   // DeepSeek-V3: (512 latent + 64 rope) x 61 layers x 2 bytes = 70,272 ("70 KB per token").
   CHECK(run("deepseek-v3", Workload::decode, 1, 100).transformer->kv_bytes_per_token == 576 * 61 * 2);
-  // Mistral keeps at most its 4096-token window.
+  // Mistral keeps the last window - 1 = 4095 tokens, as transformers' DynamicSlidingWindowLayer
+  // does (with the next token the 4096-token window is full).
   auto mistral = run("mistral-7b", Workload::decode, 2, 10000).transformer;
-  CHECK(mistral->memory.cached_tokens == 4096);
-  CHECK(mistral->kv_bytes_batch == 2LL * 4096 * 131072);
+  CHECK(mistral->memory.cached_tokens == 4095);
+  CHECK(mistral->kv_bytes_batch == 2LL * 4095 * 131072);
 }
 
 TEST_CASE("prefill FLOPs of a dense decoder are 2 * params * tokens plus attention", "[transformer]") {
@@ -131,7 +132,7 @@ TEST_CASE("tensor parallelism shards heads and FFN and adds two all-reduces per 
 TEST_CASE("MoE decode reads only the experts a batch touches", "[transformer]") {
   auto expert_bytes = [](int64_t batch) {
     Analysis a = run("mixtral-8x7b", Workload::decode, batch, 100);
-    return node_named(a, "model.layers.0.block_sparse_moe.experts").cost.read_weight;
+    return node_named(a, "model.layers.0.mlp.experts").cost.read_weight;
   };
   int64_t all = 3LL * 8 * 4096 * 14336 * 2;
   CHECK(expert_bytes(1) == all / 4);                 // one token: its 2 of 8 experts
@@ -170,6 +171,27 @@ TEST_CASE("the generation sweep costs every decode step as the context grows", "
   CHECK(s.tpot_first_s == Approx(first.totals.predicted_s).epsilon(1e-9));
 }
 
+TEST_CASE("the generation sweep re-costs each kind of layer: sliding and full, recurrent", "[transformer]") {
+  // gpt-oss alternates 128-token windows with full attention; its sliding layers stop growing at
+  // 127 cached tokens. Each step must equal a decode analysed from scratch at that context.
+  for (const char* family : {"gpt_oss", "minimax", "mamba", "jamba"}) {
+    INFO(family);
+    TransformerConfig c = load_transformer_config(data_path(std::string("tests/data/configs/") + family + "/config.json"));
+    auto analyze = [&](Workload w, int64_t context, int64_t prompt = 0, int64_t gen = 0) {
+      TransformerOptions o;
+      o.workload = w;
+      o.lowering.context = context;
+      o.prompt = prompt;
+      o.gen = gen;
+      return analyze_transformer(c, o);
+    };
+    Analysis g = analyze(Workload::generate, 0, 100, 40);
+    const GenerationSweep& s = *g.transformer->generation;
+    CHECK(s.tpot_first_s == Approx(analyze(Workload::decode, 100).totals.predicted_s).epsilon(1e-9));
+    CHECK(s.tpot_last_s == Approx(analyze(Workload::decode, 100 + 38).totals.predicted_s).epsilon(1e-9));
+  }
+}
+
 TEST_CASE("the memory plan says whether it fits and the largest batch", "[transformer]") {
   auto t = run("llama-2-7b", Workload::decode, 8, 4096).transformer;
   const MemoryFit& m = t->memory;
@@ -197,7 +219,7 @@ TEST_CASE("bad configs are input errors naming the problem", "[transformer][erro
   CHECK_THROWS_WITH(bad("{\"model_type\": \"llama\", "), Catch::Contains("malformed JSON"));
   CHECK_THROWS_WITH(bad(R"({"model_type": "llama", "vocab_size": 10, "num_hidden_layers": 2, "num_attention_heads": 4})"),
                     Catch::Contains("missing required key 'hidden_size'"));
-  CHECK_THROWS_WITH(bad(R"({"model_type": "falcon"})"), Catch::Contains("supported: llama, mistral"));
+  CHECK_THROWS_WITH(bad(R"({"model_type": "rwkv"})"), Catch::Contains("model_type 'rwkv' is not one rooflens knows"));
   std::string base = R"("vocab_size": 100, "num_hidden_layers": 2, "num_attention_heads": 3, "intermediate_size": 64, "max_position_embeddings": 64)";
   CHECK_THROWS_WITH(bad(R"({"model_type": "llama", "hidden_size": 64, )" + base + "}"),
                     Catch::Contains("hidden_size (64) is not divisible by num_attention_heads (3)"));

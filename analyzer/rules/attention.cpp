@@ -169,6 +169,15 @@ AttentionLayout onnx_attention(const Inputs& in) {
   return L;
 }
 
+// Score options the lowered configs set: soft-capping (ONNX/ORT `softcap`), chunked attention
+// (`chunk_size`), ALiBi (`alibi`) and a per-head sink logit (GroupQueryAttention input 11).
+void score_options(const Inputs& in, AttentionDims& d) {
+  d.softcap = in.node.attr_float("softcap", 0) > 0;
+  d.chunk = std::max<int64_t>(in.node.attr_int("chunk_size", 0), 0);
+  d.alibi = in.node.attr_int("alibi", 0) != 0;
+  d.sinks = in.node.op_type == "GroupQueryAttention" && in.has(11);
+}
+
 using LayoutFn = AttentionLayout (*)(const Inputs&);
 
 Inputs infer_inputs(const InferContext& ctx) {
@@ -186,6 +195,7 @@ Inputs cost_inputs(const CostContext& ctx) {
 void infer_attention(InferContext& ctx, LayoutFn layout) {
   const Node& n = ctx.node();
   AttentionLayout L = layout(infer_inputs(ctx));
+  score_options(infer_inputs(ctx), L.core);
   if (L.core.q_heads <= 0 || L.core.kv_heads <= 0) ctx.fail("head counts must be positive");
   if (L.core.q_heads % L.core.kv_heads != 0) ctx.fail("query heads must be a multiple of KV heads");
   DType dt = ctx.dtype(0);
@@ -204,6 +214,7 @@ void infer_attention(InferContext& ctx, LayoutFn layout) {
 
 NodeCost cost_attention(const CostContext& ctx, LayoutFn layout) {
   AttentionLayout L = layout(cost_inputs(ctx));
+  score_options(cost_inputs(ctx), L.core);
   AttentionWork w = attention_core(L.core);
   NodeCost c;
   c.flops = w.flops;
@@ -231,6 +242,10 @@ NodeCost cost_attention(const CostContext& ctx, LayoutFn layout) {
     c.kernel.gemm = GemmDims{1, checked_mul(L.core.batch, L.core.q_len), L.projection_out, L.projection_in};
   c.note = L.core.causal ? "causal: executed scores only (dense figure kept); fused traffic" : "fused traffic";
   if (L.core.window > 0) c.note += fmt::format("; local window {}", L.core.window);
+  if (L.core.chunk > 0) c.note += fmt::format("; chunks of {}", L.core.chunk);
+  if (L.core.softcap) c.note += "; soft-capped scores";
+  if (L.core.alibi) c.note += "; ALiBi bias";
+  if (L.core.sinks) c.note += "; sink logits";
   return c;
 }
 

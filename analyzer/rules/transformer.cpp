@@ -76,6 +76,8 @@ void infer_moe(InferContext& ctx) {
 int64_t activation_flops(const std::string& act) {
   if (act == "relu") return 1;
   if (act == "gelu") return 5;
+  // gpt-oss: clamp gate (1) and up (2), gate * sigmoid(alpha * gate) (6), up + 1 (1).
+  if (act == "swiglu_clamp") return 10;
   return 5;  // silu / swish: sigmoid (4) and a multiply
 }
 
@@ -90,15 +92,17 @@ NodeCost cost_moe(const CostContext& ctx) {
   c.macs = checked_mul(checked_mul(assignments, hi), gemms, "MoE MACs");
   int64_t per_assignment = 2 * gemms * hi + d.inter * (activation_flops(n.attr_string("activation_type", "silu")) + (gated ? 1 : 0)) +
                            2 * d.hidden;  // weighted sum of the k expert outputs
-  if (ctx.has_input(3)) per_assignment += d.inter;
-  if (ctx.has_input(5)) per_assignment += d.hidden;
+  if (ctx.has_input(3)) per_assignment += d.inter;   // gate bias
+  if (ctx.has_input(5)) per_assignment += d.hidden;  // down bias
+  if (ctx.has_input(7)) per_assignment += d.inter;   // up bias
   c.flops = checked_mul(assignments, per_assignment, "MoE FLOPs");
   // Only the experts the tokens touch are read.
   double distinct = expected_distinct_experts(d.experts, d.k, d.tokens);
   double touched = distinct / static_cast<double>(d.experts);
   ctx.read_input(c, 0);
   ctx.read_input(c, 1);
-  for (size_t i : {2u, 3u, 4u, 5u, 6u})
+  // Expert weights, biases and (from input 8) quantization scales: one slice per expert.
+  for (size_t i = 2; i < ctx.node().inputs.size(); ++i)
     if (ctx.has_input(i)) c.read_weight += static_cast<int64_t>(std::ceil(touched * static_cast<double>(ctx.bytes_of(ctx.input(i)))));
   // Unfused expert intermediates: fc1 (and fc3) outputs written and read, the activation written and read.
   int64_t inter_bytes = ctx.bytes_of(ctx.input(0), checked_mul(assignments, d.inter));
