@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Nsight Compute's class per layer (SpeedOfLight: SM and memory throughput as % of peak; a layer
+is compute- or memory-bound when the larger reaches 60%, latency-bound otherwise, the rule rooflens
+predicts with) against rooflens's predicted class. A layer of several kernels is judged by its
+longest kernel.
+
+    python3 scripts/ncu_classes.py result.json ncu.csv
+"""
+import csv
+import io
+import json
+import re
+import sys
+from collections import defaultdict
+
+
+def layer_of(kernel_name):
+    """The layer path from an NVTX-renamed kernel ("rooflens@model.layers.0.mlp#0" or similar)."""
+    m = re.search(r"(?:rooflens[@:/])?([^@]*?)#0/?$", kernel_name.strip())
+    return m.group(1) if m else None
+
+
+def main():
+    result, ncu_csv = sys.argv[1], sys.argv[2]
+    nodes = {n["name"]: n for n in json.load(open(result))["nodes"]}
+    text = open(ncu_csv, errors="replace").read()
+    start = text.find('"ID"')
+    if start < 0:
+        sys.exit(f"{ncu_csv}: no ncu CSV in it")
+    kernels = defaultdict(dict)  # (layer, kernel id) -> metrics
+    for row in csv.DictReader(io.StringIO(text[start:])):
+        layer = layer_of(row.get("Kernel Name", ""))
+        if layer is None:
+            continue
+        value = row["Metric Value"].replace(",", "")
+        try:
+            v = float(value)
+        except ValueError:
+            continue
+        if row["Metric Name"] == "Duration":  # to nanoseconds, whatever unit ncu chose
+            v *= {"nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9}.get(row.get("Metric Unit", "nsecond"), 1)
+        kernels[(layer, row["ID"])][row["Metric Name"]] = v
+    per_layer = {}
+    for (layer, _), m in kernels.items():
+        dur = m.get("Duration", 0)
+        if layer not in per_layer or dur > per_layer[layer].get("Duration", 0):
+            per_layer[layer] = m
+    agree = total = 0
+    confusion = defaultdict(int)
+    for layer, m in sorted(per_layer.items()):
+        if layer not in nodes:
+            continue
+        sm, mem = m.get("Compute (SM) Throughput", 0), m.get("Memory Throughput", 0)
+        measured = ("compute" if sm >= mem else "memory") if max(sm, mem) >= 60 else "latency"
+        predicted = nodes[layer].get("bound", "-")
+        total += 1
+        agree += predicted == measured
+        confusion[(predicted, measured)] += 1
+    print(f"{result}: {agree}/{total} layers ({100 * agree / max(total, 1):.1f}%) get the class Nsight Compute measures")
+    for (p, m), c in sorted(confusion.items(), key=lambda kv: -kv[1]):
+        print(f"  predicted {p:8s} ncu {m:8s} {c}")
+
+
+if __name__ == "__main__":
+    main()
