@@ -39,7 +39,7 @@ struct Measurement {
   std::string algorithm;                  // the algorithm, engine or kernel in that library
   std::string choice;                     // how it was picked, or why the vendor library did not run it
   double achieved_flops = 0, achieved_bytes_per_s = 0;
-  double roof_fraction = 0;               // achieved / the roof the prediction used
+  double roof_fraction = 0;               // achieved / the hardware's peak (spec roofs, as ncu reports)
   Bound measured_class = Bound::none;
   double error = 0;                       // (predicted - measured) / measured
 };

@@ -110,7 +110,6 @@ RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d)
   r.t_memory = static_cast<double>(bytes) / d.hbm_bandwidth;
   int64_t tiles = c.parallel_tiles > 0 ? c.parallel_tiles : elementwise_tiles(std::max<int64_t>(c.written / 2, 1));
   r.wave_fraction = std::min(1.0, static_cast<double>(tiles) / static_cast<double>(d.sm_count));
-  double ideal = std::max(r.t_compute, r.t_memory);
   // The floor adds to the roofline time rather than bounding it: every kernel pays its launch,
   // first-byte latency and drain once, whatever it streams (the latency + bytes/bandwidth model
   // of a transfer). Too few blocks to fill the SMs shrink the compute roof; memory-bound kernels
@@ -120,10 +119,14 @@ RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d)
   double floor = c.tiled && d.gemm_floor_s > 0 ? d.gemm_floor_s : d.launch_floor_s;
   r.predicted = std::max(r.t_compute / r.wave_fraction, r.t_memory) + floor;
   if (auto measured = predict_from_tables(c, p, d, r.table, r.source)) r.predicted = *measured;
-  // Nsight Compute's rule on the fractions of the roofs the prediction implies.
-  r.roof_fraction = ideal / r.predicted;
+  // Nsight Compute's rule on the fractions of the hardware's peaks (the spec roofs, which ncu
+  // reports against; a calibrated device's achievable roofs are lower) the prediction implies.
+  const Device& peak = d.spec ? *d.spec : d;
+  double peak_compute = static_cast<double>(c.flops) / compute_unit(peak, p, c.tensor_cores).flops;
+  double peak_memory = static_cast<double>(bytes) / peak.hbm_bandwidth;
+  r.roof_fraction = std::max(peak_compute, peak_memory) / r.predicted;
   if (r.roof_fraction < kLatencyThreshold) r.bound = Bound::latency;
-  else r.bound = r.t_compute >= r.t_memory ? Bound::compute : Bound::memory;
+  else r.bound = peak_compute >= peak_memory ? Bound::compute : Bound::memory;
   return r;
 }
 

@@ -26,7 +26,7 @@ struct RooflinePoint {
   double t_memory = 0;      // bytes / HBM bandwidth, whole chip
   double wave_fraction = 1; // thread blocks / SMs, capped at 1: below one wave the roofs shrink
   double predicted = 0;     // max(t_compute, t_memory) / wave_fraction, at least the launch floor
-  double roof_fraction = 0; // max(t_compute, t_memory) / predicted
+  double roof_fraction = 0; // the fraction of the hardware's peak (spec) the predicted time implies
   double intensity = 0;     // FLOPs per byte
   Bound bound = Bound::none;
   PredictionSource source = PredictionSource::roofline;

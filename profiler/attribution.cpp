@@ -33,6 +33,7 @@ Attribution attribute(const Trace& trace, const std::map<int, std::string>& laye
 
   Attribution out;
   std::map<std::pair<int, int>, std::pair<uint64_t, uint64_t>> bounds;
+  std::map<std::pair<int, int>, uint64_t> busy_end;
   for (const GpuActivity* a : ordered) {
     auto it = external.find(a->correlation_id);
     if (it == external.end()) {
@@ -41,7 +42,11 @@ Attribution attribute(const Trace& trace, const std::map<int, std::string>& laye
     }
     int layer = layer_of(it->second), sample = sample_of(it->second);
     SampleTime& s = out.samples[{layer, sample}];
-    s.gpu_ns += static_cast<double>(a->end_ns - a->start_ns);
+    // Busy time: overlapping activities (a library's concurrent kernels) count once.
+    uint64_t& busy_until = busy_end[{layer, sample}];
+    uint64_t from = std::max(a->start_ns, busy_until);
+    if (a->end_ns > from) s.gpu_ns += static_cast<double>(a->end_ns - from);
+    busy_until = std::max(busy_until, a->end_ns);
     s.names.push_back(a->name);
     if (a->kind == GpuActivity::Kind::kernel) ++s.kernels;
     auto [b, fresh] = bounds.try_emplace({layer, sample}, a->start_ns, a->end_ns);

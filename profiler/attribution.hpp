@@ -11,7 +11,8 @@
 namespace rooflens::profiler {
 
 struct SampleTime {
-  double gpu_ns = 0;   // sum of the durations of the sample's kernels, memsets and memcpys
+  double gpu_ns = 0;   // GPU busy time of the sample's kernels, memsets and memcpys: their intervals'
+                       // union, so gaps between them and overlaps among them do not count
   double span_ns = 0;  // first start to last end
   int kernels = 0;
   std::vector<std::string> names;  // in start order

@@ -80,7 +80,13 @@ double cupti_time_median(CuptiSession& cupti, const std::function<void()>& fn, i
   return summarize_samples(d).median;
 }
 
-kernels::CandidateTimer candidate_timer(const L2Flush* flush, cudaStream_t s, int runs) {
+kernels::CandidateTimer candidate_timer(const L2Flush* flush, cudaStream_t s, int runs, CuptiSession* cupti) {
+  if (cupti && cupti->ok())
+    return [flush, s, runs, cupti](const std::function<void(cudaStream_t)>& launch) {
+      std::function<void()> before;
+      if (flush) before = [flush, s] { flush->run(s); };
+      return cupti_time_median(*cupti, [&] { launch(s); }, runs, s, before, runs);
+    };
   return [flush, s, runs](const std::function<void(cudaStream_t)>& launch) {
     launch(s);  // warm-up: lazy module loads, first touch of a workspace
     cudaEvent_t a, b;

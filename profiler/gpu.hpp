@@ -49,8 +49,10 @@ class L2Flush {
 };
 
 // How the replay times its candidate kernels (cuBLASLt algorithms, cuDNN engines, ours) for a
-// layer: one warm-up, then the median of `runs` CUDA-event timings, each after an L2 flush when
-// `flush` is given (as `profile --l2 cold` samples the layer).
-kernels::CandidateTimer candidate_timer(const L2Flush* flush, cudaStream_t s, int runs = 3);
+// layer: as a sample is measured, each run after an L2 flush when `flush` is given (`--l2 cold`),
+// the median of `runs`. With a CUPTI session, the kernels' CUPTI time, the figure the harness
+// reports (a candidate of several kernels is judged by what they take, not by the events around
+// them); without, CUDA events.
+kernels::CandidateTimer candidate_timer(const L2Flush* flush, cudaStream_t s, int runs = 3, CuptiSession* cupti = nullptr);
 
 }  // namespace rooflens::profiler

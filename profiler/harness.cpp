@@ -81,7 +81,7 @@ void run_profile(Analysis& a, const Graph& g, std::optional<Precision> forced, c
   ctx.choices = &choices;
   // Candidates (cuBLASLt algorithms, cuDNN engines, our kernels) are timed as a sample is: after
   // the same L2 flush (CUPTI's records of this set-up work are dropped below).
-  ctx.time = candidate_timer(opt.cold_l2 ? &flush : nullptr, stream);
+  ctx.time = candidate_timer(opt.cold_l2 ? &flush : nullptr, stream, 3, cupti.get());
   if (cupti) cupti->flush();  // set-up records are not part of any layer
 
   std::vector<replay::ReplayDecision> decisions = replay::plan_replay(a, g, forced);

@@ -14,7 +14,7 @@ LayerTimer::LayerTimer(const std::string& cudnn_dir) : gpu_(query_gpu()), flush_
   ctx_.cudnn = dnn.plugin();
   ctx_.cudnn_status = dnn.status();
   ctx_.choices = &choices_;
-  ctx_.time = candidate_timer(&flush_, stream_);
+  ctx_.time = candidate_timer(&flush_, stream_, 3, &cupti_);
 }
 
 LayerTimer::~LayerTimer() {

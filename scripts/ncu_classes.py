@@ -15,8 +15,8 @@ from collections import defaultdict
 
 
 def layer_of(kernel_name):
-    """The layer path from an NVTX-renamed kernel ("rooflens@model.layers.0.mlp#0" or similar)."""
-    m = re.search(r"(?:rooflens[@:/])?([^@]*?)#0/?$", kernel_name.strip())
+    """The layer path from a kernel renamed by its NVTX range: "<layer>#0/<kernel>"."""
+    m = re.match(r"(?:rooflens[@:])?(.*?)#0(?:/|$)", kernel_name.strip())
     return m.group(1) if m else None
 
 

@@ -82,6 +82,19 @@ TEST_CASE("attribution by external id keeps every kernel of a layer and checks N
   CHECK(a.problems[0].find("blk.5") != std::string::npos);
 }
 
+TEST_CASE("a sample's GPU time is its busy time: concurrent kernels count once, gaps not at all", "[profiler]") {
+  Trace t;
+  using K = GpuActivity::Kind;
+  // [100, 150) and [120, 170) overlap on two streams: busy 100..170 = 70; then [200, 210): 10.
+  t.activities = {{K::kernel, "a", 100, 150, 1, 7, 0}, {K::kernel, "b", 120, 170, 2, 8, 0}, {K::kernel, "c", 200, 210, 3, 7, 0},
+                  {K::kernel, "inside", 130, 140, 4, 9, 0}};
+  t.externals = {{1, external_id(0, 0)}, {2, external_id(0, 0)}, {3, external_id(0, 0)}, {4, external_id(0, 0)}};
+  Attribution a = attribute(t, {});
+  CHECK(a.samples.at({0, 0}).gpu_ns == 80);
+  CHECK(a.samples.at({0, 0}).span_ns == 110);
+  CHECK(a.samples.at({0, 0}).kernels == 4);
+}
+
 TEST_CASE("a trace recorded on an H100 (GPT-2 decode, first 14 layers) attributes cleanly", "[profiler]") {
   Trace t = read_trace(ROOFLENS_SOURCE_DIR "/tests/data/traces/gpt2-decode-h100.record.json");
   CHECK(t.gpu == "NVIDIA H100 80GB HBM3");
@@ -154,10 +167,10 @@ TEST_CASE("trace files: round trip and clear errors", "[profiler]") {
 TEST_CASE("prediction against measurement: achieved rates, measured class, signed error", "[profiler]") {
   Device d;
   d.hbm_bandwidth = 1e9;
+  d.cuda_core_flops["fp32"] = 1e12;  // the fp32 node's roof, from the device
   NodeResult n;
   n.cost.flops = 1'000'000'000;
   n.cost.read_act = 1'000'000;
-  n.roof.compute_roof = 1e12;
   n.roof.predicted = 1e-3;
   Measurement m;
   m.status = ReplayStatus::measured;
