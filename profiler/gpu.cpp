@@ -42,13 +42,14 @@ double measure_sm_clock_mhz() {
   return host[1] ? static_cast<double>(host[0]) / static_cast<double>(host[1]) * 1e3 : 0;
 }
 
-double event_time_median(const std::function<void(cudaStream_t)>& fn, int reps, cudaStream_t s) {
+double event_time_median(const std::function<void(cudaStream_t)>& fn, int reps, cudaStream_t s, const std::function<void()>& before) {
   cudaEvent_t a, b;
   ROOFLENS_CUDA_CHECK(cudaEventCreate(&a));
   ROOFLENS_CUDA_CHECK(cudaEventCreate(&b));
   fn(s);
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
+    if (before) before();
     ROOFLENS_CUDA_CHECK(cudaEventRecord(a, s));
     fn(s);
     ROOFLENS_CUDA_CHECK(cudaEventRecord(b, s));
@@ -81,32 +82,13 @@ double cupti_time_median(CuptiSession& cupti, const std::function<void()>& fn, i
 }
 
 kernels::CandidateTimer candidate_timer(const L2Flush* flush, cudaStream_t s, int runs, CuptiSession* cupti) {
+  std::function<void()> before;
+  if (flush) before = [flush, s] { flush->run(s); };
   if (cupti && cupti->ok())
-    return [flush, s, runs, cupti](const std::function<void(cudaStream_t)>& launch) {
-      std::function<void()> before;
-      if (flush) before = [flush, s] { flush->run(s); };
+    return [=](const std::function<void(cudaStream_t)>& launch) {
       return cupti_time_median(*cupti, [&] { launch(s); }, runs, s, before, runs);
     };
-  return [flush, s, runs](const std::function<void(cudaStream_t)>& launch) {
-    launch(s);  // warm-up: lazy module loads, first touch of a workspace
-    cudaEvent_t a, b;
-    ROOFLENS_CUDA_CHECK(cudaEventCreate(&a));
-    ROOFLENS_CUDA_CHECK(cudaEventCreate(&b));
-    std::vector<double> t;
-    for (int i = 0; i < runs; ++i) {
-      if (flush) flush->run(s);
-      ROOFLENS_CUDA_CHECK(cudaEventRecord(a, s));
-      launch(s);
-      ROOFLENS_CUDA_CHECK(cudaEventRecord(b, s));
-      ROOFLENS_CUDA_CHECK(cudaEventSynchronize(b));
-      float ms = 0;
-      ROOFLENS_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-      t.push_back(ms * 1e-3);
-    }
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return summarize_samples(t).median;
-  };
+  return [=](const std::function<void(cudaStream_t)>& launch) { return event_time_median(launch, runs, s, before); };
 }
 
 int64_t free_device_memory() {

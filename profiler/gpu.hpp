@@ -25,7 +25,9 @@ GpuInfo query_gpu();
 double measure_sm_clock_mhz();
 // Median seconds of `reps` runs of `fn` on `s`, each between two CUDA events, after one
 // untimed run.
-double event_time_median(const std::function<void(cudaStream_t)>& fn, int reps, cudaStream_t s);
+// `before`, when given, runs outside each timed run (an L2 flush).
+double event_time_median(const std::function<void(cudaStream_t)>& fn, int reps, cudaStream_t s,
+                         const std::function<void()>& before = {});
 class CuptiSession;
 // Median seconds of `reps` runs of the summed GPU duration (CUPTI) of what `fn` launches on `s`,
 // after one untimed run. `before` runs outside each measured range (an L2 flush); the host syncs

@@ -4,7 +4,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <vector>
+
+#include "analyzer/formulas.hpp"
 
 #include "analyzer/dtype.hpp"
 #include "kernels/cuda_check.hpp"
@@ -14,6 +17,7 @@ namespace gpu_test {
 
 using rooflens::DType;
 using rooflens::kernels::DeviceBuffer;
+using rooflens::AttentionDims;
 
 inline float half_to_float(uint16_t h) {
   uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
@@ -71,5 +75,42 @@ inline double max_rel_error(const std::vector<float>& got, const std::vector<flo
     worst = std::max(worst, std::abs(static_cast<double>(got[i]) - want[i]) / std::max<double>(std::abs(want[i]), floor));
   return worst;
 }
+
+// Host attention over q [B,Sq,Hq,D], k/v [B,Hkv,Skv,D(v)] (v = nullptr: the first dv of k);
+// causal with the queries as the last Sq keys, a sliding window under causal.
+inline std::vector<float> host_attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>* v,
+                                  const AttentionDims& d) {
+  std::vector<float> o(static_cast<size_t>(d.batch * d.q_len * d.q_heads * d.head_dim_v));
+  int64_t g = d.q_heads / d.kv_heads, off = d.kv_len - d.q_len;
+  double scale = 1 / std::sqrt(static_cast<double>(d.head_dim_qk));
+  for (int64_t b = 0; b < d.batch; ++b)
+    for (int64_t h = 0; h < d.q_heads; ++h)
+      for (int64_t i = 0; i < d.q_len; ++i) {
+        int64_t kvh = h / g;
+        std::vector<double> s(static_cast<size_t>(d.kv_len), -1e300);
+        double m = -1e300;
+        for (int64_t j = 0; j < d.kv_len; ++j) {
+          if (d.causal && (j > i + off || (d.window > 0 && j <= i + off - d.window))) continue;
+          double acc = 0;
+          for (int64_t c = 0; c < d.head_dim_qk; ++c)
+            acc += q[((b * d.q_len + i) * d.q_heads + h) * d.head_dim_qk + c] * k[((b * d.kv_heads + kvh) * d.kv_len + j) * d.head_dim_qk + c];
+          s[j] = acc * scale;
+          m = std::max(m, s[j]);
+        }
+        double sum = 0;
+        for (auto& x : s) sum += x > -1e299 ? (x = std::exp(x - m)) : (x = 0);
+        for (int64_t c = 0; c < d.head_dim_v; ++c) {
+          double acc = 0;
+          for (int64_t j = 0; j < d.kv_len; ++j) {
+            float vv = v ? (*v)[((b * d.kv_heads + kvh) * d.kv_len + j) * d.head_dim_v + c]
+                         : k[((b * d.kv_heads + kvh) * d.kv_len + j) * d.head_dim_qk + c];
+            acc += s[j] * vv;
+          }
+          o[((b * d.q_len + i) * d.q_heads + h) * d.head_dim_v + c] = static_cast<float>(acc / sum);
+        }
+      }
+  return o;
+}
+
 
 }  // namespace gpu_test
