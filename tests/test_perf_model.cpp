@@ -235,7 +235,8 @@ TEST_CASE("calibrate's plans for table points are the kernels a node with those 
   pc.kernel.conv = patch.plan.as<replay::ConvPlan>().conv;
   CHECK(perf_query(pc, Precision::bf16)->x == std::vector<double>{196, 1024, 3});
   // A decode point: 64 KV heads in all as 8 sequences of 8, each with groups of 4 query heads.
-  const auto& ap = replay::plan_for_grid_point("attn_decode.bf16", {128, 4, 64, 1024}).plan.as<replay::AttentionPlan>();
+  replay::GridPlan decode_point = replay::plan_for_grid_point("attn_decode.bf16", {128, 4, 64, 1024});
+  const auto& ap = decode_point.plan.as<replay::AttentionPlan>();
   CHECK(ap.dims.batch * ap.dims.kv_heads == 64);
   CHECK(ap.dims.q_heads == 4 * ap.dims.kv_heads);
   NodeCost decode;
