@@ -10,9 +10,12 @@
 
 #include "analyzer/analysis.hpp"
 #include "analyzer/errors.hpp"
+#include "cli/compare_command.hpp"
 #include "cli/model_args.hpp"
 #include "cli/profile_command.hpp"
+#include "cli/record_command.hpp"
 #include "reports/atomic_file.hpp"
+#include "reports/compare_report.hpp"
 #include "reports/format.hpp"
 #include "reports/result_json.hpp"
 #include "reports/saved_result.hpp"
@@ -31,8 +34,16 @@ int run_analyze(const cli::ModelArgs& args, const CLI::App& cmd) {
 int run_report(const std::string& path, const std::string& html, const std::string& csv, int top) {
   reports::SavedResult r = reports::read_result(path);
   if (!html.empty()) reports::write_atomically(html, [&](std::ostream& o) { reports::write_html(o, r.json); });
-  if (!csv.empty()) reports::write_atomically(csv, [&](std::ostream& o) { reports::write_csv_from_json(o, r.json); });
-  if (html.empty() && csv.empty()) std::cout << reports::summary_from_json(r.json, top);
+  bool compared = r.json.contains("compare");  // a `compare` result: its own CSV and table
+  if (!csv.empty())
+    reports::write_atomically(csv, [&](std::ostream& o) {
+      if (compared) reports::write_compare_csv(o, r.json, false);
+      else reports::write_csv_from_json(o, r.json);
+    });
+  if (html.empty() && csv.empty()) {
+    if (compared) reports::write_compare_table(std::cout, r.json, top, false);
+    else std::cout << reports::summary_from_json(r.json, top);
+  }
   return 0;
 }
 
@@ -79,6 +90,12 @@ int main(int argc, char** argv) {
   report->add_option("--csv", report_csv, "write the per-node CSV");
   report->add_option("--top", report_top, "nodes listed when printing")->capture_default_str();
   auto* devices = app.add_subcommand("devices", "list the device database");
+  cli::CompareArgs compare_args;
+  auto* compare = app.add_subcommand("compare", "the prediction next to a real run's timeline (rooflens record, PyTorch profiler), module by module");
+  cli::add_compare_options(*compare, compare_args);
+  cli::RecordArgs rargs;
+  auto* record = app.add_subcommand("record", "run a program under CUPTI and write its GPU timeline: rooflens record [--out FILE] -- CMD [ARGS...]");
+  cli::add_record_options(*record, rargs);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -92,6 +109,8 @@ int main(int argc, char** argv) {
     if (calibrate->parsed()) return cli::run_calibrate_command(cargs);
     if (report->parsed()) return run_report(report_path, report_html, report_csv, report_top);
     if (devices->parsed()) return run_devices();
+    if (compare->parsed()) return cli::run_compare_command(compare_args, *compare);
+    if (record->parsed()) return cli::run_record_command(rargs);
     return 2;
   } catch (const InputError& e) {
     std::cerr << "rooflens: " << e.what() << '\n';
