@@ -255,8 +255,14 @@ std::vector<std::pair<std::string, std::string>> module_scopes_of(const onnx::No
   size_t start = 1;
   for (size_t slash = name.find('/', start); slash != std::string::npos; slash = name.find('/', start)) {
     std::string part = name.substr(start, slash - start);
-    // A scope is an attribute name, or (Sequential children) the full path so far.
-    path = path.empty() || part.rfind(path + ".", 0) == 0 ? part : path + "." + part;
+    // A scope is an attribute name, or a container's child named with the container's name
+    // ("/layer1/layer1.0/...", "/downsample/downsample.0/...").
+    auto dot = path.rfind('.');
+    std::string last = dot == std::string::npos ? path : path.substr(dot + 1);
+    std::string above = dot == std::string::npos ? std::string() : path.substr(0, dot);
+    if (path.empty()) path = part;
+    else if (part.rfind(last + ".", 0) == 0) path = above.empty() ? part : above + "." + part;
+    else path += "." + part;
     scopes.emplace_back(path, "");
     start = slash + 1;
   }

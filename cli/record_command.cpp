@@ -180,7 +180,7 @@ int run_record_command(const RecordArgs& a) {
   reports::write_atomically(a.out, [&](std::ostream& o) { profiler::write_trace(o, t, profiler::gz_name(a.out)); });
 
   if (!parts.unavailable.empty()) {
-    std::cerr << "rooflens: CUPTI is taken in " << parts.unavailable.front() << '\n';
+    std::cerr << "rooflens: CUPTI unavailable in " << parts.unavailable.front() << '\n';
     return end.exit_code != 0 ? end.exit_code : 2;
   }
   int ranges = static_cast<int>(t.ranges.size());

@@ -29,8 +29,8 @@ int64_t microseconds_text_to_ns(const std::string& text) {
       }
     }
   }
-  // An exponent, or more digits than an int64 of nanoseconds holds: go through a double.
-  if (i != text.size() || digits > 15) return std::llround(std::stod(text) * 1e3);
+  // An exponent, or more than an int64 of nanoseconds holds: go through a double.
+  if (i != text.size() || digits > 16 || whole > 9'000'000'000'000'000) return std::llround(std::stod(text) * 1e3);
   for (int k = std::min(frac_digits, 3); k < 3; ++k) frac *= 10;
   int64_t ns = whole * 1000 + frac + (round_up ? 1 : 0);
   return negative ? -ns : ns;

@@ -27,7 +27,7 @@ struct JsonStream {
 // Throws std::runtime_error with the parser's message (truncated, not JSON, trailing bytes).
 void stream_json(std::string_view text, const JsonStream& handlers);
 
-// "123.4567" microseconds as nanoseconds, rounded to the nearest; exact for up to 15 digits.
+// "123.4567" microseconds as nanoseconds, rounded to the nearest; exact up to 9e15 microseconds.
 int64_t microseconds_text_to_ns(const std::string& text);
 
 }  // namespace rooflens::profiler

@@ -219,7 +219,7 @@ TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Tra
   walk("");
   std::map<std::string, int> measured_index;
   for (size_t i = 0; i < at.modules.size(); ++i) measured_index[at.modules[i]] = static_cast<int>(i);
-  std::set<std::string> paths;
+  std::set<std::string> paths{""};  // the model itself heads the tree
   for (const auto& [p, v] : predicted)
     if (v.nodes > 0 || v.not_costed > 0) paths.insert(p);
   for (size_t i = 0; i < at.modules.size(); ++i)

@@ -158,7 +158,9 @@ void start_recording() {
   CUpti_SubscriberHandle subscriber = nullptr;
   CUptiResult rc = cuptiSubscribe(&subscriber, ignore_callback, nullptr);
   if (rc != CUPTI_SUCCESS) {
-    write_line(r, json{{kUnavailableLine, "cuptiSubscribe: " + cupti_error(rc) + " (another profiler, e.g. nsys or ncu, owns CUPTI)"}});
+    std::string why = rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? " (CUPTI is taken: another profiler, e.g. nsys or ncu, owns it)"
+                                                                          : " (no NVIDIA driver or GPU?)";
+    write_line(r, json{{kUnavailableLine, "cuptiSubscribe: " + cupti_error(rc) + why}});
     return;
   }
   rc = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);

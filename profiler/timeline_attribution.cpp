@@ -295,8 +295,18 @@ TimelineAttribution attribute_timeline(const Trace& t, const ModelModules& model
   std::map<std::string, std::vector<const NvtxRange*>> groups;
   for (size_t i = 0; i < resolved.size(); ++i)
     if (parent[i] < 0 && resolved[i].range->tid != 0) {
+      // Numbers that count ("ProfilerStep#12", "LlamaForCausalLM_0") fold; "GPT2LMHeadModel" keeps its 2.
       std::string key;
-      for (char c : resolved[i].range->name) key += std::isdigit(static_cast<unsigned char>(c)) ? '*' : c;
+      const std::string& n = resolved[i].range->name;
+      for (size_t k = 0; k < n.size(); ++k) {
+        bool digit = std::isdigit(static_cast<unsigned char>(n[k]));
+        if (digit && k > 0 && std::string("#_. :").find(n[k - 1]) != std::string::npos) {
+          while (k + 1 < n.size() && std::isdigit(static_cast<unsigned char>(n[k + 1]))) ++k;
+          key += '*';
+        } else {
+          key += n[k];
+        }
+      }
       groups[key].push_back(resolved[i].range);
     }
   std::vector<const ApiCall*> launches(used.begin(), used.end());
