@@ -56,6 +56,24 @@ json named_times(const std::vector<std::pair<std::string, double>>& v) {
   return a;
 }
 
+// Long prose (notes) wrapped at word boundaries to `width`, continuation lines indented.
+std::string wrap(const std::string& lead, const std::string& text, size_t width) {
+  std::string out, line = lead, indent(lead.size(), ' ');
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    std::string word = text.substr(start, end - start);
+    if (line.size() > lead.size() && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line = indent;
+    }
+    line += (line.size() > indent.size() ? " " : "") + word;
+    start = end + 1;
+  }
+  return out + line + "\n";
+}
+
 // Kernel names keep their beginning: the function name comes first.
 std::string head(const std::string& s, size_t width) { return s.size() <= width ? s : s.substr(0, width - 3) + "..."; }
 std::string signed_time(double s) { return (s < 0 ? "-" : "+") + human_time(std::fabs(s)); }
@@ -120,20 +138,21 @@ void write_compare_table(std::ostream& out, const json& result, int top_n, bool 
   fmt::print(out, "\nCompared with {} ({}{})\n", fit(tl.at("path").get<std::string>(), 60), tl.at("source").get<std::string>(),
              tl.at("gpu").get<std::string>().empty() ? "" : ", " + tl.at("gpu").get<std::string>());
   if (!tl.at("complete").get<bool>()) fmt::print(out, "  INCOMPLETE timeline: {}\n", tl.at("incomplete_reason").get<std::string>());
-  fmt::print(out, "  module ranges: {}\n", tl.at("ranges").get<std::string>());
-  fmt::print(out, "  steps: {}, from {}\n", c.at("steps").get<int>(), c.at("step_source").get<std::string>());
-  fmt::print(out, "  per step: predicted {}, GPU busy {} (IQR {} - {}), efficiency {}; wall {}, GPU idle {}\n",
-             human_time(c.at("predicted_s").get<double>()), human_time(step.at("kernel_s").get<double>()),
-             human_time(step.at("kernel_q1_s").get<double>()), human_time(step.at("kernel_q3_s").get<double>()),
-             percent(c.at("efficiency")), human_time(step.at("wall_s").get<double>()), human_time(step.at("idle_s").get<double>()));
-  fmt::print(out, "  GPU time: {} in {} kernels, {} memcpys, {} memsets; {} in modules of the model, {} in other module ranges, "
-                  "{} in none\n",
-             human_time(total), with_commas(c.at("kernels").get<int64_t>()), with_commas(c.at("memcpys").get<int64_t>()),
-             with_commas(c.at("memsets").get<int64_t>()), share(c.at("matched_kernel_s").get<double>(), total),
+  fmt::print(out, "  module ranges: {}\n", fit(tl.at("ranges").get<std::string>(), 82));
+  fmt::print(out, "  steps: {}, from {}\n", c.at("steps").get<int>(), fit(c.at("step_source").get<std::string>(), 80));
+  fmt::print(out, "  per step: predicted {}, GPU busy {} (IQR {} - {}), efficiency {}\n", human_time(c.at("predicted_s").get<double>()),
+             human_time(step.at("kernel_s").get<double>()), human_time(step.at("kernel_q1_s").get<double>()),
+             human_time(step.at("kernel_q3_s").get<double>()), percent(c.at("efficiency")));
+  fmt::print(out, "            wall {}, GPU idle {}\n", human_time(step.at("wall_s").get<double>()),
+             human_time(step.at("idle_s").get<double>()));
+  fmt::print(out, "  GPU time: {} in {} kernels, {} memcpys, {} memsets\n", human_time(total), with_commas(c.at("kernels").get<int64_t>()),
+             with_commas(c.at("memcpys").get<int64_t>()), with_commas(c.at("memsets").get<int64_t>()));
+  fmt::print(out, "            {} in modules of the model, {} in other module ranges, {} in none\n",
+             share(c.at("matched_kernel_s").get<double>(), total),
              share(c.at("attributed_kernel_s").get<double>() - c.at("matched_kernel_s").get<double>(), total),
              share(c.at("unattributed_kernel_s").get<double>(), total));
   const json& idle = c.at("idle");
-  fmt::print(out, "  host gaps (GPU idle between activities): {} - host wait {}, kernel wait {}, other {}\n",
+  fmt::print(out, "  host gaps (GPU idle between activities): {}: host wait {}, kernel wait {}, other {}\n",
              human_time(c.at("host_gap_s").get<double>()), human_time(idle.at("host_wait_s").get<double>()),
              human_time(idle.at("kernel_wait_s").get<double>()), human_time(idle.at("other_s").get<double>()));
 
@@ -192,7 +211,7 @@ void write_compare_table(std::ostream& out, const json& result, int top_n, bool 
   list("unmapped_instances", "Module instances matched to no module (time counted in the module around them)");
   if (!c.at("notes").empty()) {
     fmt::print(out, "\nNotes\n");
-    for (const json& n : c.at("notes")) fmt::print(out, "  - {}\n", n.get<std::string>());
+    for (const json& n : c.at("notes")) fmt::print(out, "{}", wrap("  - ", n.get<std::string>(), 100));
   }
 }
 

@@ -42,8 +42,9 @@ class HtmlSink : public Sink {
   void write(std::ostream& out, const Analysis& a) const override;
 };
 
-// 1.2: measurements (nodes[].measured, profile), device spec/l2_bandwidth. Minor versions only add.
-inline constexpr const char* kJsonSchemaVersion = "1.2";
+// 1.2: measurements (nodes[].measured, profile), device spec/l2_bandwidth. 1.3: compare, nodes[].module.
+// Minor versions only add.
+inline constexpr const char* kJsonSchemaVersion = "1.3";
 
 // Rows of the by-block view: nodes whose names differ only in layer numbers, summed.
 struct BlockRow {

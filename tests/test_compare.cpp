@@ -17,7 +17,10 @@
 #include "profiler/module_compare.hpp"
 #include "profiler/pytorch_trace.hpp"
 #include "profiler/trace_io.hpp"
+#include "json_schema_check.hpp"
 #include "scratch_dir.hpp"
+#include <sys/wait.h>
+#include <sstream>
 
 using namespace rooflens;
 using namespace rooflens::profiler;
@@ -391,4 +394,211 @@ TEST_CASE("Chrome trace times are read exactly, past what a double holds at epoc
   CHECK(back.activities[0].start_ns == t.trace().activities[0].start_ns);
   CHECK(back.activities[0].end_ns - back.activities[0].start_ns == 1);
   CHECK(back.api_calls[0].end_ns - back.api_calls[0].start_ns == 3);
+}
+
+namespace {
+
+// torchvision's ResNet-50 forward as the profiler sees it: conv1, bn1, relu, maxpool, layer1..4
+// (Sequentials of Bottlenecks: conv1, bn1, relu, conv2, bn2, relu, conv3, bn3, downsample in the
+// first of each layer, relu), avgpool, fc. One kernel per call.
+void resnet50_forward(SyntheticTimeline& t) {
+  auto call = [&](const std::string& path, const std::string& cls, double us) {
+    t.enter(t.instance_name(path, cls));
+    t.launch("k", us);
+    t.exit();
+  };
+  t.enter(t.instance_name("", "ResNet"));
+  call("conv1", "Conv2d", 50);
+  call("bn1", "BatchNorm2d", 10);
+  call("relu", "ReLU", 5);
+  call("maxpool", "MaxPool2d", 5);
+  const int blocks[] = {3, 4, 6, 3};
+  for (int l = 0; l < 4; ++l) {
+    std::string layer = "layer" + std::to_string(l + 1);
+    t.enter(t.instance_name(layer, "Sequential"));
+    for (int b = 0; b < blocks[l]; ++b) {
+      std::string p = layer + "." + std::to_string(b);
+      t.enter(t.instance_name(p, "Bottleneck"));
+      call(p + ".conv1", "Conv2d", 20);
+      call(p + ".bn1", "BatchNorm2d", 4);
+      call(p + ".relu", "ReLU", 2);
+      call(p + ".conv2", "Conv2d", 30);
+      call(p + ".bn2", "BatchNorm2d", 4);
+      call(p + ".relu", "ReLU", 2);
+      call(p + ".conv3", "Conv2d", 20);
+      call(p + ".bn3", "BatchNorm2d", 4);
+      if (b == 0) {
+        t.enter(t.instance_name(p + ".downsample", "Sequential"));
+        call(p + ".downsample.0", "Conv2d", 20);
+        call(p + ".downsample.1", "BatchNorm2d", 4);
+        t.exit();
+      }
+      t.launch("add", 2);
+      call(p + ".relu", "ReLU", 2);
+      t.exit();
+    }
+    t.exit();
+  }
+  call("avgpool", "AdaptiveAvgPool2d", 3);
+  call("fc", "Linear", 6);
+  t.exit();
+}
+
+std::map<std::string, std::string> resnet_instances(const std::string& onnx) {
+  Model m;
+  m.analysis = analyze_onnx(ROOFLENS_SOURCE_DIR "/tests/data/onnx/" + onnx, {}, {}, &m.graph);
+  SyntheticTimeline t;
+  resnet50_forward(t);
+  std::vector<const NvtxRange*> modules;
+  for (const auto& r : t.trace().ranges) modules.push_back(&r);
+  return map_instances(modules, ModelModules(m.analysis, m.graph)).path;
+}
+
+}  // namespace
+
+TEST_CASE("vanilla ResNet-50: instances named by the export's scopes, with and without class names", "[compare]") {
+  // Instance numbers follow the call order: Sequential_0 is layer1, Sequential_1 the downsample of
+  // layer1.0, Sequential_2 layer2; Bottleneck_3 is layer2.0; Conv2d_4 is layer1.0.downsample.0.
+  // TorchScript export, BatchNorm kept: node names carry the scopes, no classes.
+  std::map<std::string, std::string> ts = resnet_instances("resnet50-bn-unfolded.onnx");
+  std::map<std::string, std::string> expected{{"ResNet_0", ""},           {"Conv2d_0", "conv1"},
+                                              {"BatchNorm2d_0", "bn1"},   {"Sequential_0", "layer1"},
+                                              {"Sequential_1", "layer1.0.downsample"}, {"Sequential_2", "layer2"},
+                                              {"Bottleneck_3", "layer2.0"}, {"Conv2d_4", "layer1.0.downsample.0"},
+                                              {"Conv2d_2", "layer1.0.conv2"}, {"Linear_0", "fc"}};
+  for (const auto& [instance, path] : expected) {
+    INFO(instance);
+    REQUIRE(ts.count(instance));
+    CHECK(ts.at(instance) == path);
+  }
+  // Dynamo export: metadata names every module's class; BatchNorm was folded into the convs, so
+  // the convs' own scopes are gone and the BatchNorms carry them.
+  std::map<std::string, std::string> dyn = resnet_instances("resnet50-opset18.onnx");
+  for (const auto& [instance, path] : std::map<std::string, std::string>{{"Sequential_1", "layer1.0.downsample"},
+                                                                          {"Bottleneck_3", "layer2.0"},
+                                                                          {"BatchNorm2d_1", "layer1.0.bn1"},
+                                                                          {"ReLU_1", "layer1.0.relu"},
+                                                                          {"Linear_0", "fc"}}) {
+    INFO(instance);
+    REQUIRE(dyn.count(instance));
+    CHECK(dyn.at(instance) == path);
+  }
+  CHECK(dyn.count("Conv2d_1") == 0);
+}
+
+TEST_CASE("ONNX exports carry module paths: dynamo metadata and TorchScript node names", "[compare]") {
+  auto scopes_of = [](const std::string& file, const std::string& node) {
+    LoadOptions o;
+    o.bind_unbound_dims = 1;
+    Graph g = load_onnx(ROOFLENS_SOURCE_DIR "/" + file, o);
+    for (const auto& n : g.nodes)
+      if (n.name == node) return n.module_scopes;
+    FAIL("no node " << node);
+    return std::vector<std::pair<std::string, std::string>>{};
+  };
+  using Scopes = std::vector<std::pair<std::string, std::string>>;
+  // pkg.torch.onnx.name_scopes / class_hierarchy, as torch 2.11's exporter wrote them.
+  CHECK(scopes_of("tests/data/onnx/resnet50-opset18.onnx", "node_Conv_755") ==
+        Scopes{{"", "ResNet"}, {"layer1", "Sequential"}, {"layer1.0", "Bottleneck"}, {"layer1.0.bn1", "BatchNorm2d"}});
+  CHECK(scopes_of("tests/data/onnx/gpt2-opset18.onnx", "node_embedding").back() == std::pair<std::string, std::string>{"m.transformer.wte", "Embedding"});
+  // TorchScript: "/layer1/layer1.0/downsample/downsample.0/Conv".
+  CHECK(scopes_of("tests/data/onnx/resnet50-bn-unfolded.onnx", "/layer1/layer1.0/downsample/downsample.0/Conv").back().first ==
+        "layer1.0.downsample.0");
+  CHECK(scopes_of("samples/gpt2-style-opset17.onnx", "/blocks.0/ln_1/LayerNormalization").back().first == "blocks.0.ln_1");
+  CHECK(scopes_of("samples/gpt2-style-opset17.onnx", "Constant_546").empty());
+}
+
+namespace {
+
+struct Cli {
+  int code;
+  std::string out, err;
+};
+
+Cli rooflens_cli(const std::string& args) {
+  fs::path out = scratch() / "stdout.txt", err = scratch() / "stderr.txt";
+  int status = std::system((std::string(ROOFLENS_BIN) + " " + args + " > " + out.string() + " 2> " + err.string()).c_str());
+  auto slurp = [](const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+}  // namespace
+
+TEST_CASE("compare on the command line: every output, the JSON against its schema, report re-renders it", "[compare]") {
+  fs::path trace = scratch() / "cli_vanilla.json";
+  std::string text = gpt2_run(true).chrome_trace_json();
+  std::ofstream(trace) << text;
+  // The trace's own kernel sum, from its events: what total_kernel_s must equal.
+  double own_us = 0;
+  nlohmann::json written = nlohmann::json::parse(text);
+  for (const auto& e : written["traceEvents"])
+    if (e.value("cat", "") == "kernel") own_us += e["dur"].get<double>();
+  std::string config = ROOFLENS_SOURCE_DIR "/tests/data/compare/gpt2-2layer.json";
+  fs::path json = scratch() / "cmp.json", csv = scratch() / "cmp.csv", html = scratch() / "cmp.html", chrome = scratch() / "cmp.trace.json";
+  Cli r = rooflens_cli("compare " + config + " " + trace.string() + " --phase prefill --seq 128 --json " + json.string() + " --csv " +
+                       csv.string() + " --html " + html.string() + " --trace " + chrome.string());
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("Modules by gap") && Catch::Contains("transformer.h.0.mlp.act") &&
+                        Catch::Contains("8 kernels where one fused kernel is predicted") &&
+                        Catch::Contains("Where the time above the prediction goes"));
+  for (const auto& line : [&] {
+         std::vector<std::string> v;
+         std::stringstream ss(r.out);
+         for (std::string l; std::getline(ss, l);) v.push_back(l);
+         return v;
+       }())
+    CHECK(line.size() <= 100);
+  nlohmann::json result = nlohmann::json::parse(std::ifstream(json));
+  std::ifstream schema_file(ROOFLENS_SOURCE_DIR "/docs/result.schema.json");
+  test::SchemaCheck schema(nlohmann::json::parse(schema_file));
+  CHECK(schema.check(result).empty());
+  CHECK(result["tool"]["command"] == "compare");
+  const auto& c = result["compare"];
+  CHECK(c["total_kernel_s"].get<double>() == Approx(own_us * 1e-6));
+  CHECK(c["steps"] == 3);
+  CHECK(c["attributed_kernel_s"].get<double>() + c["unattributed_kernel_s"].get<double>() == Approx(c["total_kernel_s"].get<double>()));
+  // CSV: one row per module; HTML: the compare section is in the page's data; trace: a prediction track.
+  std::ifstream csv_in(csv);
+  std::string header;
+  std::getline(csv_in, header);
+  CHECK(header == "path,parent,nodes,predicted_s,measured_s,measured_q1_s,measured_q3_s,measured_total_s,efficiency,gap_s,kernels,top_kernel,hint");
+  int rows = 0;
+  for (std::string l; std::getline(csv_in, l);) ++rows;
+  CHECK(rows == static_cast<int>(c["modules"].size()));
+  std::stringstream page;
+  page << std::ifstream(html).rdbuf();
+  CHECK_THAT(page.str(), Catch::Contains("compare-section") && Catch::Contains("\"total_kernel_s\""));
+  nlohmann::json events = nlohmann::json::parse(std::ifstream(chrome))["traceEvents"];
+  int predicted = 0, kernels = 0;
+  for (const auto& e : events) {
+    predicted += e.value("cat", "") == "predicted";
+    kernels += e.value("cat", "") == "kernel";
+  }
+  CHECK(kernels == 117);
+  CHECK(predicted > 0);
+  Cli again = rooflens_cli("report " + json.string());
+  CHECK(again.code == 0);
+  CHECK_THAT(again.out, Catch::Contains("Compared with") && Catch::Contains("transformer.h.0.mlp.act"));
+  Cli blocks = rooflens_cli("compare " + config + " " + trace.string() + " --phase prefill --seq 128 --by block");
+  CHECK_THAT(blocks.out, Catch::Contains("transformer.h.*.mlp.act"));
+}
+
+TEST_CASE("compare on the command line: unusable input is one line and exit 2", "[compare]") {
+  std::string config = ROOFLENS_SOURCE_DIR "/tests/data/compare/gpt2-2layer.json";
+  fs::path cut = scratch() / "cut.json";
+  std::string text = gpt2_run(true, 1).chrome_trace_json();
+  std::ofstream(cut) << text.substr(0, text.size() / 3);
+  for (const std::string& args : {"compare " + config + " " + cut.string(), "compare " + config + " /nonexistent/trace.json",
+                                  "compare " + config + " " + cut.string() + " --steps -1", "compare " + config}) {
+    Cli r = rooflens_cli(args);
+    INFO(args << "\n" << r.err);
+    CHECK(r.code == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
 }
