@@ -110,7 +110,9 @@ class Aligner {
     int s = 1;
     if (k != Kind::other) {
       if (!ops_fit(k, m.ops)) return 0;
-      s += 4;
+      // Where call order and the model's order disagree (an activation called between two
+      // projections), skipping the cheap module beats skipping a GEMM.
+      s += k == Kind::linear || k == Kind::conv ? 8 : k == Kind::norm || k == Kind::embedding ? 5 : 3;
     }
     if (name_fits(last_component(m.path), c.cls)) s += 2;
     // Composite on both sides, with about as many parts.
@@ -131,7 +133,18 @@ class Aligner {
     // best[i][j]: best score aligning a[i..] with b[j..]; a numbered container in b may take a
     // run of consecutive instances, one per numbered child.
     std::vector<std::vector<int>> best(n + 1, std::vector<int>(m + 1, 0));
-    auto unit = [&](size_t i, size_t j) { return score(a[i], *model_.find(b[j])); };
+    // A numbered container (ModuleList) is never called: one instance stands for it only when
+    // it is a container too, or has as many parts (a Sequential of blocks).
+    auto unit = [&](size_t i, size_t j) {
+      const ModelModule& m = *model_.find(b[j]);
+      if (model_.numbered_container(m)) {
+        const CallNode& c = calls_.at(a[i]);
+        bool container = c.cls.find("Sequential") != std::string::npos || c.cls.find("List") != std::string::npos ||
+                         c.cls.find("Dict") != std::string::npos;
+        if (!container && c.children.size() != m.children.size()) return 0;
+      }
+      return score(a[i], m);
+    };
     auto run = [&](size_t i, size_t j) {
       const ModelModule& c = *model_.find(b[j]);
       if (!model_.numbered_container(c) || i + c.children.size() > n) return 0;
@@ -139,7 +152,7 @@ class Aligner {
       for (size_t k = 0; k < c.children.size(); ++k) {
         int s = score(a[i + k], *model_.find(c.children[k]));
         if (s <= 0) return 0;
-        total += s;
+        total += s + 1;  // a run of layers in order is evidence of its own
       }
       return total;
     };
@@ -170,6 +183,26 @@ class Aligner {
       }
       if (here == best[i + 1][j]) ++i;
       else ++j;
+    }
+    // Leaf-kind instances the ordered alignment left out (called in another order than the model
+    // lists them): the best remaining module that fits, order aside.
+    std::set<std::string> used_a, used_b;
+    for (const auto& [inst, mod] : matched) used_a.insert(inst), used_b.insert(mod->path);
+    for (const std::string& inst : a) {
+      Kind k = kind_of(calls_.at(inst).cls);
+      if (used_a.count(inst) || k == Kind::other || k == Kind::inert) continue;
+      const ModelModule* best_module = nullptr;
+      int best_score = 0;
+      for (const std::string& path : b) {
+        if (used_b.count(path)) continue;
+        int s = score(inst, *model_.find(path));
+        if (s > best_score) best_score = s, best_module = model_.find(path);
+      }
+      if (best_module) {
+        matched.emplace_back(inst, best_module);
+        used_a.insert(inst);
+        used_b.insert(best_module->path);
+      }
     }
     for (const auto& [inst, mod] : matched) align(inst, *mod, out);
   }

@@ -602,3 +602,73 @@ TEST_CASE("compare on the command line: unusable input is one line and exit 2", 
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
 }
+
+namespace {
+
+// Real torch.profiler traces of HF transformers 5.17 models on the CPU (scripts/cpu_module_traces.py):
+// module events only; the names are PyTorch's own.
+std::vector<const NvtxRange*> module_ranges(const Trace& t, const char* domain) {
+  std::vector<const NvtxRange*> v;
+  for (const auto& r : t.ranges)
+    if (r.domain == domain) v.push_back(&r);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("real vanilla torch.profiler traces of HF GPT-2 and Llama: instances named by path", "[compare]") {
+  Trace g = read_timeline(ROOFLENS_SOURCE_DIR "/tests/data/traces/gpt2-2layer-cpu-vanilla.json.gz");
+  InstanceMap gm = map_instances(module_ranges(g, kModuleDomain), ModelModules(gpt2().analysis, gpt2().graph));
+  CHECK(gm.root == "GPT2LMHeadModel_0");
+  CHECK(gm.path.at("Conv1D_5") == "transformer.h.1.attn.c_proj");
+  CHECK(gm.path.at("LayerNorm_4") == "transformer.ln_f");
+  CHECK(gm.path.at("NewGELUActivation_0") == "transformer.h.0.mlp.act");
+  CHECK(gm.path.at("Linear_0") == "lm_head");
+
+  static const Model llama = config_model("llama-2layer.json", Workload::prefill, 16);
+  Trace l = read_timeline(ROOFLENS_SOURCE_DIR "/tests/data/traces/llama-2layer-cpu-vanilla.json.gz");
+  InstanceMap lm = map_instances(module_ranges(l, kModuleDomain), ModelModules(llama.analysis, llama.graph));
+  // LlamaMLP calls gate_proj, act_fn, up_proj, down_proj: per layer the Linears are q, k, v, o, gate,
+  // up, down (0..6, 7..13), then lm_head (14). The model lists act_fn after up_proj: order aside.
+  std::map<std::string, std::string> expected{{"LlamaForCausalLM_0", ""},
+                                              {"LlamaModel_0", "model"},
+                                              {"Embedding_0", "model.embed_tokens"},
+                                              {"LlamaDecoderLayer_1", "model.layers.1"},
+                                              {"Linear_4", "model.layers.0.mlp.gate_proj"},
+                                              {"Linear_5", "model.layers.0.mlp.up_proj"},
+                                              {"Linear_6", "model.layers.0.mlp.down_proj"},
+                                              {"Linear_7", "model.layers.1.self_attn.q_proj"},
+                                              {"SiLUActivation_0", "model.layers.0.mlp.act_fn"},
+                                              {"LlamaRMSNorm_3", "model.layers.1.post_attention_layernorm"},
+                                              {"LlamaRMSNorm_4", "model.norm"},
+                                              {"Linear_14", "lm_head"}};
+  for (const auto& [instance, path] : expected) {
+    INFO(instance);
+    REQUIRE(lm.path.count(instance));
+    CHECK(lm.path.at(instance) == path);
+  }
+  // The rotary embedding is computed in LlamaModel: no node of its own in the model.
+  CHECK(lm.unmapped == std::vector<std::string>{"LlamaRotaryEmbedding_0"});
+}
+
+TEST_CASE("python/rooflens_annotate.py names ranges by the model's module paths (hooks and global mode alike)", "[compare]") {
+  static const Model llama = config_model("llama-2layer.json", Workload::prefill, 16);
+  for (const auto& [file, model] : std::vector<std::pair<std::string, const Model*>>{
+           {"gpt2-2layer-cpu-annotated", &gpt2()}, {"gpt2-2layer-cpu-global", &gpt2()},
+           {"llama-2layer-cpu-annotated", &llama}, {"llama-2layer-cpu-global", &llama}}) {
+    INFO(file);
+    Trace t = read_timeline(ROOFLENS_SOURCE_DIR "/tests/data/traces/" + file + ".json.gz");
+    ModelModules mm(model->analysis, model->graph);
+    std::set<std::string> names, unknown;
+    for (const NvtxRange* r : module_ranges(t, kRecordFunctionDomain)) {
+      names.insert(r->name);
+      if (!mm.has(r->name)) unknown.insert(r->name);
+    }
+    // Every module the model has nodes for is named; what is not in the model are modules without
+    // nodes (dropouts, the rotary embedding) and the root, by its class.
+    for (const std::string& n : unknown)
+      CHECK((n.find("drop") != std::string::npos || n.find("rotary_emb") != std::string::npos || n == "GPT2LMHeadModel" ||
+             n == "LlamaForCausalLM"));
+    CHECK(names.count(file.rfind("gpt2", 0) == 0 ? "transformer.h.1.mlp.act" : "model.layers.1.mlp.act_fn"));
+  }
+}
