@@ -312,7 +312,7 @@ TEST_CASE("decode: copy kernels in the attention module are named as the KV cach
   CHECK(attn.hints.front() == "copy kernels take 80.0 us of 90.0 us per step: KV cache concatenation copies the 0.5 MB cache every step");
 }
 
-TEST_CASE("ranges of another model: a mismatch is one clear error; a stray module is listed", "[compare]") {
+TEST_CASE("ranges of another model: a mismatch is one clear error, a stray module is listed", "[compare]") {
   SyntheticTimeline other;
   other.enter("BertModel", "");
   other.enter("encoder.layer.0.attention.self", "");
