@@ -12,16 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "bench/beside_binary.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
-
-// Beside this binary (the GPU bundle), else the build tree.
-std::string tool(const char* name, const char* built) {
-  std::error_code ec;
-  fs::path here = fs::read_symlink("/proc/self/exe", ec).parent_path() / name;
-  return fs::exists(here, ec) ? here.string() : std::string(built);
-}
 
 struct Figures {
   double kernel_ms = -1, wall_ms = -1;
@@ -49,7 +44,8 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   int rounds = argc > 1 ? std::atoi(argv[1]) : 200, runs = argc > 2 ? std::atoi(argv[2]) : 5;
-  std::string target = tool("rooflens_record_target", ROOFLENS_RECORD_TARGET), rooflens = tool("rooflens", ROOFLENS_BIN);
+  std::string target = rooflens::bench::beside_binary_or("rooflens_record_target", ROOFLENS_RECORD_TARGET),
+              rooflens = rooflens::bench::beside_binary_or("rooflens", ROOFLENS_BIN);
   std::string out = (fs::temp_directory_path() / ("rooflens_bench_record_" + std::to_string(getpid()) + ".json")).string();
   std::string plain = target + " --bench " + std::to_string(rounds);
   std::string recorded = rooflens + " record --out " + out + " -- " + plain + " 2>/dev/null";

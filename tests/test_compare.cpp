@@ -17,6 +17,7 @@
 #include "profiler/module_compare.hpp"
 #include "profiler/pytorch_trace.hpp"
 #include "profiler/trace_io.hpp"
+#include "cli_run.hpp"
 #include "json_schema_check.hpp"
 #include "scratch_dir.hpp"
 #include <sys/wait.h>
@@ -510,22 +511,8 @@ TEST_CASE("ONNX exports carry module paths: dynamo metadata and TorchScript node
 
 namespace {
 
-struct Cli {
-  int code;
-  std::string out, err;
-};
-
-Cli rooflens_cli(const std::string& args) {
-  fs::path out = scratch() / "stdout.txt", err = scratch() / "stderr.txt";
-  int status = std::system((std::string(ROOFLENS_BIN) + " " + args + " > " + out.string() + " 2> " + err.string()).c_str());
-  auto slurp = [](const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-}
+using Cli = test::CliRun;
+Cli rooflens_cli(const std::string& args) { return test::run_cli(std::string(ROOFLENS_BIN) + " " + args, scratch()); }
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 
 #include "profiler/record_parts.hpp"
 #include "profiler/trace_io.hpp"
+#include "cli_run.hpp"
 #include "scratch_dir.hpp"
 
 using namespace rooflens;
@@ -30,13 +31,8 @@ struct Run {
 };
 
 Run record(const std::string& env, const std::string& args) {
-  fs::path err = scratch() / "stderr.txt";
-  std::string cmd = env + " " + ROOFLENS_BIN + " record " + args + " 2> " + err.string() + " > /dev/null";
-  int status = std::system(cmd.c_str());
-  std::ifstream in(err);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
+  test::CliRun r = test::run_cli(env + " " + ROOFLENS_BIN + " record " + args, scratch());
+  return {r.code, r.err};
 }
 
 // Any existing file will do where the program never initializes CUDA.

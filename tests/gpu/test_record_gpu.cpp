@@ -11,6 +11,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "bench/beside_binary.hpp"
 #include "profiler/trace_io.hpp"
 
 using namespace rooflens::profiler;
@@ -18,16 +19,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Beside this test binary (the GPU bundle keeps everything in one folder), else the build tree.
-std::string tool(const char* name, const char* built) {
-  std::error_code ec;
-  fs::path here = fs::read_symlink("/proc/self/exe", ec).parent_path() / name;
-  return fs::exists(here, ec) ? here.string() : std::string(built);
-}
-
 int record(const std::string& out, const std::string& args) {
-  std::string cmd = tool("rooflens", ROOFLENS_BIN) + " record --out " + out + " -- " +
-                    tool("rooflens_record_target", ROOFLENS_RECORD_TARGET) + " " + args;
+  using rooflens::bench::beside_binary_or;
+  std::string cmd = beside_binary_or("rooflens", ROOFLENS_BIN) + " record --out " + out + " -- " +
+                    beside_binary_or("rooflens_record_target", ROOFLENS_RECORD_TARGET) + " " + args;
   int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -62,8 +57,14 @@ TEST_CASE("record of a CUDA program finds every kernel, copy and range, each ker
   int graph_kernels = 0, memcpys = 0, memsets = 0;
   for (const auto& a : t.activities) {
     graph_kernels += a.graph_id != 0;
-    if (a.kind == GpuActivity::Kind::memcpy) CHECK(a.bytes == (1u << 20)), ++memcpys;
-    if (a.kind == GpuActivity::Kind::memset) CHECK(a.bytes == (2u << 20)), ++memsets;
+    if (a.kind == GpuActivity::Kind::memcpy) {
+      CHECK(a.bytes == (1u << 20));
+      ++memcpys;
+    }
+    if (a.kind == GpuActivity::Kind::memset) {
+      CHECK(a.bytes == (2u << 20));
+      ++memsets;
+    }
   }
   CHECK(graph_kernels == 2);
   CHECK(memcpys == 1);
