@@ -97,28 +97,39 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
 
 void CUPTIAPI ignore_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 
+// The recorder's lock; from a signal handler only tried for a while, since the signal may have
+// interrupted this very thread inside buffer_completed (then the part stays without its end line,
+// and `rooflens record` says the process did not flush).
+std::unique_lock<std::mutex> lock_recorder(Recorder& r, bool from_signal) {
+  if (!from_signal) return std::unique_lock<std::mutex>(r.mutex);
+  std::unique_lock<std::mutex> lock(r.mutex, std::defer_lock);
+  for (int i = 0; i < 200 && !lock.try_lock(); ++i) usleep(10000);
+  return lock;
+}
+
 // Flushes what CUPTI holds and closes the part with its end line. Once per process; a forked
 // child that never exec'd shares the parent's part and must not write to it.
-void finish(const char* reason) {
+void finish(const char* reason, bool from_signal) {
   Recorder* r = g_recorder;
   if (!r || !r->recording || r->pid != getpid()) return;
   {
-    std::lock_guard<std::mutex> lock(r->mutex);
-    if (r->finished) return;
+    auto lock = lock_recorder(*r, from_signal);
+    if (!lock.owns_lock() || r->finished) return;
     r->finished = true;
   }
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  std::lock_guard<std::mutex> lock(r->mutex);
+  auto lock = lock_recorder(*r, from_signal);
+  if (!lock.owns_lock()) return;
   write_line(*r, json{{kEndLine, {{"dropped", r->dropped}, {"reason", reason}, {"open_ranges", r->converter.open_ranges()}}}});
   std::fclose(r->part);
   r->part = nullptr;
 }
 
-void at_exit() { finish("exit"); }
+void at_exit() { finish("exit", false); }
 
 void on_terminating_signal(int sig) {
   std::string reason = "signal " + std::to_string(sig);
-  finish(reason.c_str());
+  finish(reason.c_str(), true);
   signal(sig, SIG_DFL);
   raise(sig);
 }
