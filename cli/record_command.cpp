@@ -169,6 +169,8 @@ int run_record_command(const RecordArgs& a) {
     incomplete.push_back(fmt::format("{} process(es) ended without flushing ({}): their last second of records may be missing",
                                      parts.unflushed.size(), parts.unflushed.front()));
   if (t.dropped > 0) incomplete.push_back(fmt::format("CUPTI dropped {} records", t.dropped));
+  if (!parts.unavailable.empty())
+    incomplete.push_back(fmt::format("CUPTI unavailable in {} process(es): nothing recorded there", parts.unavailable.size()));
   if (parts.unreadable_lines > 0)
     incomplete.push_back(fmt::format("{} part line(s) cut short", parts.unreadable_lines));
   t.complete = incomplete.empty();

@@ -47,7 +47,7 @@ RecordedParts merge_record_parts(const std::string& dir) {
     Trace part;
     std::ifstream in(p);
     std::string line, pid = p.filename().string();
-    bool ended = false;
+    bool ended = false, refused = false;
     while (std::getline(in, line)) {
       if (line.empty()) continue;
       json j;
@@ -71,6 +71,7 @@ RecordedParts merge_record_parts(const std::string& dir) {
             if (device_ids.insert(d.id).second) t.devices.push_back(std::move(d));
         } else if (auto u = j.find(kUnavailableLine); u != j.end()) {
           out.unavailable.push_back(fmt::format("process {}: {}", pid, u->get<std::string>()));
+          refused = true;
         } else if (auto e = j.find(kEndLine); e != j.end()) {
           t.dropped += e->value("dropped", uint64_t{0});
           ended = true;
@@ -79,7 +80,7 @@ RecordedParts merge_record_parts(const std::string& dir) {
         ++out.unreadable_lines;
       }
     }
-    if (!ended) out.unflushed.push_back(pid);
+    if (!ended && !refused) out.unflushed.push_back(pid);  // a refused process recorded nothing to flush
     // Each process counts correlation ids from 1: shift every part past the ones before it.
     uint32_t highest = 0;
     for (auto& a : part.activities) highest = std::max(highest, a.correlation_id += correlation_offset);

@@ -148,6 +148,8 @@ TEST_CASE("record with the real injection library, loaded the way the CUDA drive
     CHECK_THAT(r.err, Catch::StartsWith("rooflens: CUPTI unavailable in process ") && Catch::Contains("cuptiSubscribe"));
     REQUIRE(t.notes.size() == 1);
     CHECK_THAT(t.notes[0], Catch::Contains("cuptiSubscribe"));
+    CHECK_FALSE(t.complete);
+    CHECK(t.incomplete_reason == "CUPTI unavailable in 1 process(es): nothing recorded there");
   } else {
     // A machine with a driver: CUPTI subscribed, the probe ran no kernel, the part was closed.
     CHECK(r.code == 0);
