@@ -69,8 +69,7 @@ Trace RecordCollector::finish(const std::string& name) {
 
 namespace {
 
-Trace parse_timeline(const std::string& path, bool allow_pytorch) {
-  std::string text = read_text_file(path);
+Trace parse_timeline(std::string text, const std::string& path, bool allow_pytorch) {
   RecordCollector records;
   PytorchTraceReader pytorch;
   JsonStream s;
@@ -103,7 +102,8 @@ Trace parse_timeline(const std::string& path, bool allow_pytorch) {
 
 }  // namespace
 
-Trace read_trace(const std::string& path) { return parse_timeline(path, false); }
-Trace read_timeline(const std::string& path) { return parse_timeline(path, true); }
+Trace read_trace(const std::string& path) { return parse_timeline(read_text_file(path), path, false); }
+Trace read_timeline(const std::string& path) { return parse_timeline(read_text_file(path), path, true); }
+Trace parse_timeline_text(std::string text, const std::string& name) { return parse_timeline(std::move(text), name, true); }
 
 }  // namespace rooflens::profiler

@@ -18,6 +18,8 @@ Trace read_trace(const std::string& path);
 // A rooflens trace file or a PyTorch profiler trace (Chrome trace JSON, .json or .json.gz);
 // `source` says which. InputError on anything else, naming the file and what is wrong.
 Trace read_timeline(const std::string& path);
+// The same from text already in memory (not gzip); `name` stands for the file in messages.
+Trace parse_timeline_text(std::string text, const std::string& name);
 
 // Collects the records of a rooflens trace while it is streamed.
 class RecordCollector {
