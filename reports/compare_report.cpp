@@ -135,9 +135,9 @@ void write_compare_table(std::ostream& out, const json& result, int top_n, bool 
   const json& tl = c.at("timeline");
   const json& step = c.at("step");
   double total = c.at("total_kernel_s").get<double>();
-  fmt::print(out, "\nCompared with {} ({}{})\n", fit(tl.at("path").get<std::string>(), 60), tl.at("source").get<std::string>(),
-             tl.at("gpu").get<std::string>().empty() ? "" : ", " + tl.at("gpu").get<std::string>());
-  if (!tl.at("complete").get<bool>()) fmt::print(out, "  INCOMPLETE timeline: {}\n", tl.at("incomplete_reason").get<std::string>());
+  fmt::print(out, "\nCompared with {} ({}{})\n", fit(tl.at("path").get<std::string>(), 42), tl.at("source").get<std::string>(),
+             tl.at("gpu").get<std::string>().empty() ? "" : ", " + fit(tl.at("gpu").get<std::string>(), 24));
+  if (!tl.at("complete").get<bool>()) fmt::print(out, "{}", wrap("  ", "INCOMPLETE timeline: " + tl.at("incomplete_reason").get<std::string>(), 100));
   fmt::print(out, "  module ranges: {}\n", fit(tl.at("ranges").get<std::string>(), 82));
   fmt::print(out, "  steps: {}, from {}\n", c.at("steps").get<int>(), fit(c.at("step_source").get<std::string>(), 80));
   fmt::print(out, "  per step: predicted {}, GPU busy {} (IQR {} - {}), efficiency {}\n", human_time(c.at("predicted_s").get<double>()),
@@ -172,7 +172,7 @@ void write_compare_table(std::ostream& out, const json& result, int top_n, bool 
                by_block ? fmt::format("{:>5} ", r.at("instances").get<int>()) : "", human_time(r.at("predicted_s").get<double>()),
                human_time(r.at("measured_s").get<double>()), percent(r.at("efficiency")), signed_time(r.at("gap_s").get<double>()),
                r.at("kernels").get<double>());
-    if (r.at("hint").is_string()) fmt::print(out, "    {}\n", fit(r.at("hint").get<std::string>(), 94));
+    if (r.at("hint").is_string()) fmt::print(out, "{}", wrap("    ", r.at("hint").get<std::string>(), 100));
   }
 
   if (!by_block) {

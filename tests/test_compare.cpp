@@ -659,3 +659,19 @@ TEST_CASE("python/rooflens_annotate.py names ranges by the model's module paths 
     CHECK(names.count(file.rfind("gpt2", 0) == 0 ? "transformer.h.1.mlp.act" : "model.layers.1.mlp.act_fn"));
   }
 }
+
+TEST_CASE("vanilla ResNet-50 against its TorchScript export: every kernel in a module of the model", "[compare]") {
+  Model m;
+  m.analysis = analyze_onnx(ROOFLENS_SOURCE_DIR "/tests/data/onnx/resnet50-bn-unfolded.onnx", {}, {}, &m.graph);
+  SyntheticTimeline t;
+  resnet50_forward(t);
+  TimelineComparison c = compare(m, t.trace());
+  CHECK(c.matched_kernel_s == Approx(c.total_kernel_s));
+  CHECK(row(c, "layer1.0.conv2").measured_s == Approx(30 * kUs));
+  CHECK(row(c, "layer1.0.conv2").nodes == 1);  // the export's /layer1/layer1.0/conv2/Conv
+  CHECK(row(c, "layer1.0").measured_s == Approx(2 * kUs));  // the residual add, in Bottleneck.forward
+  CHECK(row(c, "fc").measured_s == Approx(6 * kUs));
+  // 16 bottlenecks: conv 20 + 30 + 20, bn 3 x 4, relu 3 x 2, add 2, and the downsample (24) in 4.
+  double expected_us = 50 + 10 + 5 + 5 + 16 * (70 + 12 + 6 + 2) + 4 * 24 + 3 + 6;
+  CHECK(c.total_kernel_s == Approx(expected_us * kUs));
+}
