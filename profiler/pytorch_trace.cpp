@@ -128,7 +128,7 @@ void PytorchTraceReader::header(const std::string& key, json&& value) {
 
 Trace PytorchTraceReader::finish(const std::string& name) {
   if (events_not_array_) throw InputError(fmt::format("{}: traceEvents is not an array: not a Chrome trace", name));
-  auto shift = [&](uint64_t& t) { t = static_cast<uint64_t>(static_cast<int64_t>(t) + base_ns_); };
+  auto shift = [&](uint64_t& t) { t += static_cast<uint64_t>(base_ns_); };  // modulo 2^64: relative times may be negative
   for (auto& a : trace_.activities) shift(a.start_ns), shift(a.end_ns);
   for (auto& c : trace_.api_calls) shift(c.start_ns), shift(c.end_ns);
   for (auto& r : trace_.ranges) shift(r.start_ns), shift(r.end_ns);

@@ -59,7 +59,7 @@ RecordedParts merge_record_parts(const std::string& dir) {
       }
       try {
         if (auto it = j.find(kPartLine); it != j.end()) {
-          pid = std::to_string(it->value("pid", 0));
+          pid = std::to_string(uint_field_or(*it, "pid", 0));
           if (t.command.empty()) t.command = it->value("command", std::vector<std::string>{});
         } else if (auto rec = j.find(kRecordsLine); rec != j.end()) {
           append(part.activities, *rec, "activities");
@@ -73,7 +73,7 @@ RecordedParts merge_record_parts(const std::string& dir) {
           out.unavailable.push_back(fmt::format("process {}: {}", pid, u->get<std::string>()));
           refused = true;
         } else if (auto e = j.find(kEndLine); e != j.end()) {
-          t.dropped += e->value("dropped", uint64_t{0});
+          t.dropped += uint_field_or(*e, "dropped", 0);
           ended = true;
         }
       } catch (const std::exception&) {

@@ -27,6 +27,14 @@ void from_json(const nlohmann::json& j, NvtxRange& r);
 void to_json(nlohmann::json& j, const TraceDevice& d);
 void from_json(const nlohmann::json& j, TraceDevice& d);
 
+// Integer fields read strictly: a float, a negative number or one past the type's range is an
+// error (std::invalid_argument naming the field), never a cast that wraps or is undefined.
+uint64_t uint_field(const nlohmann::json& j, const char* key);
+uint64_t uint_field_or(const nlohmann::json& j, const char* key, uint64_t fallback);
+uint32_t u32_field(const nlohmann::json& j, const char* key);
+uint32_t u32_field_or(const nlohmann::json& j, const char* key, uint32_t fallback);
+int int_field_or(const nlohmann::json& j, const char* key, int fallback);
+
 // The scalar fields of a trace (everything but the record arrays), and back.
 nlohmann::json trace_header_json(const Trace& t);
 void read_trace_header(const nlohmann::json& header, Trace& t);
