@@ -11,7 +11,9 @@
 #   scripts/record_timelines.sh BUNDLE      BUNDLE: scripts/gpu_bundle.sh's devrun/bundle.tar.xz, or
 #                                           the folder it was unpacked to
 # The repository root is the working directory; python3 with torch, transformers and torchvision is
-# /opt/torch/.venv/bin/python3 ($PYTHON overrides).
+# /opt/torch/.venv/bin/python3 ($PYTHON overrides). MODELS="gpt2 llama resnet50" (the default)
+# picks the models, to split the run in two where one call has too little time; SKIP_TESTS=1 skips
+# step 1.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bundle="${1:?usage: scripts/record_timelines.sh BUNDLE (devrun/bundle.tar.xz or its folder)}"
@@ -43,8 +45,12 @@ run() {
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv; "$py" -c "import torch, transformers, torchvision; print('torch', torch.__version__, 'transformers', transformers.__version__, 'torchvision', torchvision.__version__)"; } >> "$log" 2>&1
 
 # 1. record's GPU tests (known kernels, ranges, graphs, exit codes, SIGTERM) and its overhead.
-run 120 "$bundle/rooflens_gpu_tests" "record*"
-run 120 "$bundle/rooflens_bench_record" 200 5
+models="${MODELS:-gpt2 llama resnet50}"
+wanted() { case " $models " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+if [ -z "${SKIP_TESTS:-}" ]; then
+  run 120 "$bundle/rooflens_gpu_tests" "record*"
+  run 120 "$bundle/rooflens_bench_record" 200 5
+fi
 
 # 2. The timelines: per model and phase, one process for the profiler traces and the plain timing,
 #    one under `rooflens record`.
@@ -53,6 +59,7 @@ mkdir -p "$t"
 for spec in "gpt2 prefill" "gpt2 decode" "llama prefill" "llama decode" "resnet50 forward"; do
   set -- $spec
   model=$1 phase=$2
+  wanted "$model" || continue
   run 240 "$py" scripts/timeline_models.py "$model" "$phase" plain,vanilla,annotated "$t"
   # The same steps under record: step_ms here against "plain" above is record's cost on a real program.
   run 240 "$bundle/rooflens" record --out "$t/$model-$phase.record.json.gz" -- "$py" scripts/timeline_models.py "$model" "$phase" plain,nvtx "$t"
@@ -62,6 +69,7 @@ done
 for spec in "gpt2 prefill --seq 512" "gpt2 decode --context 512" "llama prefill --seq 2048" "llama decode --context 2048"; do
   set -- $spec
   model=$1 phase=$2
+  wanted "$model" || continue
   for kind in vanilla annotated; do
     run 60 "$bundle/rooflens" compare "$t/$model.config.json" "$t/$model-$phase.$kind.json" --phase "$phase" "$3" "$4" \
       --json "$t/$model-$phase.$kind.compare.json" --top 12
@@ -70,6 +78,7 @@ for spec in "gpt2 prefill --seq 512" "gpt2 decode --context 512" "llama prefill 
     --json "$t/$model-$phase.record.compare.json" --top 12
 done
 for kind in vanilla.json annotated.json record.json.gz; do
+  wanted resnet50 || break
   run 60 "$bundle/rooflens" compare tests/data/onnx/resnet50-opset18.onnx "$t/resnet50-forward.$kind" --dtype bf16 \
     --json "$t/resnet50-forward.${kind%%.*}.compare.json" --top 12
 done
