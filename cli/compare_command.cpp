@@ -42,8 +42,8 @@ int run_compare_command(const CompareArgs& a, const CLI::App& cmd) {
   if (!a.trace_path.empty())
     reports::write_atomically(a.trace_path, [&](std::ostream& o) { reports::write_compare_trace(o, trace, *comparison); });
   std::ostringstream text;
-  text << fmt::format("rooflens compare: {} ({} nodes) on {} ({} roofs)\n", reports::fit(analysis.model, 50), analysis.nodes.size(),
-                      analysis.device.id, analysis.device.roofs);
+  text << fmt::format("rooflens compare: {} ({} nodes) on {} ({} roofs)\n", reports::fit(analysis.model, 40), analysis.nodes.size(),
+                      reports::fit(analysis.device.id, 16), analysis.device.roofs);
   reports::write_compare_table(text, result, m.top, by_block);
   std::cout << text.str();
   return 0;
