@@ -144,6 +144,7 @@ Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* infer
     NodeResult r;
     r.index = static_cast<int>(i);
     r.name = n.name;
+    if (!n.module_scopes.empty()) r.module = n.module_scopes.back().first;
     r.op = n.display_op();
     join_shapes(g, n.inputs, r.input_shapes);
     join_shapes(g, n.outputs, r.output_shapes);

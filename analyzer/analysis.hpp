@@ -36,6 +36,7 @@ std::string_view status_name(NodeStatus s);
 struct NodeResult {
   int index = 0;
   std::string name;
+  std::string module;  // the framework module it came from, where the file records it ("layer1.0.conv1")
   std::string op;  // display name, "com.microsoft.Attention" for other domains
   std::optional<OpFamily> family;
   NodeStatus status = NodeStatus::not_costed;
@@ -95,6 +96,9 @@ struct ModelInput {
 };
 
 struct TransformerSummary;
+namespace profiler {
+struct TimelineComparison;
+}
 
 struct Analysis {
   std::string model;       // the path as given
@@ -118,6 +122,7 @@ struct Analysis {
   std::vector<std::string> notes;
   std::shared_ptr<const TransformerSummary> transformer;  // set for transformer configs
   std::shared_ptr<const ProfileSummary> profile;          // set by `rooflens profile`
+  std::shared_ptr<const profiler::TimelineComparison> comparison;  // set by `rooflens compare`
 };
 
 // The name a report shows for a model path, short whatever the folder: "resnet50.onnx" for

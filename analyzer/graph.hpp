@@ -65,6 +65,10 @@ struct Node {
   std::vector<int> outputs;  // tensor indices; -1 for an omitted optional output
   std::map<std::string, Attribute> attrs;
   std::string foreign_proto;  // serialized NodeProto of an op without a rule (ONNX inference)
+  // The framework modules the node came from, root first: ("", "ResNet"), ("layer1", "Sequential"),
+  // ("layer1.0", "Bottleneck"), ("layer1.0.conv1", "Conv2d"); from the exporter's scope metadata
+  // (onnx_loader), class names where the file has them. Empty when unknown.
+  std::vector<std::pair<std::string, std::string>> module_scopes;
 
   int input(size_t i) const { return i < inputs.size() ? inputs[i] : -1; }
   int output(size_t i) const { return i < outputs.size() ? outputs[i] : -1; }

@@ -10,9 +10,12 @@
 
 #include "analyzer/analysis.hpp"
 #include "analyzer/errors.hpp"
+#include "cli/compare_command.hpp"
 #include "cli/model_args.hpp"
 #include "cli/profile_command.hpp"
+#include "cli/record_command.hpp"
 #include "reports/atomic_file.hpp"
+#include "reports/compare_report.hpp"
 #include "reports/format.hpp"
 #include "reports/result_json.hpp"
 #include "reports/saved_result.hpp"
@@ -32,16 +35,23 @@ struct ReportArgs {
   int top = 15;
 };
 
-// Re-renders a saved result (--json of analyze or profile): the same terminal report, HTML, CSV
-// and predicted trace as the run that wrote it.
+// Re-renders a saved result (--json of analyze, profile or compare): the same terminal report,
+// HTML, CSV and trace as the run that wrote it.
 int run_report(const ReportArgs& a) {
   if (a.by != "node" && a.by != "block") throw InputError(fmt::format("--by {}: expected node or block", a.by));
   if (a.top < 0) throw InputError("--top must be >= 0");
   reports::SavedResult r = reports::read_result(a.path);
+  const bool compared = r.json.contains("compare");  // a `compare` result: its own table and CSV
+  const bool by_block = a.by == "block";
   std::ostringstream text;  // rendered whole before any file is written: a bad field writes nothing
-  reports::write_table(text, r.json, a.top, a.by == "block");
+  if (compared) reports::write_compare_table(text, r.json, a.top, by_block);
+  else reports::write_table(text, r.json, a.top, by_block);
   if (!a.html.empty()) reports::write_atomically(a.html, [&](std::ostream& o) { reports::write_html(o, r.json); });
-  if (!a.csv.empty()) reports::write_atomically(a.csv, [&](std::ostream& o) { reports::write_csv_from_json(o, r.json); });
+  if (!a.csv.empty())
+    reports::write_atomically(a.csv, [&](std::ostream& o) {
+      if (compared) reports::write_compare_csv(o, r.json, by_block);
+      else reports::write_csv_from_json(o, r.json);
+    });
   if (!a.trace.empty()) reports::write_atomically(a.trace, [&](std::ostream& o) { reports::write_chrome_trace(o, r.json); });
   std::cout << text.str();
   return 0;
@@ -94,6 +104,12 @@ int main(int argc, char** argv) {
   report->add_option("--top", rargs.top, "nodes listed in the table")->capture_default_str();
   report->add_option("--by", rargs.by, "table rows: node, or block (repeated layers folded)")->capture_default_str();
   auto* devices = app.add_subcommand("devices", "list the device database");
+  cli::CompareArgs compare_args;
+  auto* compare = app.add_subcommand("compare", "the prediction next to a real run's timeline (rooflens record, PyTorch profiler), module by module");
+  cli::add_compare_options(*compare, compare_args);
+  cli::RecordArgs record_args;
+  auto* record = app.add_subcommand("record", "run a program under CUPTI and write its GPU timeline: rooflens record [--out FILE] -- CMD [ARGS...]");
+  cli::add_record_options(*record, record_args);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -107,6 +123,8 @@ int main(int argc, char** argv) {
     if (calibrate->parsed()) return cli::run_calibrate_command(cargs);
     if (report->parsed()) return run_report(rargs);
     if (devices->parsed()) return run_devices();
+    if (compare->parsed()) return cli::run_compare_command(compare_args, *compare);
+    if (record->parsed()) return cli::run_record_command(record_args);
     return 2;
   } catch (const InputError& e) {
     std::cerr << "rooflens: " << e.what() << '\n';

@@ -2,10 +2,14 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
 
 #include "analyzer/errors.hpp"
+#include "profiler/compressed_text.hpp"
+#include "profiler/json_stream.hpp"
+#include "profiler/pytorch_trace.hpp"
+#include "profiler/trace_json.hpp"
 
 namespace rooflens::profiler {
 
@@ -13,75 +17,93 @@ using nlohmann::json;
 
 namespace {
 
-const char* kind_name(GpuActivity::Kind k) {
-  switch (k) {
-    case GpuActivity::Kind::kernel: return "kernel";
-    case GpuActivity::Kind::memcpy: return "memcpy";
-    case GpuActivity::Kind::memset: return "memset";
-  }
-  return "kernel";
-}
+constexpr auto kDump = json::error_handler_t::replace;  // kernel and range names may hold any bytes
 
-GpuActivity::Kind kind_from(const std::string& s) {
-  if (s == "kernel") return GpuActivity::Kind::kernel;
-  if (s == "memcpy") return GpuActivity::Kind::memcpy;
-  if (s == "memset") return GpuActivity::Kind::memset;
-  throw InputError(fmt::format("trace: unknown activity kind '{}'", s));
+template <typename T>
+void write_array(std::ostream& out, const char* key, const std::vector<T>& records) {
+  out << ",\n\"" << key << "\": [";
+  for (size_t i = 0; i < records.size(); ++i) out << (i ? ",\n " : "\n ") << json(records[i]).dump(-1, ' ', false, kDump);
+  out << "\n]";
 }
 
 }  // namespace
 
-void write_trace(std::ostream& out, const Trace& t) {
-  json j;
-  j["trace_version"] = 1;
-  j["gpu"] = t.gpu;
-  j["sm_clock_mhz"] = t.sm_clock_mhz;
-  j["dropped"] = t.dropped;
-  json acts = json::array();
-  for (const auto& a : t.activities)
-    acts.push_back({{"kind", kind_name(a.kind)}, {"name", a.name}, {"start", a.start_ns}, {"end", a.end_ns},
-                    {"correlation", a.correlation_id}, {"stream", a.stream}, {"bytes", a.bytes}});
-  j["activities"] = std::move(acts);
-  json api = json::array();
-  for (const auto& c : t.api_calls)
-    api.push_back({{"name", c.name}, {"start", c.start_ns}, {"end", c.end_ns}, {"correlation", c.correlation_id}});
-  j["api_calls"] = std::move(api);
-  json ext = json::array();
-  for (const auto& e : t.externals) ext.push_back({{"correlation", e.correlation_id}, {"external", e.external_id}});
-  j["externals"] = std::move(ext);
-  json ranges = json::array();
-  for (const auto& r : t.ranges) ranges.push_back({{"domain", r.domain}, {"name", r.name}, {"start", r.start_ns}, {"end", r.end_ns}});
-  j["ranges"] = std::move(ranges);
-  out << j.dump(1, ' ', false, json::error_handler_t::replace) << '\n';
+void write_trace(std::ostream& out, const Trace& t, bool gzip) {
+  std::ostringstream text;
+  std::string header = trace_header_json(t).dump(-1, ' ', false, kDump);
+  text << header.substr(0, header.size() - 1);  // the header object, left open for the arrays
+  write_array(text, "activities", t.activities);
+  write_array(text, "api_calls", t.api_calls);
+  write_array(text, "externals", t.externals);
+  write_array(text, "ranges", t.ranges);
+  text << "\n}\n";
+  if (gzip) out << gzip_compress(text.str());
+  else out << text.str();
 }
 
-Trace read_trace(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open", path));
-  try {
-    json j = json::parse(in);
-    if (j.value("trace_version", 0) != 1) throw InputError(fmt::format("{}: not a rooflens trace (trace_version 1)", path));
-    Trace t;
-    t.gpu = j.at("gpu").get<std::string>();
-    t.sm_clock_mhz = j.at("sm_clock_mhz").get<double>();
-    t.dropped = j.at("dropped").get<uint64_t>();
-    for (const auto& a : j.at("activities"))
-      t.activities.push_back({kind_from(a.at("kind").get<std::string>()), a.at("name").get<std::string>(),
-                              a.at("start").get<uint64_t>(), a.at("end").get<uint64_t>(),
-                              a.at("correlation").get<uint32_t>(), a.at("stream").get<uint32_t>(),
-                              a.at("bytes").get<uint64_t>()});
-    for (const auto& c : j.at("api_calls"))
-      t.api_calls.push_back({c.at("name").get<std::string>(), c.at("start").get<uint64_t>(), c.at("end").get<uint64_t>(),
-                             c.at("correlation").get<uint32_t>()});
-    for (const auto& e : j.at("externals"))
-      t.externals.push_back({e.at("correlation").get<uint32_t>(), e.at("external").get<uint64_t>()});
-    for (const auto& r : j.at("ranges"))
-      t.ranges.push_back({r.at("domain").get<std::string>(), r.at("name").get<std::string>(), r.at("start").get<uint64_t>(),
-                          r.at("end").get<uint64_t>()});
-    return t;
-  } catch (const json::exception& e) {
-    throw InputError(fmt::format("{}: not a rooflens trace: {}", path, e.what()));
-  }
+bool RecordCollector::is_record_array(const std::string& key) {
+  return key == "activities" || key == "api_calls" || key == "externals" || key == "ranges";
 }
+
+void RecordCollector::element(const std::string& key, json&& r) {
+  if (key == "activities") trace_.activities.push_back(r.get<GpuActivity>());
+  else if (key == "api_calls") trace_.api_calls.push_back(r.get<ApiCall>());
+  else if (key == "externals") trace_.externals.push_back(r.get<ExternalCorrelation>());
+  else if (key == "ranges") trace_.ranges.push_back(r.get<NvtxRange>());
+}
+
+void RecordCollector::header(const std::string& key, json&& value) { header_[key] = std::move(value); }
+
+Trace RecordCollector::finish(const std::string& name) {
+  const json& v = header_.contains("trace_version") ? header_["trace_version"] : json();
+  if (!v.is_number_integer() || v.get<int>() < 1 || v.get<int>() > kTraceVersion)
+    throw InputError(fmt::format("{}: rooflens trace version {} (this build reads 1 to {})", name, v.dump(), kTraceVersion));
+  try {
+    read_trace_header(header_, trace_);
+  } catch (const std::exception& e) {
+    throw InputError(fmt::format("{}: not a readable rooflens trace: {}", name, e.what()));
+  }
+  if (trace_.source.empty()) trace_.source = "rooflens record";
+  return std::move(trace_);
+}
+
+namespace {
+
+Trace parse_timeline(std::string text, const std::string& path, bool allow_pytorch) {
+  RecordCollector records;
+  PytorchTraceReader pytorch;
+  JsonStream s;
+  s.streamed = {"activities", "api_calls", "externals", "ranges", PytorchTraceReader::kEventsKey};
+  s.microsecond_fields = PytorchTraceReader::microsecond_fields();
+  s.element = [&](const std::string& key, json&& e) {
+    if (key == PytorchTraceReader::kEventsKey || key.empty()) pytorch.event(std::move(e));
+    else records.element(key, std::move(e));
+  };
+  s.top_level = [&](const std::string& key, json&& v) {
+    if (key == PytorchTraceReader::kEventsKey || key.empty()) pytorch.no_events_array();
+    records.header(key, json(v));
+    pytorch.header(key, std::move(v));
+  };
+  try {
+    stream_json(text, s);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    // A parse error, or a record field of the wrong type.
+    throw InputError(fmt::format("{}: not a readable trace: {}", path, e.what()));
+  }
+  text = std::string();
+  if (records.seen_version()) return records.finish(path);
+  if (!allow_pytorch) throw InputError(fmt::format("{}: not a rooflens trace (no trace_version)", path));
+  if (pytorch.seen_events()) return pytorch.finish(path);
+  throw InputError(fmt::format("{}: not a trace: neither a rooflens record file (trace_version) nor a Chrome/PyTorch "
+                               "profiler trace (traceEvents)", path));
+}
+
+}  // namespace
+
+Trace read_trace(const std::string& path) { return parse_timeline(read_text_file(path), path, false); }
+Trace read_timeline(const std::string& path) { return parse_timeline(read_text_file(path), path, true); }
+Trace parse_timeline_text(std::string text, const std::string& name) { return parse_timeline(std::move(text), name, true); }
 
 }  // namespace rooflens::profiler

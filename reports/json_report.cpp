@@ -1,5 +1,6 @@
 #include <nlohmann/json.hpp>
 
+#include "reports/compare_report.hpp"
 #include "reports/profile_report.hpp"
 #include "reports/result_json.hpp"
 #include "reports/sink.hpp"
@@ -54,6 +55,7 @@ json device_with_spec(const Device& d, const std::string& requested) {
 json node_json(const NodeResult& n) {
   json j{{"index", n.index},
          {"name", n.name},
+         {"module", n.module.empty() ? json(nullptr) : json(n.module)},
          {"op", n.op},
          {"family", n.family ? json(std::string(family_name(*n.family))) : json(nullptr)},
          {"status", std::string(status_name(n.status))},
@@ -112,7 +114,7 @@ json result_json(const Analysis& a) {
     live.push_back({{"tensor", a.peak_tensor_names[i]}, {"bytes", a.memory.live_at_peak[i].bytes}});
   json j{
       {"schema_version", kJsonSchemaVersion},
-      {"tool", {{"name", "rooflens"}, {"command", a.profile ? "profile" : "analyze"}}},
+      {"tool", {{"name", "rooflens"}, {"command", a.comparison ? "compare" : a.profile ? "profile" : "analyze"}}},
       {"model",
        {{"path", a.model}, {"name", a.model_name}, {"producer", a.producer}, {"opset", a.opset}, {"inputs", inputs},
         {"bound_dims", bound}}},
@@ -172,6 +174,7 @@ json result_json(const Analysis& a) {
   j["by_block"] = blocks;
   if (a.transformer) j["transformer"] = transformer_json(*a.transformer);
   if (a.profile) j["profile"] = profile_json(*a.profile);
+  if (a.comparison) j["compare"] = compare_json(*a.comparison);
   return j;
 }
 

@@ -46,8 +46,9 @@ class HtmlSink : public Sink {
 // 1.2: measurements (nodes[].measured, profile), device spec/l2_bandwidth. 1.3: model.name,
 // inputs[].kv_cache, device.requested, totals.throughput_unit, memory.kv_cache_bytes/
 // activation_bytes/peak_node_index, transformer MoE/MLA fields, measured.relative_iqr.
+// 1.4: compare, nodes[].module.
 // Minor versions only add.
-inline constexpr const char* kJsonSchemaVersion = "1.3";
+inline constexpr const char* kJsonSchemaVersion = "1.4";
 
 // Rows of the by-block view: nodes whose names differ only in layer numbers, summed.
 struct BlockRow {

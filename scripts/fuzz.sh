@@ -10,24 +10,25 @@ limit="-max_total_time=${1:-60}"
 case "${1:-}" in runs=*) limit="-runs=${1#runs=}" ;; esac
 scripts/setup.sh fuzz
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DROOFLENS_FUZZ=ON -DROOFLENS_CUDA=OFF -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
-cmake --build build-fuzz -j"$(nproc)" --target fuzz_onnx fuzz_config
+cmake --build build-fuzz -j"$(nproc)" --target fuzz_onnx fuzz_config fuzz_timeline
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/onnx" "$work/config" "$work/findings"
+mkdir -p "$work/onnx" "$work/config" "$work/timeline" "$work/findings"
 cp fuzz/corpus/onnx/* tests/data/bad/*.onnx "$work/onnx/"
 cp fuzz/corpus/config/* tests/data/bad/*.json "$work/config/"
+cp fuzz/corpus/timeline/* "$work/timeline/"
 for f in tests/data/fuzz/*; do
-  case "$f" in *.json) cp "$f" "$work/config/" ;; *) cp "$f" "$work/onnx/" ;; esac
+  case "$f" in *.json) cp "$f" "$work/config/" ;; *.trace) cp "$f" "$work/timeline/" ;; *) cp "$f" "$work/onnx/" ;; esac
 done
 status=0
-for target in onnx config; do
+for target in onnx config timeline; do
   start=$(date +%s)
   log="$work/$target.log"
   if ! (cd "$work/findings" && "$OLDPWD/build-fuzz/fuzz/fuzz_$target" "$limit" -max_len=8192 -timeout=10 \
           -rss_limit_mb=3072 -print_final_stats=1 "$work/$target" > "$log" 2>&1); then
     status=1
     grep -E "ERROR|SUMMARY|what\(\)" "$log" | head -5 || true
-    ext=$([ "$target" = config ] && echo json || echo onnx)
+    ext=$(case "$target" in config) echo json ;; timeline) echo trace ;; *) echo onnx ;; esac)
     for c in "$work"/findings/crash-* "$work"/findings/timeout-* "$work"/findings/oom-*; do
       [ -e "$c" ] && cp "$c" "tests/data/fuzz/${target}_$(basename "$c" | cut -c1-20).$ext" && echo "saved $c"
     done

@@ -221,12 +221,15 @@ TEST_CASE("inputs the fuzzers once broke rooflens on now end in a report or one 
   int files = 0;
   for (const auto& entry : fs::directory_iterator(data_path("tests/data/fuzz"))) {
     std::string path = entry.path().string();
-    bool config = entry.path().extension() == ".json";
+    bool config = entry.path().extension() == ".json", timeline = entry.path().extension() == ".trace";
     fs::path json = scratch() / "fuzz_out.json";
     fs::remove(json);
     std::string args = config ? " --phase generate --prompt 4 --gen 3" : " --dim batch=1 --dim seq=8";
     INFO(path);
-    RunResult r = run("analyze " + path + args + " --json " + json.string());
+    // Timelines (fuzz_timeline) are compared with a two-layer GPT-2.
+    RunResult r = timeline ? run("compare " + data_path("tests/data/compare/gpt2-2layer.json") + " " + path + " --phase prefill --seq 8 --json " +
+                                 json.string())
+                           : run("analyze " + path + args + " --json " + json.string());
     if (r.code == 0) {
       std::ifstream in(json);
       CHECK_NOTHROW(nlohmann::json::parse(in));

@@ -158,7 +158,9 @@ TEST_CASE("trace files: round trip and clear errors", "[profiler]") {
   CHECK(back.externals[1].external_id == external_id(3, 1));
   CHECK(back.ranges[3].domain == "other");
   std::ofstream(path) << "{\"trace_version\": 2}";
-  CHECK_THROWS_AS(read_trace(path), InputError);
+  CHECK_THROWS_AS(read_trace(path), InputError);  // no header fields
+  std::ofstream(path) << "{\"trace_version\": 3, \"gpu\": \"x\"}";
+  CHECK_THROWS_WITH(read_trace(path), Catch::Contains("version 3"));
   std::ofstream(path) << "{\"trace_version\": 1, \"gpu\": 3}";
   CHECK_THROWS_AS(read_trace(path), InputError);
   std::remove(path.c_str());

@@ -1,0 +1,52 @@
+#include "cli/compare_command.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <sstream>
+
+#include "analyzer/errors.hpp"
+#include "profiler/module_compare.hpp"
+#include "profiler/trace_io.hpp"
+#include "reports/atomic_file.hpp"
+#include "reports/compare_report.hpp"
+#include "reports/format.hpp"
+#include "reports/result_json.hpp"
+#include "reports/saved_result.hpp"
+#include "reports/sink.hpp"
+
+namespace rooflens::cli {
+
+void add_compare_options(CLI::App& cmd, CompareArgs& a) {
+  add_model_options(cmd, a.model);
+  cmd.add_option("timeline", a.timeline, "a `rooflens record` file or a PyTorch profiler trace (.json, .json.gz)")->required();
+  cmd.add_option("--trace", a.trace_path, "write the timeline with the prediction on its own track (Chrome/Perfetto trace)");
+  cmd.add_option("--steps", a.steps, "the timeline holds N iterations: the last N of the repeating range, or N equal runs");
+}
+
+int run_compare_command(const CompareArgs& a, const CLI::App& cmd) {
+  if (a.steps < 0) throw InputError("--steps must be positive");
+  Graph inferred;
+  Analysis analysis = build_analysis(a.model, cmd, &inferred);
+  profiler::Trace trace = profiler::read_timeline(a.timeline);
+  auto comparison = std::make_shared<profiler::TimelineComparison>(
+      profiler::compare_timeline(analysis, inferred, trace, {a.timeline, a.steps}));
+  analysis.comparison = comparison;
+  nlohmann::json result = reports::result_json(analysis);
+  bool by_block = a.model.by == "block";
+  const ModelArgs& m = a.model;
+  if (!m.json_path.empty()) reports::write_atomically(m.json_path, [&](std::ostream& o) { reports::JsonSink().write(o, analysis); });
+  if (!m.csv_path.empty())
+    reports::write_atomically(m.csv_path, [&](std::ostream& o) { reports::write_compare_csv(o, result, by_block); });
+  if (!m.html_path.empty()) reports::write_atomically(m.html_path, [&](std::ostream& o) { reports::write_html(o, result); });
+  if (!a.trace_path.empty())
+    reports::write_atomically(a.trace_path, [&](std::ostream& o) { reports::write_compare_trace(o, trace, *comparison); });
+  std::ostringstream text;
+  text << fmt::format("rooflens compare: {} ({} nodes) on {} ({} roofs)\n", reports::fit(analysis.model, 40), analysis.nodes.size(),
+                      reports::fit(analysis.device.id, 16), analysis.device.roofs);
+  reports::write_compare_table(text, result, m.top, by_block);
+  std::cout << text.str();
+  return 0;
+}
+
+}  // namespace rooflens::cli

@@ -1,0 +1,16 @@
+#pragma once
+// Kernel names as people read them: CUPTI reports the mangled name ("_ZN2at6native..."),
+// PyTorch traces the demangled one ("void at::native::vectorized_elementwise_kernel<4, ...>(...)").
+#include <string>
+
+namespace rooflens::profiler {
+
+// The demangled name (libstdc++'s demangler); names that are not mangled come back unchanged.
+std::string demangle_kernel(const std::string& name);
+// A demangled name without return type, parameter list and the namespaces inside its template
+// arguments: "at::native::vectorized_elementwise_kernel<4, FillFunctor<float>, array<char*, 1ul> >".
+std::string short_kernel_name(const std::string& demangled);
+// Kernels and memcpys that only move data (cat, copy_, contiguous, memcpy).
+bool is_copy_kernel(const std::string& name);
+
+}  // namespace rooflens::profiler
