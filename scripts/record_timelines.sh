@@ -13,7 +13,7 @@
 # The repository root is the working directory; python3 with torch, transformers and torchvision is
 # /opt/torch/.venv/bin/python3 ($PYTHON overrides). MODELS="gpt2 llama resnet50" (the default)
 # picks the models, to split the run in two where one call has too little time; SKIP_TESTS=1 skips
-# step 1.
+# step 1; NO_FULL=1 skips the untrimmed copies.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bundle="${1:?usage: scripts/record_timelines.sh BUNDLE (devrun/bundle.tar.xz or its folder)}"
@@ -95,13 +95,15 @@ done
 cp "$t"/*.config.json "$t"/*.compare.json "$trimmed/" 2>/dev/null
 tar -C "$trimmed" -czf "$out/timelines.tar.gz" .
 
-# 5. The untrimmed timelines, in parts that fit what comes back.
-tar -C "$t" -cJf "$work/full.tar.xz" --exclude='*.compare.json' .
-split -b 15M -d -a 2 "$work/full.tar.xz" "$out/full.tar.xz."
-parts=$(ls "$out"/full.tar.xz.* | wc -l)
-if [ "$parts" -gt 6 ]; then
-  echo "full timelines: $parts parts of 15 MiB, only the first 6 kept" >> "$log"
-  ls "$out"/full.tar.xz.* | tail -n +7 | xargs rm -f
+# 5. The untrimmed timelines, in parts that fit what comes back. (NO_FULL=1 skips them).
+if [ -z "${NO_FULL:-}" ]; then
+  tar -C "$t" -cJf "$work/full.tar.xz" --exclude='*.compare.json' .
+  split -b 15M -d -a 2 "$work/full.tar.xz" "$out/full.tar.xz."
+  parts=$(ls "$out"/full.tar.xz.* | wc -l)
+  if [ "$parts" -gt 6 ]; then
+    echo "full timelines: $parts parts of 15 MiB, only the first 6 kept" >> "$log"
+    ls "$out"/full.tar.xz.* | tail -n +7 | xargs rm -f
+  fi
 fi
 echo "done in $(($(date +%s) - started)) s; $(ls "$out" | wc -l) files" >> "$log"
 ls -la "$out" >> "$log"

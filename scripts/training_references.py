@@ -13,7 +13,7 @@ A step is `model(input_ids=x, labels=x).loss.backward(); opt.step(); opt.zero_gr
 Precisions: fp32 (TF32 off, PyTorch's default), bf16 (the model cast to bf16, optimizer states in
 bf16 too), bf16-mixed (fp32 weights, forward and backward under torch.autocast(bf16)).
 
-  scripts/training_references.py OUT.json            all cases, one process each, merged into OUT.json
+  scripts/training_references.py OUT.json [CASE...]  the cases (all by default), one process each, into OUT.json
   scripts/training_references.py --case NAME         one case, its JSON on stdout
 """
 import json
@@ -58,7 +58,20 @@ TIMED_STEPS = 5
 def run_case(name):
     import torch
     import transformers
+    import torch.utils.flop_counter as flop_counter
     from torch.utils.flop_counter import FlopCounterMode
+
+    # The counter's SDPA formulas assert as many KV heads as query heads; sdpa with enable_gqa
+    # (grouped-query attention under bf16) shares each KV head among a group of query heads, and
+    # its dense matrix FLOPs are those of the query heads: count it with K and V widened to them.
+    def widened(count):
+        def f(*shapes, **kw):
+            *lead, q, k, v = shapes
+            wide = lambda t: (t[0], q[1], *t[2:])
+            return count(*lead, q, wide(k), wide(v), **kw)
+        return f
+    flop_counter.sdpa_flop_count = widened(flop_counter.sdpa_flop_count)
+    flop_counter.sdpa_backward_flop_count = widened(flop_counter.sdpa_backward_flop_count)
 
     model_key, batch, seq, precision, ckpt, optimizer = CASES[name]
     fields = dict(MODELS[model_key])
@@ -142,11 +155,11 @@ def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--case":
         print(json.dumps(run_case(sys.argv[2])))
         return
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         sys.exit(__doc__)
     out_path = sys.argv[1]
     results, failures = [], {}
-    for name in CASES:
+    for name in sys.argv[2:] or CASES:
         started = time.time()
         p = subprocess.run([sys.executable, __file__, "--case", name], capture_output=True, text=True)
         if p.returncode != 0:

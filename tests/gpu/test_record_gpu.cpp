@@ -21,7 +21,9 @@ namespace {
 
 int record(const std::string& out, const std::string& args) {
   using rooflens::bench::beside_binary_or;
-  std::string cmd = beside_binary_or("rooflens", ROOFLENS_BIN) + " record --out " + out + " -- " +
+  // This test process holds CUPTI (other GPU tests profiled) and set NVTX_INJECTION64_PATH for
+  // itself; the recorded program is a fresh process of its own, as a user starts it.
+  std::string cmd = "env -u NVTX_INJECTION64_PATH -u CUDA_INJECTION64_PATH " + beside_binary_or("rooflens", ROOFLENS_BIN) + " record --out " + out + " -- " +
                     beside_binary_or("rooflens_record_target", ROOFLENS_RECORD_TARGET) + " " + args;
   int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
