@@ -26,6 +26,7 @@ void write_html(std::ostream& out, const nlohmann::json& result) {
   }
   std::string page = kHtmlPage;
   replace(page, "/*ROOFLENS_CSS*/", kHtmlCss);
+  replace(page, "/*ROOFLENS_DOM_JS*/", kHtmlDomJs);
   replace(page, "/*ROOFLENS_JS*/", kHtmlJs);
   replace(page, "/*ROOFLENS_COMPARE_JS*/", kHtmlCompareJs);
   replace(page, "/*ROOFLENS_DATA*/", safe);

@@ -18,6 +18,7 @@
 #include "profiler/pytorch_trace.hpp"
 #include "profiler/trace_io.hpp"
 #include "cli_run.hpp"
+#include "config_model.hpp"
 #include "json_schema_check.hpp"
 #include "scratch_dir.hpp"
 #include <sys/wait.h>
@@ -35,19 +36,10 @@ fs::path scratch() {
   return dir;
 }
 
-struct Model {
-  Analysis analysis;
-  Graph graph;
-};
+using test::Model;
 
 Model config_model(const std::string& file, Workload w, int64_t seq_or_context) {
-  TransformerOptions o;
-  o.workload = w;
-  if (w == Workload::prefill) o.lowering.seq = seq_or_context;
-  else o.lowering.context = seq_or_context;
-  Model m;
-  m.analysis = analyze_transformer(load_transformer_config(ROOFLENS_SOURCE_DIR "/tests/data/compare/" + file), o, &m.graph);
-  return m;
+  return test::config_model(ROOFLENS_SOURCE_DIR "/tests/data/compare/" + file, w, seq_or_context);
 }
 
 const Model& gpt2() {

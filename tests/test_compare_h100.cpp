@@ -10,11 +10,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "analyzer/transformer_analysis.hpp"
 #include "profiler/compressed_text.hpp"
 #include "profiler/module_compare.hpp"
 #include "profiler/pytorch_trace.hpp"
 #include "profiler/trace_io.hpp"
+#include "config_model.hpp"
 
 using namespace rooflens;
 using namespace rooflens::profiler;
@@ -23,19 +23,10 @@ namespace {
 
 const std::string kDir = ROOFLENS_SOURCE_DIR "/tests/data/traces/h100/";
 
-struct Model {
-  Analysis analysis;
-  Graph graph;
-};
+using test::Model;
 
 Model config_model(const std::string& file, Workload w, int64_t seq_or_context) {
-  TransformerOptions o;
-  o.workload = w;
-  if (w == Workload::prefill) o.lowering.seq = seq_or_context;
-  else o.lowering.context = seq_or_context;
-  Model m;
-  m.analysis = analyze_transformer(load_transformer_config(kDir + file), o, &m.graph);
-  return m;
+  return test::config_model(kDir + file, w, seq_or_context);
 }
 
 const Model& model(const std::string& name) {

@@ -6,21 +6,7 @@
   const R = JSON.parse(document.getElementById("rooflens-data").textContent);
   const C = R.compare;
   if (!C) return;
-  const $ = (id) => document.getElementById(id);
-  const SVGNS = "http://www.w3.org/2000/svg";  // a namespace name, not a URL that is fetched
-  const el = (tag, attrs, parent) => {
-    const e = document.createElementNS(SVGNS, tag);
-    for (const k in attrs) e.setAttribute(k, attrs[k]);
-    if (parent) parent.appendChild(e);
-    return e;
-  };
-  const h = (tag, text, parent, cls) => {
-    const e = document.createElement(tag);
-    if (text !== undefined) e.textContent = text;
-    if (cls) e.className = cls;
-    if (parent) parent.appendChild(e);
-    return e;
-  };
+  const { $, el, h } = window.rooflensDom;
   const time = (s) => {
     if (s === null || s === undefined || !isFinite(s)) return "-";
     const a = Math.abs(s), sign = s < 0 ? "-" : "";

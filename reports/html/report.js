@@ -3,21 +3,7 @@
 (function () {
   const started = performance.now();
   const R = JSON.parse(document.getElementById("rooflens-data").textContent);
-  const SVGNS = "http://www.w3.org/2000/svg";  // a namespace name, not a URL that is fetched
-  const $ = (id) => document.getElementById(id);
-  const el = (tag, attrs, parent) => {
-    const e = document.createElementNS(SVGNS, tag);
-    for (const k in attrs) e.setAttribute(k, attrs[k]);
-    if (parent) parent.appendChild(e);
-    return e;
-  };
-  const h = (tag, text, parent, cls) => {
-    const e = document.createElement(tag);
-    if (text !== undefined) e.textContent = text;
-    if (cls) e.className = cls;
-    if (parent) parent.appendChild(e);
-    return e;
-  };
+  const { $, el, h } = window.rooflensDom;
   const si = (v, unit = "") => {
     if (v === null || v === undefined || !isFinite(v)) return "-";
     if (v === 0) return "0" + (unit ? " " + unit : "");
