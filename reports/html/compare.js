@@ -6,7 +6,7 @@
   const R = JSON.parse(document.getElementById("rooflens-data").textContent);
   const C = R.compare;
   if (!C) return;
-  const { $, el, h } = window.rooflensDom;
+  const { $, el, h, apart } = window.rooflensDom;
   const time = (s) => {
     if (s === null || s === undefined || !isFinite(s)) return "-";
     const a = Math.abs(s), sign = s < 0 ? "-" : "";
@@ -70,11 +70,15 @@
   }
   el("text", { x: (L + W - Rm) / 2, y: H - 6, "text-anchor": "middle" }, ax).textContent = "arithmetic intensity of the module's nodes (FLOP/byte)";
   // Every roof of the device, each with its name; the HBM slope under them.
+  const roofLabels = [];
   rates.forEach(([name, rate], i) => {
     const ridge = rate / bw, color = i === 0 ? "#1b5fbf" : "#9aa7bd";
     el("polyline", { class: "roof", stroke: color, points: `${lx(xmin)},${ly(Math.max(ymin, xmin * bw))} ${lx(Math.min(ridge, xmax))},${ly(Math.min(rate, xmax * bw))} ${lx(xmax)},${ly(rate)}` }, svg);
-    el("text", { x: W - Rm - 4, y: ly(rate) - 3, "text-anchor": "end", fill: color }, svg).textContent = name;
+    roofLabels.push({ name, color, y: ly(rate) - 3 });
   });
+  // Roofs lie close (fp8 and int8, bf16 and tf32): labels pushed apart, none over another.
+  for (const r of apart(roofLabels, 13))
+    el("text", { class: "roof-label", x: W - Rm - 4, y: r.ly, "text-anchor": "end", fill: r.color }, svg).textContent = r.name;
   const tip = $("tip");
   for (const m of pts) {
     const ai = m.flops / m.bytes, py = m.flops / m.predicted_s;

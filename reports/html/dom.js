@@ -18,5 +18,12 @@ window.rooflensDom = (function () {
     if (parent) parent.appendChild(e);
     return e;
   };
-  return { SVGNS, $, el, h };
+  // Labels at heights `y` (top to bottom), each given `ly`: its own y where that leaves `gap`
+  // pixels to the label above, else pushed down just far enough.
+  const apart = (labels, gap) => {
+    const sorted = labels.slice().sort((p, q) => p.y - q.y);
+    sorted.forEach((r, i) => { r.ly = i ? Math.max(r.y, sorted[i - 1].ly + gap) : r.y; });
+    return sorted;
+  };
+  return { SVGNS, $, el, h, apart };
 })();

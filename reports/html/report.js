@@ -3,7 +3,7 @@
 (function () {
   const started = performance.now();
   const R = JSON.parse(document.getElementById("rooflens-data").textContent);
-  const { $, el, h } = window.rooflensDom;
+  const { $, el, h, apart } = window.rooflensDom;
   const si = (v, unit = "") => {
     if (v === null || v === undefined || !isFinite(v)) return "-";
     if (v === 0) return "0" + (unit ? " " + unit : "");
@@ -136,9 +136,8 @@
     }
   });
   // Compute-roof labels in the right margin, pushed apart where roofs lie close.
-  const placed = roofLegend.filter((r) => r.label).sort((p, q) => p.y - q.y);
-  for (let i = 0; i < placed.length; i++) placed[i].ly = i ? Math.max(placed[i].y + 4, placed[i - 1].ly + 14) : placed[i].y + 4;
-  for (const r of placed) el("text", { class: "roof-label", x: W - Rm + 6, y: r.ly, fill: r.color }, svg).textContent = r.label;
+  for (const r of apart(roofLegend.filter((r) => r.label).map((r) => ({ ...r, y: r.y + 4 })), 14))
+    el("text", { class: "roof-label", x: W - Rm + 6, y: r.ly, fill: r.color }, svg).textContent = r.label;
   const total = T.predicted_s || 1;
   const pointOf = new Map();
   const gpts = el("g", {}, svg);
