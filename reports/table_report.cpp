@@ -12,6 +12,7 @@
 #include "reports/profile_report.hpp"
 #include "reports/result_json.hpp"
 #include "reports/sink.hpp"
+#include "reports/training_report.hpp"
 #include "reports/transformer_report.hpp"
 
 namespace rooflens::reports {
@@ -244,6 +245,7 @@ void write_table(std::ostream& out, const json& r, int top_n, bool by_block) {
     totals(out, r);
     if (r.contains("transformer")) write_transformer_totals(out, r["transformer"], r);
     by_op(out, r);
+    if (r.contains("training")) write_training(out, r, top_n);
     if (r.contains("profile")) write_profile_table(out, r, top_n);
     for (const json& note : r.at("notes"))
       if (note.get<std::string>().rfind("--batch", 0) != 0) fmt::print(out, "note: {}\n", note.get<std::string>());
