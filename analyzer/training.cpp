@@ -200,9 +200,21 @@ struct Work {
   }
 };
 
+// One eager element-wise kernel on the roofline (memory-bound: CUDA cores, elementwise tables).
+NodeCost pass_cost(const Pass& p) {
+  NodeCost c;
+  c.read_act = checked_mul(p.elements, p.read, "kernel bytes");
+  c.written = checked_mul(p.elements, p.write, "kernel bytes");
+  c.flops = p.elements;
+  c.parallel_tiles = elementwise_tiles(p.elements);
+  c.kernel.memory = MemoryKernel::elementwise;
+  return c;
+}
+
 void cost_rows(const StepContext& s, const Device& device, const SavedActivations& saved,
                TrainingSummary& out) {
   const Analysis& f = s.forward;
+  std::vector<EagerKernels> eager = eager_kernels(s);
   bool full = s.train.recompute == Recompute::full,
        selective = s.train.recompute == Recompute::selective;
   for (size_t i = 0; i < f.nodes.size(); ++i) {
@@ -217,27 +229,33 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
       continue;
     }
     const NodeCost& c = n.cost;
-    r.forward_s = n.roof.predicted;
+    const EagerKernels& k = eager[i];
+    Work forward, back;
+    // grouped_mm is not on autocast's list: under autocast the experts run in fp32.
+    Precision precision = n.op == "com.microsoft.MoE" && s.autocast ? Precision::fp32 : n.precision;
+    if (!k.replaces) forward.add(c, precision, device);
+    for (const Pass& p : k.forward) forward.add(pass_cost(p), Precision::fp32, device);
+    for (const Pass& p : k.backward) back.add(pass_cost(p), Precision::fp32, device);
+    r.forward_s = forward.seconds;
     r.forward_flops = c.flops;
-    r.forward_bytes = c.bytes();
-    Work back;
+    r.forward_bytes = forward.bytes;
     bool attention = n.op == "Attention";
-    if (c.kernel.gemm && (n.op == "MatMul" || n.op == "com.microsoft.FusedMatMul")) {
+    if (k.replaces) {
+      // the eager kernels above are the node's whole backward
+    } else if (c.kernel.gemm && (n.op == "MatMul" || n.op == "com.microsoft.FusedMatMul")) {
       for (const NodeCost& b : gemm_backward(c, s.output_bytes, s.param_bytes))
         back.add(b, n.precision, device);
       r.gemm_dense_flops = checked_mul(*c.macs, 2 * 3, "matrix FLOPs");
     } else if (attention && c.kernel.attention) {
+      // The backward at the forward's achieved rate (the forward's time may come from a measured
+      // table; no table times the backward), scaled by the matrix products it runs.
       double factor = s.attention_backend == "math" ? kMathAttentionBackwardFactor
                                                     : kFusedAttentionBackwardFactor;
-      NodeCost b = c;
-      b.flops = static_cast<int64_t>(static_cast<double>(c.flops) * factor);
-      b.dense_flops = c.dense_flops ? std::optional<int64_t>(static_cast<int64_t>(
-                                          static_cast<double>(*c.dense_flops) * factor))
-                                    : std::nullopt;
-      b.read_act = checked_add(c.read_act, 2 * c.written);  // q, k, v, the output and its gradient
-      b.written = c.read_act;                               // dq, dk, dv
-      b.kernel = KernelShape{};  // the forward's measured table does not time the backward
-      back.add(b, n.precision, device);
+      back.seconds += place_on_roofline(c, n.precision, device).predicted * factor;
+      back.flops =
+          checked_add(back.flops, static_cast<int64_t>(static_cast<double>(c.flops) * factor));
+      back.bytes =
+          checked_add(back.bytes, checked_add(c.read_act, checked_add(2 * c.written, c.read_act)));
       int64_t dense = attention_matmul_flops(*c.kernel.attention, true);
       r.gemm_dense_flops = checked_add(
           dense, static_cast<int64_t>(static_cast<double>(dense) * factor), "matrix FLOPs");
@@ -248,7 +266,7 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
       b.read_act = checked_add(c.read_act, c.written);
       b.written = checked_add(c.read_act, c.read_weight);
       b.kernel = KernelShape{};
-      back.add(b, n.precision, device);
+      back.add(b, precision, device);
       r.gemm_dense_flops = checked_mul(*c.macs, 2 * 3, "matrix FLOPs");
     } else if (n.family == OpFamily::communication) {
       back.add(c, n.precision, device);  // the input gradient's all-reduce
@@ -265,6 +283,7 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
     r.backward_s = back.seconds;
     r.backward_flops = back.flops;
     r.backward_bytes = back.bytes;
+    if (k.replaces) r.backward_flops = checked_mul(c.flops, 2, "backward FLOPs");
     bool recompute = r.layer >= 0 && ((full && saved.recomputed[i]) ||
                                       (selective && attention && s.attention_backend == "math"));
     if (recompute) {

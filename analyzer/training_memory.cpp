@@ -21,19 +21,17 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-// Bytes per element of every tensor as the step runs it, and the storage each tensor is a view of.
-struct Runtime {
-  std::vector<int64_t> bytes;
-  std::vector<int> base;
-};
+using Runtime = RuntimeDtypes;
 
 bool is_weight(const Graph& g, int t) {
   return t >= 0 && g.tensors[t].role == TensorRole::weight;
 }
 
-Runtime runtime_dtypes(const StepContext& s) {
+}  // namespace
+
+RuntimeDtypes runtime_dtypes(const StepContext& s) {
   const Graph& g = s.graph;
-  Runtime r;
+  RuntimeDtypes r;
   r.bytes.assign(g.tensors.size(), 0);
   r.base.resize(g.tensors.size());
   std::iota(r.base.begin(), r.base.end(), 0);
@@ -67,6 +65,8 @@ Runtime runtime_dtypes(const StepContext& s) {
   }
   return r;
 }
+
+namespace {
 
 // One tensor autograd keeps: a graph tensor's storage (counted once however many ops save it),
 // or a tensor outside the graph (an autocast copy, an intermediate of a decomposed op, a mask).

@@ -46,6 +46,28 @@ struct SavedActivations {
 
 SavedActivations saved_activations(const StepContext& s);
 
+// Bytes per element of every tensor as the step runs it (autocast's dtypes, promotion), and the
+// storage each tensor is a view of.
+struct RuntimeDtypes {
+  std::vector<int64_t> bytes;
+  std::vector<int> base;
+};
+RuntimeDtypes runtime_dtypes(const StepContext& s);
+
+// One element-wise kernel eager PyTorch launches: `elements` elements, bytes read and written per
+// element.
+struct Pass {
+  int64_t elements = 0, read = 0, write = 0;
+};
+// The kernels Hugging Face's eager code launches for a node where the graph's one fused node
+// would understate them (written-out GELU and RMSNorm, autocast's casts, dropout, the residual's
+// gradient accumulation), forward and backward. `replaces`: the node's own cost is not used.
+struct EagerKernels {
+  bool replaces = false;
+  std::vector<Pass> forward, backward;
+};
+std::vector<EagerKernels> eager_kernels(const StepContext& s);
+
 // The timeline of one step from the saved activations; fills the summary's memory fields.
 void memory_timeline(const StepContext& s, const SavedActivations& saved, TrainingSummary& out);
 
