@@ -512,8 +512,11 @@ Analysis analyze_training(const TransformerConfig& c, const TransformerOptions& 
         static_cast<double>(out->peak_memory_bytes) / (1 << 30), out->peak_moment,
         static_cast<double>(out->device_bytes) / (1 << 30), out->max_batch, out->max_seq));
   Analysis a = std::move(fwd.analysis);
+  // The inference memory fit's remarks (KV cache, context) do not apply to a training step.
+  std::erase_if(a.notes, [](const std::string& n) {
+    return n.rfind("largest context", 0) == 0 || n.rfind("the cache stops growing", 0) == 0;
+  });
   a.notes.insert(a.notes.end(), out->notes.begin(), out->notes.end());
-  a.totals.throughput = out->tokens_per_s;
   a.training = out;
   return a;
 }

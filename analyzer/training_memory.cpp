@@ -448,7 +448,7 @@ void memory_timeline(const StepContext& s, const SavedActivations& saved, Traini
     m.workspace = kCublasWorkspaceBytes;
     tl.push_back(m);
   };
-  moment("step start (weights and optimizer states)", 0, 0, 0, 0);
+  moment("step start", 0, 0, 0, 0);
   int64_t through = saved.before_layers;
   int64_t copies_fwd = 0;
   for (size_t l = 0; l < layers; ++l) {
@@ -462,12 +462,12 @@ void memory_timeline(const StepContext& s, const SavedActivations& saved, Traini
   int64_t copies_all = all_copies;
   // The loss: logits, their fp32 copy (Hugging Face upcasts before the cross-entropy) and the
   // log-softmax it keeps. The 16-bit logits live until the model returns.
-  moment("forward, loss (logits, fp32 copy, log-softmax)", 0, copies_all,
+  moment("loss forward (logits, fp32, log-softmax)", 0, copies_all,
          checked_add(at_loss, logits_fp32),
          s.output_bytes == 4 ? logits_out : checked_add(logits_out, logits_fp32));
   // Autocast's cache is cleared when the forward leaves autocast; copies saved by GEMMs stay.
   int64_t copies_bwd = full ? saved.head_copy_bytes : all_copies;
-  moment("backward, loss (log-softmax's gradient and the logits')", 0, copies_bwd,
+  moment("loss backward (3 x B*S*V fp32)", 0, copies_bwd,
          checked_add(at_loss, logits_fp32), 2 * logits_fp32);
   int64_t grads = grad_share(saved.head_param_bytes);
   int64_t acts = through;

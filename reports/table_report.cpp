@@ -174,7 +174,9 @@ void totals(std::ostream& out, const json& r) {
   const json& t = r.at("totals");
   const json& m = r.at("memory");  // weights + KV cache + the activation peak, against the device
   bool tp = r.contains("transformer") && r["transformer"].at("tp").get<int64_t>() > 1;
-  fmt::print(out, "\nTotals{}\n", nodes_are(r).empty() ? "" : " (FLOPs and bytes: the prefill)");
+  fmt::print(out, "\nTotals{}\n", r.contains("training")  ? " (FLOPs and bytes: the forward)"
+                                   : nodes_are(r).empty() ? ""
+                                                          : " (FLOPs and bytes: the prefill)");
   fmt::print(out, "  params      {} learnable{}", with_commas(t.at("params").get<int64_t>()), tp ? " on each GPU" : "");
   if (t.at("buffers").get<int64_t>()) fmt::print(out, " + {} buffers (BatchNorm running stats)", with_commas(t.at("buffers").get<int64_t>()));
   int64_t constants = t.at("constants").get<int64_t>();
@@ -184,6 +186,10 @@ void totals(std::ostream& out, const json& r) {
   if (t.at("dense_flops") != t.at("flops")) fmt::print(out, "  dense-attention convention: {}", human_count(t.at("dense_flops").get<double>()));
   fmt::print(out, "\n  bytes       read {} activations + {} weights, written {} (unfused)\n", bytes(t.at("bytes_read_activations")),
              bytes(t.at("bytes_read_weights")), bytes(t.at("bytes_written")));
+  if (r.contains("training")) {  // a training step's memory is its own section below
+    out << wrap("  predicted   ", headline(r) + " (the forward alone; the step is below)");
+    return;
+  }
   std::string kv = m.at("kv_cache_bytes").get<int64_t>() ? fmt::format(" + KV {}", bytes(m.at("kv_cache_bytes"))) : "";
   out << wrap("  memory      ",
               fmt::format("weights {}{} + act. {} = {} of {}{}: {}", bytes(m.at("weight_bytes")), kv,

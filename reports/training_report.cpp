@@ -4,6 +4,7 @@
 #include <fmt/ostream.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "reports/format.hpp"
 
@@ -191,17 +192,19 @@ void write_training(std::ostream& out, const json& r, int top_n) {
              "transient;\n"
              "cuBLAS workspaces {} in every moment)\n",
              gib(t.at("timeline").at(0).at("workspace")));
+  // The step's edges, the first and last layer each way, and the peak.
   const json& tl = t.at("timeline");
-  for (size_t i = 0; i < tl.size(); ++i) {
-    const json& m = tl[i];
+  auto layer_of = [](const std::string& name) {
+    size_t at = name.find(", layer ");
+    return at == std::string::npos ? -1 : std::atoi(name.c_str() + at + 8);
+  };
+  int last = 0;
+  for (const json& m : tl) last = std::max(last, layer_of(m.at("moment").get<std::string>()));
+  for (const json& m : tl) {
     std::string name = m.at("moment").get<std::string>();
-    bool layer = name.find(", layer ") != std::string::npos;
-    bool edge = i == 0 || i + 1 == tl.size() || !layer ||
-                !tl[i - 1].at("moment").get<std::string>().starts_with(name.substr(0, 9)) ||
-                i + 1 < tl.size() &&
-                    !tl[i + 1].at("moment").get<std::string>().starts_with(name.substr(0, 9));
-    if (!edge && m.at("moment") != t.at("peak_moment")) continue;
-    fmt::print(out, "  {:<44} {:>9} = {} / {} / {} / {} / {} / {}\n", fit(name, 44),
+    int layer = layer_of(name);
+    if (layer > 0 && layer < last && m.at("moment") != t.at("peak_moment")) continue;
+    fmt::print(out, "  {:<40} {:>9} = {} / {} / {} / {} / {} / {}\n", fit(name, 40),
                gib(m.at("total")), gib(m.at("weights")), gib(m.at("grads")),
                gib(m.at("optimizer_states")), gib(m.at("autocast_copies")),
                gib(m.at("saved_activations")), gib(m.at("transient")));
