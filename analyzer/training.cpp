@@ -502,8 +502,7 @@ Analysis analyze_training(const TransformerConfig& c, const TransformerOptions& 
     out->notes.push_back("--zero with one data-parallel GPU partitions nothing (give --dp N)");
   if (s.attention_backend == "math")
     out->notes.push_back(
-        "attention: SDPA's math path (fp32 with grouped-query attention, or --attention naive): "
-        "scores kept for the backward");
+        "attention: SDPA's math path (fp32 with GQA, or --attention naive) keeps the scores");
   if (!out->fits)
     out->notes.push_back(fmt::format(
         "does not fit: the step peaks at {:.2f} GiB ({}) on a {:.2f} GiB device; largest batch {} "

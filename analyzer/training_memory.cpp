@@ -462,13 +462,11 @@ void memory_timeline(const StepContext& s, const SavedActivations& saved, Traini
   int64_t copies_all = all_copies;
   // The loss: logits, their fp32 copy (Hugging Face upcasts before the cross-entropy) and the
   // log-softmax it keeps. The 16-bit logits live until the model returns.
-  moment("loss forward (logits, fp32, log-softmax)", 0, copies_all,
-         checked_add(at_loss, logits_fp32),
+  moment("loss forward", 0, copies_all, checked_add(at_loss, logits_fp32),
          s.output_bytes == 4 ? logits_out : checked_add(logits_out, logits_fp32));
   // Autocast's cache is cleared when the forward leaves autocast; copies saved by GEMMs stay.
   int64_t copies_bwd = full ? saved.head_copy_bytes : all_copies;
-  moment("loss backward (3 x B*S*V fp32)", 0, copies_bwd,
-         checked_add(at_loss, logits_fp32), 2 * logits_fp32);
+  moment("loss backward", 0, copies_bwd, checked_add(at_loss, logits_fp32), 2 * logits_fp32);
   int64_t grads = grad_share(saved.head_param_bytes);
   int64_t acts = through;
   for (size_t k = layers; k-- > 0;) {
@@ -476,8 +474,8 @@ void memory_timeline(const StepContext& s, const SavedActivations& saved, Traini
         full ? checked_add(acts - kept(k), saved.layer_bytes[k]) : acts;  // recomputed
     int64_t copies = copies_bwd + (full ? saved.layer_copy_bytes[k] : 0);
     int64_t g = checked_add(grads, grad_share(saved.layer_param_bytes[k]));
-    moment(fmt::format("backward, layer {}{}", k, full ? " (recomputed)" : ""), g, copies,
-           layer_act, saved.layer_transient[k]);
+    moment(fmt::format("backward, layer {}{}", k, full ? " (recomp.)" : ""), g, copies, layer_act,
+           saved.layer_transient[k]);
     grads = g;
     acts -= kept(k);
     if (!full) copies_bwd -= saved.layer_copy_bytes[k];

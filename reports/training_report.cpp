@@ -128,14 +128,14 @@ void write_training(std::ostream& out, const json& r, int top_n) {
   std::stable_sort(rows.begin(), rows.end(),
                    [&](const json* a, const json* b) { return total_of(a) > total_of(b); });
   double step = t.at("step_time_s").get<double>();
-  fmt::print(out, "{:<30} {:<10} {:>7} {:>7} {:>9} {:>9} {:>9} {:>8} {:>5}\n", "node", "op",
+  fmt::print(out, "{:<28} {:<10} {:>7} {:>7} {:>9} {:>9} {:>9} {:>8} {:>5}\n", "node", "op",
              "fwd FL", "bwd FL", "fwd", "bwd", "recomp", "saved", "%");
   for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(top_n); ++i) {
     const json& x = *rows[i];
     std::string op = x.at("op").get<std::string>();
     fmt::print(
-        out, "{:<30} {:<10} {:>7} {:>7} {:>9} {:>9} {:>9} {:>8} {:>5.1f}\n",
-        fit_name(x.at("node").get<std::string>(), 30, op), fit_op(op, 10),
+        out, "{:<28} {:<10} {:>7} {:>7} {:>9} {:>9} {:>9} {:>8} {:>5.1f}\n",
+        fit_name(x.at("node").get<std::string>(), 28, op), fit_op(op, 10),
         human_count(x.at("forward_flops").get<double>()),
         human_count(x.at("backward_flops").get<double>()),
         human_time(x.at("forward_s").get<double>()), human_time(x.at("backward_s").get<double>()),
@@ -144,20 +144,22 @@ void write_training(std::ostream& out, const json& r, int top_n) {
         human_bytes(x.at("saved_bytes").get<double>()), step > 0 ? 100 * total_of(&x) / step : 0);
   }
   for (const json& s : t.at("steps"))
-    fmt::print(out, "{:<41} {:>7} {:>7} {:>9} {:<29} {:>5.1f}\n",
-               fit(s.at("name").get<std::string>(), 41), human_count(s.at("flops").get<double>()),
+    fmt::print(out, "{:<37} {:>7} {:>7} {:>9} {:<29} {:>5.1f}\n",
+               fit(s.at("name").get<std::string>(), 37), human_count(s.at("flops").get<double>()),
                "", human_time(s.at("seconds").get<double>()),
                fit(s.at("phase").get<std::string>(), 29),
                step > 0 ? 100 * s.at("seconds").get<double>() / step : 0);
-  fmt::print(
-      out,
-      "\n  step        {} = forward {} + backward {} + recompute {} + loss {} + optimizer {}{}\n",
-      human_time(step), human_time(t.at("forward_s").get<double>()),
-      human_time(t.at("backward_s").get<double>()), human_time(t.at("recompute_s").get<double>()),
-      human_time(t.at("loss_s").get<double>()), human_time(t.at("optimizer_s").get<double>()),
-      t.at("communication_s").get<double>() > 0
-          ? " + comm " + human_time(t.at("communication_s").get<double>())
-          : "");
+  out << "\n"
+      << wrap("  step        ",
+              fmt::format("{} = forward {} + backward {} + recompute {} + loss {} + optimizer {}{}",
+                          human_time(step), human_time(t.at("forward_s").get<double>()),
+                          human_time(t.at("backward_s").get<double>()),
+                          human_time(t.at("recompute_s").get<double>()),
+                          human_time(t.at("loss_s").get<double>()),
+                          human_time(t.at("optimizer_s").get<double>()),
+                          t.at("communication_s").get<double>() > 0
+                              ? " + comm " + human_time(t.at("communication_s").get<double>())
+                              : ""));
   fmt::print(out, "  throughput  {} tokens a step, {:.0f} tokens/s; attention: SDPA {}\n",
              with_commas(t.at("tokens_per_step").get<int64_t>()),
              t.at("tokens_per_s").get<double>(), t.at("attention_backend").get<std::string>());
@@ -187,11 +189,10 @@ void write_training(std::ostream& out, const json& r, int top_n) {
   fmt::print(out, "  largest     batch {} at seq {}; seq {} at batch {}\n",
              t.at("max_batch").get<int64_t>(), t.at("seq").get<int64_t>(),
              t.at("max_seq").get<int64_t>(), t.at("batch").get<int64_t>());
-  fmt::print(out,
-             "\nMemory through the step (weights / grads / optimizer / autocast copies / saved / "
-             "transient;\n"
-             "cuBLAS workspaces {} in every moment)\n",
+  fmt::print(out, "\nMemory through the step (cuBLAS workspaces {} in every moment)\n",
              gib(t.at("timeline").at(0).at("workspace")));
+  fmt::print(out, "  {:<28}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n", "moment", "total",
+             "weights", "grads", "optimizer", "autocast", "saved", "transient");
   // The step's edges, the first and last layer each way, and the peak.
   const json& tl = t.at("timeline");
   auto layer_of = [](const std::string& name) {
@@ -204,7 +205,7 @@ void write_training(std::ostream& out, const json& r, int top_n) {
     std::string name = m.at("moment").get<std::string>();
     int layer = layer_of(name);
     if (layer > 0 && layer < last && m.at("moment") != t.at("peak_moment")) continue;
-    fmt::print(out, "  {:<40} {:>9} = {} / {} / {} / {} / {} / {}\n", fit(name, 40),
+    fmt::print(out, "  {:<28}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n", fit(name, 28),
                gib(m.at("total")), gib(m.at("weights")), gib(m.at("grads")),
                gib(m.at("optimizer_states")), gib(m.at("autocast_copies")),
                gib(m.at("saved_activations")), gib(m.at("transient")));

@@ -6,12 +6,14 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "analyzer/device.hpp"
 #include "analyzer/errors.hpp"
 #include "analyzer/training.hpp"
 #include "cli_run.hpp"
+#include "json_schema_check.hpp"
 #include "model_builder.hpp"
 #include "scratch_dir.hpp"
 
@@ -179,7 +181,11 @@ TEST_CASE("training: the CLI's JSON, a step that does not fit, and bad input", "
   for (const char* key : {"peak_memory_bytes", "model_state_bytes", "activation_peak_bytes",
                           "flops", "gemm_dense_flops", "step_time_s"})
     CHECK(j.at("training").contains(key));
+  CHECK(SchemaCheck(read_json("docs/result.schema.json")).check(j).empty());
   CHECK(ok.out.find("Training step (bf16-mixed, adamw, recompute none)") != std::string::npos);
+  // The terminal report fits 100 columns.
+  std::istringstream lines(ok.out);
+  for (std::string line; std::getline(lines, line);) CHECK(line.size() <= 100);
   for (const std::string& line : {std::string("Memory through the step")})
     CHECK(ok.out.find(line) != std::string::npos);
   CliRun big = run_cli(bin + " analyze " + data_path("samples/configs/llama-2-70b/config.json") +
