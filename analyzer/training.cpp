@@ -418,7 +418,10 @@ void largest_fit(const TransformerConfig& c, const TransformerOptions& o, const 
   int64_t per = p2 - p1;
   if (per > 0) {
     int64_t base = p1 - per;  // the peak at batch 0 (per b sequences)
-    out.max_batch = device > base ? (device - base) / per * b : 0;
+    out.max_batch = device > base
+                        ? static_cast<int64_t>(static_cast<double>(device - base) /
+                                               static_cast<double>(per) * static_cast<double>(b))
+                        : 0;
   }
   // Sequence: search (attention's math path grows with its square).
   int64_t limit = c.context_limit() > 0 ? c.context_limit() : 1 << 20;

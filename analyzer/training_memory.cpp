@@ -423,15 +423,17 @@ void memory_timeline(const StepContext& s, const SavedActivations& saved, Traini
   // Mixed precision as autocast runs it: the fp32 weights are the master copy, nothing beside them.
   ModelState per_gpu = zero_partition(whole, t.zero, t.dp);
   out.model_state = per_gpu;
-  out.autocast_copy_bytes = all_copies;
   out.master_weight_bytes = 0;
-  // Under ZeRO-3 a layer's weights are gathered whole while it runs: two layers' worth.
+  // Under ZeRO-3 a layer's weights are gathered whole, in the compute dtype, while it runs: two
+  // layers' worth (this one and the next, prefetched); no step-long autocast cache beside them.
+  bool sharded_weights = t.zero >= 3 && t.dp > 1;
   int64_t gathered = 0;
-  if (t.zero >= 3 && t.dp > 1) {
+  if (sharded_weights) {
     int64_t largest = 0;
     for (int64_t p : saved.layer_param_bytes) largest = std::max(largest, p);
-    gathered = 2 * largest;
+    gathered = 2 * largest / s.param_bytes * s.gemm_bytes;
   }
+  out.autocast_copy_bytes = sharded_weights ? 0 : all_copies;
   int64_t grads_between = t.grad_accum > 1 ? per_gpu.grads : 0;  // kept across micro-batches
   auto grad_share = [&](int64_t g) { return t.zero >= 2 && t.dp > 1 ? ceil_div(g, t.dp) : g; };
   std::vector<MemoryMoment>& tl = out.timeline;
@@ -442,7 +444,8 @@ void memory_timeline(const StepContext& s, const SavedActivations& saved, Traini
     m.weights = per_gpu.weights + gathered;
     m.optimizer = per_gpu.optimizer;
     m.grads = std::max(grads, grads_between);
-    m.autocast_copies = copies;
+    m.autocast_copies =
+        sharded_weights ? 0 : copies;  // ZeRO-3 gathers each layer in the compute dtype
     m.saved = act;
     m.transient = transient;
     m.workspace = kCublasWorkspaceBytes;
