@@ -219,7 +219,12 @@ Analysis build_analysis(const ModelArgs& args, const CLI::App& cmd, Graph* infer
     if (cmd.count("--device")) throw InputError("--device and --device-profile exclude each other: the profile names its device");
     calibrated = std::make_shared<const Device>(calibrated_device(read_device_profile(args.device_profile)));
   }
-  if (is_config_path(args.model)) return analyze_config(args, inferred, calibrated);
+  if (is_config_path(args.model)) {
+    if (args.phase != "train")
+      for (const char* flag : {"--precision", "--optimizer", "--recompute", "--grad-accum", "--zero", "--dp", "--sp"})
+        if (cmd.count(flag)) throw InputError(fmt::format("{} applies to --phase train", flag));
+    return analyze_config(args, inferred, calibrated);
+  }
   reject_config_flags(cmd);
   return analyze_model(args, cmd, inferred, calibrated);
 }

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "analyzer/device.hpp"
 #include "analyzer/errors.hpp"
@@ -157,6 +157,16 @@ TEST_CASE("training: grad accumulation, ZeRO and recomputation move memory and t
   Analysis ckpt = analyze_training(c, o, full);
   CHECK(ckpt.training->peak_memory_bytes < one.training->peak_memory_bytes);
   CHECK(ckpt.training->recompute_s > 0);
+  // Tensor parallelism shards the weights (embeddings and norms aside); sequence parallelism also
+  // the [.., hidden] activations every rank would hold whole.
+  TransformerOptions tp = o;
+  tp.lowering.tp = 2;
+  Analysis sharded_tp = analyze_training(c, tp, base);
+  CHECK(sharded_tp.training->params < one.training->params * 6 / 10);
+  TrainingOptions sp = base;
+  sp.sp = true;
+  Analysis with_sp = analyze_training(c, tp, sp);
+  CHECK(with_sp.training->saved_activation_bytes < sharded_tp.training->saved_activation_bytes);
   // The largest batch that fits is the one whose peak reaches the device's memory.
   int64_t most = one.training->max_batch;
   REQUIRE(most > 4);
@@ -188,6 +198,9 @@ TEST_CASE("training: the CLI's JSON, a step that does not fit, and bad input", "
   for (std::string line; std::getline(lines, line);) CHECK(line.size() <= 100);
   for (const std::string& line : {std::string("Memory through the step")})
     CHECK(ok.out.find(line) != std::string::npos);
+  CliRun prefill = run_cli(bin + " analyze " + gpt2 + " --phase prefill --precision fp32", dir);
+  CHECK(prefill.code == 2);
+  CHECK(prefill.err.find("--precision applies to --phase train") != std::string::npos);
   CliRun big = run_cli(bin + " analyze " + data_path("samples/configs/llama-2-70b/config.json") +
                            " --phase train --batch 8 --seq 4096 --precision bf16-mixed",
                        dir);
