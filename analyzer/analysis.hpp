@@ -96,6 +96,7 @@ struct ModelInput {
 };
 
 struct TransformerSummary;
+struct TrainingSummary;
 namespace profiler {
 struct TimelineComparison;
 }
@@ -121,6 +122,7 @@ struct Analysis {
   Coverage coverage;
   std::vector<std::string> notes;
   std::shared_ptr<const TransformerSummary> transformer;  // set for transformer configs
+  std::shared_ptr<const TrainingSummary> training;        // set by --phase train
   std::shared_ptr<const ProfileSummary> profile;          // set by `rooflens profile`
   std::shared_ptr<const profiler::TimelineComparison> comparison;  // set by `rooflens compare`
 };

@@ -138,4 +138,62 @@ double ring_allreduce_seconds(int64_t bytes, int64_t ranks, double link_bandwidt
 
 int64_t elementwise_tiles(int64_t elements) { return ceil_div(elements, 2048); }
 
+OptimizerWork optimizer_work(OptimizerKind kind, int64_t elements, int64_t rows, int64_t cols, int64_t param_bytes,
+                             int64_t state_bytes) {
+  OptimizerWork w;
+  auto per = [&](int64_t bytes) { return checked_mul(elements, bytes, "optimizer bytes"); };
+  switch (kind) {
+    case OptimizerKind::adamw:
+      // PyTorch's foreach AdamW, one kernel per list op: p *= 1 - lr*wd (r p, w p); m.lerp_(g)
+      // (r m g, w m); v *= b2 (r v, w v); v.addcmul_(g, g) (r v g, w v); s = sqrt(v) (r v, w s);
+      // s /= bc2 (r s, w s); s += eps (r s, w s); p.addcdiv_(m, s) (r p m s, w p). s is a temporary
+      // as large as the states. FLOPs: 1 + 3 + 1 + 3 + 1 + 1 + 1 + 3 = 14 per element.
+      w.flops = checked_mul(elements, 14, "optimizer FLOPs");
+      w.bytes = checked_add(per(4 * param_bytes + 2 * param_bytes), per(14 * state_bytes), "optimizer bytes");
+      w.state_bytes = per(2 * state_bytes);
+      w.temporary_bytes = per(state_bytes);
+      w.launches = 8;
+      break;
+    case OptimizerKind::sgd:
+      // Plain SGD (no momentum, PyTorch's default): p.add_(g, alpha=-lr).
+      w.flops = checked_mul(elements, 2, "optimizer FLOPs");
+      w.bytes = per(3 * param_bytes);
+      w.launches = 1;
+      break;
+    case OptimizerKind::adafactor: {
+      // torch.optim.Adafactor (beta1 unset): a matrix keeps row and column means of g^2, a vector
+      // a full second moment; the update reads p, g and the factors, forms the factored estimate
+      // (a temporary as large as p), and writes p. ~12 FLOPs per element.
+      bool factored = rows > 1 && cols > 1;
+      int64_t state_elems = factored ? checked_add(elements / cols, elements / rows, "optimizer state") : elements;
+      w.state_bytes = checked_mul(state_elems, state_bytes, "optimizer state");
+      w.temporary_bytes = per(state_bytes);
+      w.flops = checked_mul(elements, 12, "optimizer FLOPs");
+      w.bytes = checked_add(per(4 * param_bytes), checked_add(per(4 * state_bytes), 4 * w.state_bytes, "optimizer bytes"),
+                            "optimizer bytes");
+      w.launches = 8;
+      break;
+    }
+  }
+  return w;
+}
+
+ModelState zero_partition(const ModelState& whole, int stage, int64_t ranks) {
+  ModelState s = whole;
+  if (ranks <= 1) return s;
+  if (stage >= 1) s.optimizer = ceil_div(whole.optimizer, ranks);
+  if (stage >= 2) s.grads = ceil_div(whole.grads, ranks);
+  if (stage >= 3) s.weights = ceil_div(whole.weights, ranks);
+  return s;
+}
+
+int64_t korthikanti_layer_bytes(int64_t seq, int64_t batch, int64_t hidden, int64_t heads, int64_t tp, bool sp,
+                                bool selective) {
+  double sbh = static_cast<double>(seq) * static_cast<double>(batch) * static_cast<double>(hidden);
+  double t = static_cast<double>(std::max<int64_t>(tp, 1));
+  double scores = selective ? 0.0 : 5.0 * static_cast<double>(heads) * static_cast<double>(seq) / static_cast<double>(hidden);
+  double per = sp ? (34.0 + scores) / t : 10.0 + 24.0 / t + scores / t;
+  return static_cast<int64_t>(sbh * per);
+}
+
 }  // namespace rooflens

@@ -112,4 +112,42 @@ double ring_allreduce_seconds(int64_t bytes, int64_t ranks, double link_bandwidt
 // Thread blocks of an element-wise style kernel: 2048 elements (256 threads x 8) per block.
 int64_t elementwise_tiles(int64_t elements);
 
+
+// ---- training (docs/training.md) ----------------------------------------------------------------
+
+// Backward of y = x W: dX = dY W^T and dW = X^T dY, each as many FLOPs as the forward.
+inline constexpr int64_t kBackwardGemmFactor = 2;
+// A fused attention's backward (flash, memory-efficient) runs five matrix products (S = QK^T
+// again, dP = dO V^T, dV = P^T dO, dQ = dS K, dK = dS^T Q) against the forward's two: 2.5x the
+// forward's matrix FLOPs (FlopCounterMode's sdpa backward counts the same five, dense). The math
+// path keeps the probabilities and runs four: 2x.
+inline constexpr double kFusedAttentionBackwardFactor = 2.5;
+inline constexpr double kMathAttentionBackwardFactor = 2.0;
+
+// An optimizer step per parameter: FLOPs, bytes moved (state dtype `state_bytes`, parameter and
+// gradient dtype `param_bytes`), and the state it keeps. `rows`/`cols` give Adafactor its
+// factored second moment (a matrix keeps one value per row and per column; a vector a full one).
+enum class OptimizerKind { adamw, sgd, adafactor };
+struct OptimizerWork {
+  int64_t flops = 0, bytes = 0, state_bytes = 0, temporary_bytes = 0;
+  int launches = 0;  // foreach kernels per step (one per list operation)
+};
+OptimizerWork optimizer_work(OptimizerKind kind, int64_t elements, int64_t rows, int64_t cols, int64_t param_bytes,
+                             int64_t state_bytes);
+
+// ZeRO (Rajbhandari et al. 2020) per GPU among `ranks` data-parallel GPUs: stage 1 partitions the
+// optimizer states, stage 2 also the gradients, stage 3 also the weights.
+struct ModelState {
+  int64_t weights = 0, grads = 0, optimizer = 0;
+  int64_t total() const { return weights + grads + optimizer; }
+};
+ModelState zero_partition(const ModelState& whole, int stage, int64_t ranks);
+
+// Korthikanti et al. 2022 (Reducing Activation Recomputation in Large Transformer Models), bytes
+// of activations one GPT layer keeps in 16-bit training without recomputation: s*b*h*(34 +
+// 5*a*s/h); with tensor parallelism t: s*b*h*(10 + 24/t + 5*a*s/(h*t)); with sequence parallelism
+// too: s*b*h/t*(34 + 5*a*s/h); with selective recomputation the 5*a*s/h term is gone.
+int64_t korthikanti_layer_bytes(int64_t seq, int64_t batch, int64_t hidden, int64_t heads, int64_t tp, bool sp,
+                                bool selective);
+
 }  // namespace rooflens

@@ -347,6 +347,27 @@ const std::vector<std::string>& supported_model_types() {
   return types;
 }
 
+namespace {
+
+// Dropout probabilities under the names families use (all in ignored_config_keys: they change no
+// inference cost). A value outside [0, 1) is an input error.
+void read_dropout(TransformerConfig& c, const json& j) {
+  auto first = [&](std::initializer_list<const char*> keys) {
+    for (const char* k : keys)
+      if (j.contains(k) && j.at(k).is_number()) {
+        double p = j.at(k).get<double>();
+        if (!(p >= 0 && p < 1)) throw InputError(fmt::format("{}: '{}' = {}: a dropout probability is in [0, 1)", c.path, k, p));
+        return p;
+      }
+    return 0.0;
+  };
+  c.embed_dropout = first({"embd_pdrop", "emb_pdrop", "embedding_dropout", "embed_dropout"});
+  c.attn_dropout = first({"attn_pdrop", "attention_dropout", "attention_probs_dropout_prob"});
+  c.resid_dropout = first({"resid_pdrop", "hidden_dropout", "hidden_dropout_prob", "residual_dropout"});
+}
+
+}  // namespace
+
 TransformerConfig parse_transformer_config(const std::string& text, const std::string& path) {
   json j;
   try {
@@ -375,6 +396,7 @@ TransformerConfig parse_transformer_config(const std::string& text, const std::s
     build_layers(c, r);
     read_quantization(c, r);
     if (family) family->read(c, r);
+    read_dropout(c, j);
     validate(c);
   } catch (const InputError& e) {
     if (family) throw;

@@ -119,6 +119,10 @@ struct TransformerConfig {
   int64_t type_vocab = 0;           // bert token types
   bool pooler = false;              // bert
   bool final_norm = true;
+  // Dropout in training (torch's nn.Dropout keeps a 1-byte mask per element for the backward):
+  // after the embeddings, on the attention probabilities (fused kernels keep only an RNG state),
+  // and on each sublayer's output before the residual add.
+  double embed_dropout = 0, attn_dropout = 0, resid_dropout = 0;
 
   // Mixture of experts.
   int64_t experts = 0, experts_per_token = 0, moe_intermediate = 0, shared_experts = 0;

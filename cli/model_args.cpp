@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "analyzer/errors.hpp"
+#include "analyzer/training.hpp"
 #include "analyzer/transformer_analysis.hpp"
 #include "analyzer/transformer_quantization.hpp"
 #include "reports/atomic_file.hpp"
@@ -80,10 +81,11 @@ Analysis analyze_config(const ModelArgs& args, Graph* inferred, std::shared_ptr<
   o.device = args.device;
   o.calibrated = calibrated;
   o.strict = args.strict;
-  if (args.phase == "prefill") o.workload = Workload::prefill;
+  bool train = args.phase == "train";
+  if (args.phase == "prefill" || train) o.workload = Workload::prefill;
   else if (args.phase == "decode") o.workload = Workload::decode;
   else if (args.phase == "generate") o.workload = Workload::generate;
-  else throw InputError(fmt::format("--phase {}: expected prefill, decode or generate", args.phase));
+  else throw InputError(fmt::format("--phase {}: expected prefill, decode, generate or train", args.phase));
   if (args.attention != "flash" && args.attention != "naive")
     throw InputError(fmt::format("--attention {}: expected flash or naive", args.attention));
   LoweringOptions& l = o.lowering;
@@ -93,9 +95,24 @@ Analysis analyze_config(const ModelArgs& args, Graph* inferred, std::shared_ptr<
   l.tp = args.tp;
   l.group_size = args.group_size;
   l.attention = args.attention == "naive" ? AttentionImpl::naive : AttentionImpl::flash;
-  choose_dtypes(args, c, l);
   o.prompt = args.prompt;
   o.gen = args.gen;
+  if (train) {
+    if (inferred) throw InputError("profile replays inference: --phase train is for analyze");
+    if (!args.weights.empty() || !args.activations.empty() || !args.kv_dtype.empty())
+      throw InputError("--phase train takes --precision, not --weights/--activations/--kv-dtype");
+    TrainingOptions t;
+    t.precision = parse_train_precision(args.precision);
+    t.optimizer = parse_optimizer(args.optimizer);
+    t.recompute = parse_recompute(args.recompute);
+    t.grad_accum = args.grad_accum;
+    if (args.zero < 0 || args.zero > 3) throw InputError(fmt::format("--zero {}: expected 0, 1, 2 or 3", args.zero));
+    t.zero = static_cast<int>(args.zero);
+    t.dp = args.dp;
+    t.sp = args.sp;
+    return analyze_training(c, o, t);
+  }
+  choose_dtypes(args, c, l);
   if (o.workload == Workload::generate && inferred)
     throw InputError("profile replays one step: --phase prefill or decode");
   return analyze_transformer(c, o, inferred);
@@ -103,7 +120,8 @@ Analysis analyze_config(const ModelArgs& args, Graph* inferred, std::shared_ptr<
 
 void reject_config_flags(const CLI::App& cmd) {
   for (const char* flag : {"--phase", "--seq", "--context", "--prompt", "--gen", "--attention", "--weights",
-                           "--group-size", "--activations", "--kv-dtype", "--tp"})
+                           "--group-size", "--activations", "--kv-dtype", "--tp", "--precision", "--optimizer",
+                           "--recompute", "--grad-accum", "--zero", "--dp", "--sp"})
     if (cmd.count(flag)) throw InputError(fmt::format("{} applies to transformer configs (config.json), not ONNX models", flag));
 }
 
@@ -171,7 +189,7 @@ void add_model_options(CLI::App& cmd, ModelArgs& args) {
   cmd.add_option("--html", args.html_path, "write a self-contained HTML report with the roofline");
   cmd.add_flag("--strict", args.strict, "fail when any node is not costed");
   cmd.add_option("--by", args.by, "table rows: node, or block (repeated layers folded)")->capture_default_str();
-  cmd.add_option("--phase", args.phase, "config: prefill | decode | generate")->capture_default_str();
+  cmd.add_option("--phase", args.phase, "config: prefill | decode | generate | train")->capture_default_str();
   cmd.add_option("--batch", args.batch, "config: sequences; ONNX: rewrite dim 0 of every input to this batch")
       ->capture_default_str();
   cmd.add_option("--seq", args.seq, "config, prefill: tokens per sequence")->capture_default_str();
@@ -184,6 +202,14 @@ void add_model_options(CLI::App& cmd, ModelArgs& args) {
   cmd.add_option("--activations", args.activations, "config: fp32|bf16|fp16|fp8|int8");
   cmd.add_option("--kv-dtype", args.kv_dtype, "config: KV cache dtype (default: the activations when 16/32-bit, else the config dtype)");
   cmd.add_option("--tp", args.tp, "config: tensor-parallel GPUs")->capture_default_str();
+  cmd.add_option("--precision", args.precision, "train: fp32 | bf16 | bf16-mixed | fp8-mixed")->capture_default_str();
+  cmd.add_option("--optimizer", args.optimizer, "train: adamw | sgd | adafactor")->capture_default_str();
+  cmd.add_option("--recompute", args.recompute, "train: none | selective | full (activation checkpointing)")
+      ->capture_default_str();
+  cmd.add_option("--grad-accum", args.grad_accum, "train: micro-batches per optimizer step")->capture_default_str();
+  cmd.add_option("--zero", args.zero, "train: ZeRO stage 0-3 among --dp GPUs")->capture_default_str();
+  cmd.add_option("--dp", args.dp, "train: data-parallel GPUs")->capture_default_str();
+  cmd.add_flag("--sp", args.sp, "train: sequence parallelism beside --tp");
 }
 
 Analysis build_analysis(const ModelArgs& args, const CLI::App& cmd, Graph* inferred, std::shared_ptr<const Device> calibrated) {
@@ -193,7 +219,12 @@ Analysis build_analysis(const ModelArgs& args, const CLI::App& cmd, Graph* infer
     if (cmd.count("--device")) throw InputError("--device and --device-profile exclude each other: the profile names its device");
     calibrated = std::make_shared<const Device>(calibrated_device(read_device_profile(args.device_profile)));
   }
-  if (is_config_path(args.model)) return analyze_config(args, inferred, calibrated);
+  if (is_config_path(args.model)) {
+    if (args.phase != "train")
+      for (const char* flag : {"--precision", "--optimizer", "--recompute", "--grad-accum", "--zero", "--dp", "--sp"})
+        if (cmd.count(flag)) throw InputError(fmt::format("{} applies to --phase train", flag));
+    return analyze_config(args, inferred, calibrated);
+  }
   reject_config_flags(cmd);
   return analyze_model(args, cmd, inferred, calibrated);
 }

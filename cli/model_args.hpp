@@ -24,6 +24,10 @@ struct ModelArgs {
   // Transformer configs only.
   std::string phase = "prefill", attention = "flash", weights, activations, kv_dtype;
   int64_t batch = 1, seq = 2048, context = 2048, prompt = 2048, gen = 256, group_size = 128, tp = 1;
+  // --phase train.
+  std::string precision = "bf16-mixed", optimizer = "adamw", recompute = "none";
+  int64_t grad_accum = 1, zero = 0, dp = 1;
+  bool sp = false;
 };
 
 void add_model_options(CLI::App& cmd, ModelArgs& args);

@@ -34,6 +34,9 @@ std::string cell(const json& v) {
 const char* kColumns[] = {"index", "name", "op", "family", "status", "precision", "input_shapes", "output_shapes", "flops", "macs",
                           "dense_flops", "bytes_read_activations", "bytes_read_weights", "bytes_written", "params", "intensity",
                           "unit", "predicted_s", "roof_fraction", "bound", "reason"};
+// --phase train: the node's share of the step (training.rows, same order as nodes).
+const char* kTraining[] = {"forward_s", "backward_s", "recompute_s", "forward_flops", "backward_flops", "recompute_flops",
+                           "gemm_dense_flops", "saved_bytes", "saved"};
 const char* kMeasured[] = {"status", "median_s", "q1_s", "q3_s", "samples", "kernels", "achieved_flops", "achieved_bytes_per_s",
                            "bound", "error", "reason"};
 
@@ -41,14 +44,23 @@ const char* kMeasured[] = {"status", "median_s", "q1_s", "q3_s", "samples", "ker
 
 void write_csv_from_json(std::ostream& out, const json& result) {
   bool profiled = result.contains("profile");
+  const json* training = result.contains("training") ? &result.at("training").at("rows") : nullptr;
   std::string head;
   for (const char* c : kColumns) head += std::string(head.empty() ? "" : ",") + c;
+  if (training)
+    for (const char* c : kTraining) head += std::string(",train_") + c;
   if (profiled)
     for (const char* c : kMeasured) head += std::string(",measured_") + c;
   out << head << '\n';
+  size_t index = 0;
   for (const json& n : result.at("nodes")) {
     std::string row;
     for (const char* c : kColumns) row += std::string(row.empty() && c == kColumns[0] ? "" : ",") + (n.contains(c) ? cell(n.at(c)) : "");
+    if (training) {
+      const json& t = training->at(index);
+      for (const char* c : kTraining) row += "," + (t.contains(c) ? cell(t.at(c)) : "");
+    }
+    ++index;
     if (profiled) {
       const json m = n.value("measured", json::object());
       for (const char* c : kMeasured) row += "," + (m.contains(c) ? cell(m.at(c)) : "");

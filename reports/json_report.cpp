@@ -4,6 +4,7 @@
 #include "reports/profile_report.hpp"
 #include "reports/result_json.hpp"
 #include "reports/sink.hpp"
+#include "reports/training_report.hpp"
 #include "reports/transformer_report.hpp"
 
 namespace rooflens::reports {
@@ -173,6 +174,7 @@ json result_json(const Analysis& a) {
                       {"params", r.params}, {"predicted_s", r.predicted_s}});
   j["by_block"] = blocks;
   if (a.transformer) j["transformer"] = transformer_json(*a.transformer);
+  if (a.training) j["training"] = training_json(*a.training, a);
   if (a.profile) j["profile"] = profile_json(*a.profile);
   if (a.comparison) j["compare"] = compare_json(*a.comparison);
   return j;

@@ -12,6 +12,7 @@
 #include "reports/profile_report.hpp"
 #include "reports/result_json.hpp"
 #include "reports/sink.hpp"
+#include "reports/training_report.hpp"
 #include "reports/transformer_report.hpp"
 
 namespace rooflens::reports {
@@ -173,7 +174,9 @@ void totals(std::ostream& out, const json& r) {
   const json& t = r.at("totals");
   const json& m = r.at("memory");  // weights + KV cache + the activation peak, against the device
   bool tp = r.contains("transformer") && r["transformer"].at("tp").get<int64_t>() > 1;
-  fmt::print(out, "\nTotals{}\n", nodes_are(r).empty() ? "" : " (FLOPs and bytes: the prefill)");
+  fmt::print(out, "\nTotals{}\n", r.contains("training")  ? " (FLOPs and bytes: the forward)"
+                                   : nodes_are(r).empty() ? ""
+                                                          : " (FLOPs and bytes: the prefill)");
   fmt::print(out, "  params      {} learnable{}", with_commas(t.at("params").get<int64_t>()), tp ? " on each GPU" : "");
   if (t.at("buffers").get<int64_t>()) fmt::print(out, " + {} buffers (BatchNorm running stats)", with_commas(t.at("buffers").get<int64_t>()));
   int64_t constants = t.at("constants").get<int64_t>();
@@ -183,6 +186,10 @@ void totals(std::ostream& out, const json& r) {
   if (t.at("dense_flops") != t.at("flops")) fmt::print(out, "  dense-attention convention: {}", human_count(t.at("dense_flops").get<double>()));
   fmt::print(out, "\n  bytes       read {} activations + {} weights, written {} (unfused)\n", bytes(t.at("bytes_read_activations")),
              bytes(t.at("bytes_read_weights")), bytes(t.at("bytes_written")));
+  if (r.contains("training")) {  // a training step's memory is its own section below
+    out << wrap("  predicted   ", headline(r) + " (the forward alone; the step is below)");
+    return;
+  }
   std::string kv = m.at("kv_cache_bytes").get<int64_t>() ? fmt::format(" + KV {}", bytes(m.at("kv_cache_bytes"))) : "";
   out << wrap("  memory      ",
               fmt::format("weights {}{} + act. {} = {} of {}{}: {}", bytes(m.at("weight_bytes")), kv,
@@ -244,6 +251,7 @@ void write_table(std::ostream& out, const json& r, int top_n, bool by_block) {
     totals(out, r);
     if (r.contains("transformer")) write_transformer_totals(out, r["transformer"], r);
     by_op(out, r);
+    if (r.contains("training")) write_training(out, r, top_n);
     if (r.contains("profile")) write_profile_table(out, r, top_n);
     for (const json& note : r.at("notes"))
       if (note.get<std::string>().rfind("--batch", 0) != 0) fmt::print(out, "note: {}\n", note.get<std::string>());

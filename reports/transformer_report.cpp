@@ -58,6 +58,7 @@ void write_transformer_totals(std::ostream& out, const json& t, const json& r) {
   if (tp > 1) fmt::print(out, ", {} per GPU", with_commas(t.at("params_per_gpu").get<int64_t>()));
   const json& m = t.at("memory");
   fmt::print(out, "\n");
+  if (r.contains("training")) return;  // no KV cache in training; the step's memory is its own section
   out << wrap("  KV cache    ", fmt::format("{}{} a token, {} a sequence ({} tokens), {} for the batch", tp > 1 ? "per GPU: " : "",
                                            bytes(t.at("kv_bytes_per_token")), bytes(t.at("kv_bytes_per_sequence")),
                                            m.at("cached_tokens").get<int64_t>(), bytes(t.at("kv_bytes_batch"))));

@@ -141,7 +141,7 @@ TEST_CASE("bad transformer configs and flags through the CLI", "[cli][errors][tr
   expect_clean_failure("analyze " + write_file("heads.json", R"({"model_type": "gpt2", "vocab_size": 10, "n_embd": 10, "n_layer": 2, "n_head": 3, "n_positions": 8})"),
                        "not divisible by num_attention_heads");
   expect_clean_failure("analyze " + llama + " --tp 3", "--tp 3 does not divide num_attention_heads 32");
-  expect_clean_failure("analyze " + llama + " --phase train", "--phase train");
+  expect_clean_failure("analyze " + llama + " --phase pretrain", "--phase pretrain");
   expect_clean_failure("analyze " + llama + " --weights int2", "--weights int2");
   expect_clean_failure("analyze " + llama + " --dim seq=4", "--dim applies to ONNX models");
   expect_clean_failure("analyze " + llama + " --batch 4000000000000 --seq 4000000000000", "overflows");

@@ -32,7 +32,7 @@ TEST_CASE("JSON holds every node and totals that add up", "[reports]") {
   std::ostringstream s;
   reports::JsonSink().write(s, a);
   auto j = nlohmann::json::parse(s.str());
-  CHECK(j["schema_version"] == "1.4");
+  CHECK(j["schema_version"] == "1.5");
   REQUIRE(j["nodes"].size() == 3);
   int64_t flops = 0;
   for (const auto& n : j["nodes"])

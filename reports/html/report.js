@@ -50,8 +50,14 @@
   card("params", si(T.params, ""), T.buffers ? `+ ${si(T.buffers, "")} buffers` : "");
   card("FLOPs", si(T.flops, "FLOP"), T.macs ? `MACs ${si(T.macs, "")}` : "");
   card("bytes moved", bytes(T.bytes_read_activations + T.bytes_read_weights + T.bytes_written), "unfused, all nodes");
-  if (R.transformer) card("KV cache", bytes(R.transformer.kv_bytes_batch || 0), `${bytes(R.transformer.kv_bytes_per_token || 0)} per token` + (R.transformer.tp > 1 ? `, per GPU of ${R.transformer.tp}` : ""));
-  card("memory", `${bytes(M.total_bytes)} of ${bytes(M.device_memory_bytes)}`,
+  if (R.transformer && !R.training) card("KV cache", bytes(R.transformer.kv_bytes_batch || 0), `${bytes(R.transformer.kv_bytes_per_token || 0)} per token` + (R.transformer.tp > 1 ? `, per GPU of ${R.transformer.tp}` : ""));
+  if (R.training) {
+    const Tr = R.training;
+    card("training peak", `${bytes(Tr.peak_memory_bytes)} of ${bytes(Tr.device_memory_bytes)}`,
+      `at ${Tr.peak_moment}; model state ${bytes(Tr.model_state_bytes)}: ` + (Tr.fits ? "fits" : "does not fit"), !Tr.fits);
+    card("step", time(Tr.step_time_s), `${Tr.precision}, ${Tr.optimizer}, recompute ${Tr.recompute}: ${Tr.tokens_per_s.toFixed(0)} tokens/s; ` +
+      `matrix FLOPs ${si(Tr.gemm_dense_flops, "FLOP")}`);
+  } else card("memory", `${bytes(M.total_bytes)} of ${bytes(M.device_memory_bytes)}`,
     `weights ${bytes(M.weight_bytes)}` + (M.kv_cache_bytes ? ` + KV ${bytes(M.kv_cache_bytes)}` : "") +
     ` + act. ${bytes(M.activation_bytes)}: ` + (M.fits ? "fits" : "does not fit"), !M.fits);
   const gen = R.transformer && R.transformer.generation;
@@ -292,7 +298,54 @@
   }
 
   // ---- memory timeline ---------------------------------------------------------------------------
-  {
+  if (R.training) {
+    // A training step: one stacked bar per moment of the step (training.timeline), peak marked.
+    const Tr = R.training, tl = Tr.timeline;
+    const parts = [["weights", "#c9d7f2"], ["optimizer_states", "#9fb7e6"], ["grads", "#f2dcc9"], ["autocast_copies", "#e8c27a"],
+                   ["saved_activations", "#5f9e5f"], ["transient", "#b9d9b0"], ["workspace", "#c8c8c8"]];
+    const peak = Math.max(...tl.map((m) => m.total), 1);
+    const deviceOnScale = Tr.device_memory_bytes <= peak * 3;
+    const top = Math.max(peak * 1.12, deviceOnScale ? Tr.device_memory_bytes * 1.05 : 0, 1);
+    const s = el("svg", { viewBox: "0 0 900 300", width: "100%", id: "memory-svg" }, $("memory"));
+    const X0 = 90, X1 = 870, w = (X1 - X0) / tl.length, my = (v) => 230 - v / top * 215;
+    const gm = el("g", { class: "grid" }, s), am = el("g", { class: "axis" }, s);
+    const unit = 1024 ** Math.max(0, Math.floor(Math.log(top) / Math.log(1024)));
+    for (const v of ticks(0, top / unit, 5).map((t) => t * unit)) {
+      el("line", { x1: X0, x2: X1, y1: my(v), y2: my(v) }, gm);
+      el("text", { x: X0 - 6, y: my(v) + 4, "text-anchor": "end" }, am).textContent = bytes(v);
+    }
+    tl.forEach((m, i) => {
+      let y = 0;
+      for (const [k, color] of parts) {
+        const v = m[k] || 0;
+        if (v > 0) {
+          const r = el("rect", { class: "mem-area", x: X0 + i * w + 1, y: my(y + v), width: Math.max(w - 2, 1), height: my(y) - my(y + v), fill: color }, s);
+          el("title", {}, r).textContent = `${m.moment}: ${k.replace(/_/g, " ")} ${bytes(v)} (total ${bytes(m.total)})`;
+        }
+        y += v;
+      }
+      if (m.moment === Tr.peak_moment) {
+        const px = X0 + (i + 0.5) * w, right = px > (X0 + X1) / 2;
+        el("circle", { cx: px, cy: my(m.total), r: 4, fill: "#b42318" }, s);
+        el("text", { x: right ? px - 8 : px + 8, y: Math.max(my(m.total) - 6, 12), "text-anchor": right ? "end" : "start" }, s).textContent =
+          `peak ${bytes(m.total)}: ${m.moment}`;
+      }
+    });
+    if (deviceOnScale) {
+      el("line", { x1: X0, x2: X1, y1: my(Tr.device_memory_bytes), y2: my(Tr.device_memory_bytes), stroke: "#b42318", "stroke-dasharray": "6 4" }, s);
+      el("text", { x: X0 + 4, y: my(Tr.device_memory_bytes) - 4 }, s).textContent = `device memory ${bytes(Tr.device_memory_bytes)}`;
+    }
+    el("text", { x: X0, y: 250 }, s).textContent = "the step \u2192 (forward layers, loss, backward layers, optimizer)";
+    let lx = X0;
+    for (const [k, color] of parts) {
+      el("rect", { x: lx, y: 262, width: 10, height: 10, fill: color }, s);
+      const t = el("text", { x: lx + 14, y: 271 }, s);
+      t.textContent = k.replace(/_/g, " ");
+      lx += 14 + 7 * t.textContent.length + 16;
+    }
+    if (!deviceOnScale)
+      el("text", { x: X0, y: 292 }, s).textContent = `device memory ${bytes(Tr.device_memory_bytes)} is off this scale`;
+  } else {
     const live = M.live_bytes_per_node || [];
     const kv = M.kv_cache_bytes !== undefined ? M.kv_cache_bytes : R.transformer ? R.transformer.kv_bytes_batch || 0 : 0;
     const base = M.weight_bytes + kv, peak = Math.max(0, ...live), used = base + peak;

@@ -1,0 +1,526 @@
+// A training step from the forward's analysis: backward and recomputed work per node, the loss
+// and optimizer rows, the step's time, and (training_memory.cpp) its memory.
+#include "analyzer/training.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "analyzer/checked.hpp"
+#include "analyzer/errors.hpp"
+#include "analyzer/roofline.hpp"
+#include "analyzer/training_step.hpp"
+
+namespace rooflens {
+
+std::string_view train_precision_name(TrainPrecision p) {
+  switch (p) {
+    case TrainPrecision::fp32:
+      return "fp32";
+    case TrainPrecision::bf16:
+      return "bf16";
+    case TrainPrecision::bf16_mixed:
+      return "bf16-mixed";
+    case TrainPrecision::fp8_mixed:
+      return "fp8-mixed";
+  }
+  return "?";
+}
+
+std::string_view recompute_name(Recompute r) {
+  switch (r) {
+    case Recompute::none:
+      return "none";
+    case Recompute::selective:
+      return "selective";
+    case Recompute::full:
+      return "full";
+  }
+  return "?";
+}
+
+std::string_view optimizer_name(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::adamw:
+      return "adamw";
+    case OptimizerKind::sgd:
+      return "sgd";
+    case OptimizerKind::adafactor:
+      return "adafactor";
+  }
+  return "?";
+}
+
+TrainPrecision parse_train_precision(const std::string& name) {
+  for (auto p : {TrainPrecision::fp32, TrainPrecision::bf16, TrainPrecision::bf16_mixed,
+                 TrainPrecision::fp8_mixed})
+    if (name == train_precision_name(p)) return p;
+  throw InputError(
+      fmt::format("--precision {}: expected fp32, bf16, bf16-mixed or fp8-mixed", name));
+}
+
+Recompute parse_recompute(const std::string& name) {
+  for (auto r : {Recompute::none, Recompute::selective, Recompute::full})
+    if (name == recompute_name(r)) return r;
+  throw InputError(fmt::format("--recompute {}: expected none, selective or full", name));
+}
+
+OptimizerKind parse_optimizer(const std::string& name) {
+  for (auto k : {OptimizerKind::adamw, OptimizerKind::sgd, OptimizerKind::adafactor})
+    if (name == optimizer_name(k)) return k;
+  throw InputError(fmt::format("--optimizer {}: expected adamw, sgd or adafactor", name));
+}
+
+namespace training {
+namespace {
+
+void validate(const TransformerConfig& c, const TransformerOptions& o, const TrainingOptions& t) {
+  const LoweringOptions& l = o.lowering;
+  if (l.batch <= 0 || l.seq <= 0)
+    throw InputError(fmt::format("{}: --batch and --seq must be positive", c.path));
+  if (t.grad_accum <= 0)
+    throw InputError(fmt::format("--grad-accum {}: must be positive", t.grad_accum));
+  if (t.zero < 0 || t.zero > 3)
+    throw InputError(fmt::format("--zero {}: expected 0, 1, 2 or 3", t.zero));
+  if (t.dp <= 0) throw InputError(fmt::format("--dp {}: must be positive", t.dp));
+  if (t.sp && l.tp <= 1)
+    throw InputError("--sp shards along the sequence beside tensor parallelism: it needs --tp > 1");
+  if (t.sp && l.seq % l.tp != 0)
+    throw InputError(fmt::format("--sp: --seq {} is not divisible by --tp {}", l.seq, l.tp));
+  if (c.layers <= 0) throw InputError(fmt::format("{}: no layers to train", c.path));
+}
+
+LoweringOptions lowering_for(const TransformerOptions& o, const TrainingOptions& t) {
+  LoweringOptions l = o.lowering;
+  l.phase = Phase::prefill;
+  l.quantization.reset();
+  switch (t.precision) {
+    case TrainPrecision::fp32:
+      l.weights = l.activations = DType::f32;
+      break;
+    case TrainPrecision::bf16:
+    case TrainPrecision::bf16_mixed:
+      l.weights = l.activations = DType::bf16;
+      break;
+    case TrainPrecision::fp8_mixed:
+      l.weights = DType::f8e4m3fn;
+      l.activations = DType::f8e4m3fn;
+      break;
+  }
+  l.kv = t.precision == TrainPrecision::fp32 ? DType::f32 : DType::bf16;
+  l.weights_source = fmt::format("--precision {}", train_precision_name(t.precision));
+  return l;
+}
+
+std::vector<int> layers_of(const Graph& g, const TransformerConfig& c) {
+  std::vector<int> out(g.nodes.size(), -1);
+  std::string prefix = c.names.layers + ".";
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const std::string& n = g.nodes[i].name;
+    if (n.compare(0, prefix.size(), prefix) != 0) continue;
+    size_t end = n.find('.', prefix.size());
+    try {
+      out[i] = std::stoi(n.substr(prefix.size(), end - prefix.size()));
+    } catch (const std::exception&) {
+    }
+  }
+  return out;
+}
+
+// The kernel SDPA picks for training: flash for 16-bit inputs with head dim <= 256; in fp32 the
+// memory-efficient kernel, which takes no grouped-query attention: then the math path.
+std::string attention_backend(const TransformerConfig& c, const TrainingOptions& t,
+                              const LoweringOptions& l) {
+  if (l.attention == AttentionImpl::naive) return "math";
+  if (t.precision != TrainPrecision::fp32 && c.qk_head_dim() <= 256) return "flash";
+  return c.kv_heads < c.heads ? "math" : "efficient";
+}
+
+NodeCost scaled_memory_cost(const NodeCost& f, int64_t flops_factor) {
+  NodeCost b;
+  b.flops = checked_mul(f.flops, flops_factor, "backward FLOPs");
+  b.read_act = checked_add(f.read_act, f.written,
+                           "backward bytes");  // the output's gradient and the saved inputs
+  b.read_weight = f.read_weight;
+  b.written = checked_add(f.read_act, f.read_weight > 0 ? f.read_weight : 0,
+                          "backward bytes");  // input (and weight) gradients
+  b.kernel.memory = f.kernel.memory;
+  b.parallel_tiles = f.parallel_tiles;
+  return b;
+}
+
+// dX = dY W^T and dW = X^T dY as the two GEMMs the backward launches. A weight's gradient is
+// written in the weights' dtype; everything else in the GEMM's output dtype.
+std::vector<NodeCost> gemm_backward(const NodeCost& f, int64_t out_bytes, int64_t grad_bytes) {
+  const GemmDims& d = *f.kernel.gemm;
+  bool weight = f.kernel.gemm_b_shared;
+  GemmDims dgrad{d.batch, d.m, d.k, d.n};
+  GemmDims wgrad =
+      weight ? GemmDims{1, d.k, d.n, checked_mul(d.batch, d.m)} : GemmDims{d.batch, d.k, d.n, d.m};
+  std::vector<NodeCost> out;
+  for (int which = 0; which < 2; ++which) {
+    const GemmDims& g = which == 0 ? dgrad : wgrad;
+    NodeCost c;
+    c.macs = gemm_macs(g);
+    c.flops = gemm_flops(g);
+    int64_t a = checked_mul(g.batch, checked_mul(g.m, g.k)),
+            b = checked_mul(weight && which == 0 ? 1 : g.batch, checked_mul(g.k, g.n));
+    c.read_act = checked_mul(checked_add(a, b), out_bytes);
+    c.written = checked_mul(checked_mul(g.batch, checked_mul(g.m, g.n)),
+                            which == 1 && weight ? grad_bytes : out_bytes);
+    c.tensor_cores = f.tensor_cores;
+    c.tiled = true;
+    c.parallel_tiles = gemm_tiles(g);
+    c.kernel.gemm = g;
+    c.kernel.gemm_b_shared = which == 0 && weight;
+    out.push_back(c);
+  }
+  return out;
+}
+
+NodeCost elementwise_cost(int64_t elements, int64_t flops_per_element, int64_t read_bytes,
+                          int64_t write_bytes) {
+  NodeCost c;
+  c.flops = checked_mul(elements, flops_per_element, "loss FLOPs");
+  c.read_act = checked_mul(elements, read_bytes, "loss bytes");
+  c.written = checked_mul(elements, write_bytes, "loss bytes");
+  c.parallel_tiles = elementwise_tiles(elements);
+  c.kernel.memory = MemoryKernel::elementwise;
+  return c;
+}
+
+struct Work {
+  double seconds = 0;
+  int64_t flops = 0, bytes = 0;
+  void add(const NodeCost& c, Precision p, const Device& d) {
+    seconds += place_on_roofline(c, p, d).predicted;
+    flops = checked_add(flops, c.flops, "FLOPs");
+    bytes = checked_add(bytes, c.bytes(), "bytes");
+  }
+};
+
+// One eager element-wise kernel on the roofline (memory-bound: CUDA cores, elementwise tables).
+NodeCost pass_cost(const Pass& p) {
+  NodeCost c;
+  c.read_act = checked_mul(p.elements, p.read, "kernel bytes");
+  c.written = checked_mul(p.elements, p.write, "kernel bytes");
+  c.flops = p.elements;
+  c.parallel_tiles = elementwise_tiles(p.elements);
+  c.kernel.memory = MemoryKernel::elementwise;
+  return c;
+}
+
+void cost_rows(const StepContext& s, const Device& device, const SavedActivations& saved,
+               TrainingSummary& out) {
+  const Analysis& f = s.forward;
+  std::vector<EagerKernels> eager = eager_kernels(s);
+  bool full = s.train.recompute == Recompute::full,
+       selective = s.train.recompute == Recompute::selective;
+  for (size_t i = 0; i < f.nodes.size(); ++i) {
+    const NodeResult& n = f.nodes[i];
+    TrainingRow r;
+    r.node = static_cast<int>(i);
+    r.layer = s.layer_of[i];
+    r.saved_bytes = saved.node_bytes[i];
+    r.saved = saved.node_what[i];
+    if (n.status != NodeStatus::costed) {
+      out.rows.push_back(r);
+      continue;
+    }
+    const NodeCost& c = n.cost;
+    const EagerKernels& k = eager[i];
+    Work forward, back;
+    // grouped_mm is not on autocast's list: under autocast the experts run in fp32.
+    Precision precision = n.op == "com.microsoft.MoE" && s.autocast ? Precision::fp32 : n.precision;
+    if (!k.replaces) forward.add(c, precision, device);
+    for (const Pass& p : k.forward) forward.add(pass_cost(p), Precision::fp32, device);
+    for (const Pass& p : k.backward) back.add(pass_cost(p), Precision::fp32, device);
+    r.forward_s = forward.seconds;
+    r.forward_flops = c.flops;
+    r.forward_bytes = forward.bytes;
+    bool attention = n.op == "Attention";
+    if (k.replaces) {
+      // the eager kernels above are the node's whole backward
+    } else if (c.kernel.gemm && (n.op == "MatMul" || n.op == "com.microsoft.FusedMatMul")) {
+      for (const NodeCost& b : gemm_backward(c, s.output_bytes, s.param_bytes))
+        back.add(b, n.precision, device);
+      r.gemm_dense_flops = checked_mul(*c.macs, 2 * 3, "matrix FLOPs");
+    } else if (attention && c.kernel.attention) {
+      // The backward at the forward's achieved rate (the forward's time may come from a measured
+      // table; no table times the backward), scaled by the matrix products it runs.
+      double factor = s.attention_backend == "math" ? kMathAttentionBackwardFactor
+                                                    : kFusedAttentionBackwardFactor;
+      back.seconds += place_on_roofline(c, n.precision, device).predicted * factor;
+      back.flops =
+          checked_add(back.flops, static_cast<int64_t>(static_cast<double>(c.flops) * factor));
+      back.bytes =
+          checked_add(back.bytes, checked_add(c.read_act, checked_add(2 * c.written, c.read_act)));
+      int64_t dense = attention_matmul_flops(*c.kernel.attention, true);
+      r.gemm_dense_flops = checked_add(
+          dense, static_cast<int64_t>(static_cast<double>(dense) * factor), "matrix FLOPs");
+    } else if (n.op == "com.microsoft.MoE" && c.macs) {
+      NodeCost b = c;
+      b.flops = checked_mul(c.flops, kBackwardGemmFactor);
+      b.macs = *c.macs * kBackwardGemmFactor;
+      b.read_act = checked_add(c.read_act, c.written);
+      b.written = checked_add(c.read_act, c.read_weight);
+      b.kernel = KernelShape{};
+      back.add(b, precision, device);
+      r.gemm_dense_flops = checked_mul(*c.macs, 2 * 3, "matrix FLOPs");
+    } else if (n.family == OpFamily::communication) {
+      back.add(c, n.precision, device);  // the input gradient's all-reduce
+    } else if (n.op == "Gather" && s.graph.nodes[i].input(0) >= 0 &&
+               s.graph.tensors[s.graph.nodes[i].input(0)].role == TensorRole::weight) {
+      NodeCost b;  // embedding backward: the whole table's gradient is written
+      b.read_act = c.written;
+      b.written = checked_mul(s.graph.tensors[s.graph.nodes[i].input(0)].elements(), s.param_bytes);
+      b.kernel.memory = MemoryKernel::elementwise;
+      back.add(b, n.precision, device);
+    } else if (c.bytes() > 0) {
+      back.add(scaled_memory_cost(c, 2), n.precision, device);
+    }
+    r.backward_s = back.seconds;
+    r.backward_flops = back.flops;
+    r.backward_bytes = back.bytes;
+    if (k.replaces) r.backward_flops = checked_mul(c.flops, 2, "backward FLOPs");
+    bool recompute = r.layer >= 0 && ((full && saved.recomputed[i]) ||
+                                      (selective && attention && s.attention_backend == "math"));
+    if (recompute) {
+      r.recompute_s = r.forward_s;
+      r.recompute_flops = r.forward_flops;
+      if (r.gemm_dense_flops > 0)
+        r.gemm_dense_flops +=
+            attention ? attention_matmul_flops(*c.kernel.attention, true) : checked_mul(*c.macs, 2);
+    }
+    out.rows.push_back(r);
+  }
+}
+
+void loss_rows(const StepContext& s, const Device& device, int64_t logits, TrainingSummary& out) {
+  auto add = [&](const char* name, const char* phase, const NodeCost& c, const char* note) {
+    out.steps.push_back(StepRow{name, phase, c.flops, c.bytes(),
+                                place_on_roofline(c, Precision::fp32, device).predicted, note});
+  };
+  int64_t ob = s.output_bytes;
+  if (ob != 4)
+    add("loss.upcast", "forward", elementwise_cost(logits, 0, ob, 4),
+        "logits.float() before the cross-entropy");
+  add("loss.log_softmax", "forward", elementwise_cost(logits, kSoftmaxFlopsPerElement, 4, 4),
+      "fp32, kept for the backward");
+  add("loss.nll_backward", "backward", elementwise_cost(logits, 0, 0, 4),
+      "a zero-filled gradient, one -1/N per row");
+  add("loss.log_softmax_backward", "backward", elementwise_cost(logits, 3, 8, 4),
+      "g - exp(out) * sum(g)");
+  if (ob != 4)
+    add("loss.downcast_grad", "backward", elementwise_cost(logits, 0, 4, ob),
+        "the logits' gradient to the GEMM's dtype");
+}
+
+void optimizer_rows(const StepContext& s, const Device& device, TrainingSummary& out) {
+  const Graph& g = s.graph;
+  std::vector<bool> seen(g.tensors.size(), false);
+  int64_t flops = 0, bytes = 0, tensors = 0;
+  int launches = 0;
+  for (const Node& n : g.nodes)
+    for (int w : n.inputs) {
+      if (w < 0 || seen[w] || g.tensors[w].role != TensorRole::weight || !g.tensors[w].is_param ||
+          !is_float(g.tensors[w].dtype) ||
+          g.tensors[w].name.find(".rotary_emb.") != std::string::npos)
+        continue;
+      seen[w] = true;
+      const Shape& sh = *g.tensors[w].shape;
+      int64_t cols = sh.empty() ? 1 : sh.back(),
+              rows = sh.size() < 2 ? 1 : g.tensors[w].elements() / cols;
+      OptimizerWork ow = optimizer_work(s.train.optimizer, g.tensors[w].elements(), rows, cols,
+                                        s.param_bytes, s.state_bytes);
+      flops = checked_add(flops, ow.flops);
+      bytes = checked_add(bytes, ow.bytes);
+      launches = ow.launches;
+      ++tensors;
+    }
+  int64_t ranks = s.train.zero >= 1 ? s.train.dp : 1;
+  NodeCost c;
+  c.flops = ceil_div(flops, ranks);
+  c.read_act = ceil_div(bytes, ranks);
+  c.parallel_tiles = elementwise_tiles(c.read_act / 4);
+  c.kernel.memory = MemoryKernel::elementwise;
+  // foreach kernels take a list in chunks (at most 110 tensors a launch in PyTorch's
+  // multi_tensor_apply); every list operation is a launch per chunk.
+  int64_t chunks = std::max<int64_t>(1, ceil_div(tensors, 110));
+  double seconds = place_on_roofline(c, Precision::fp32, device).predicted +
+                   static_cast<double>(launches * chunks - 1) * device.launch_floor_s;
+  out.steps.push_back(StepRow{
+      fmt::format("optimizer.{}", optimizer_name(s.train.optimizer)), "optimizer", c.flops,
+      c.bytes(), seconds, fmt::format("foreach over {} tensors: {} list ops", tensors, launches)});
+  if (s.train.dp > 1) {
+    int64_t grads = checked_mul(out.params, s.param_bytes);
+    double factor =
+        s.train.zero >= 3 ? 1.5 : 1.0;  // ZeRO-3 gathers the weights again in the backward
+    out.steps.push_back(
+        StepRow{"gradients.all_reduce", "communication", 0, grads,
+                factor * ring_allreduce_seconds(grads, s.train.dp, link_bandwidth(device)),
+                s.train.zero >= 2 ? "reduce-scatter + all-gather, not overlapped"
+                                  : "ring all-reduce, not overlapped"});
+  }
+}
+
+struct Lowered {
+  Analysis analysis;
+  Graph graph;
+};
+
+Lowered forward_of(const TransformerConfig& c, const TransformerOptions& o,
+                   const LoweringOptions& l) {
+  TransformerOptions fo = o;
+  fo.workload = Workload::prefill;
+  fo.lowering = l;
+  Lowered out;
+  out.analysis = analyze_transformer(c, fo, &out.graph);
+  return out;
+}
+
+StepContext context_for(const TransformerConfig& c, const TrainingOptions& t,
+                        const LoweringOptions& l, const Lowered& fwd) {
+  StepContext s{c, t, l,     fwd.graph, fwd.analysis, layers_of(fwd.graph, c), 4, 4, 4,
+                4, 4, false, ""};
+  bool bf16 = t.precision == TrainPrecision::bf16;
+  s.param_bytes = s.state_bytes = bf16 ? 2 : 4;
+  s.stream_bytes = bf16 ? 2 : 4;
+  s.gemm_bytes = t.precision == TrainPrecision::fp32        ? 4
+                 : t.precision == TrainPrecision::fp8_mixed ? 1
+                                                            : 2;
+  s.output_bytes = t.precision == TrainPrecision::fp32 ? 4 : 2;
+  s.autocast =
+      t.precision == TrainPrecision::bf16_mixed || t.precision == TrainPrecision::fp8_mixed;
+  s.attention_backend = attention_backend(c, t, l);
+  return s;
+}
+
+// The peak at another batch and sequence length (the same lowering, memory only).
+int64_t peak_at(const TransformerConfig& c, const TransformerOptions& o, const TrainingOptions& t,
+                int64_t batch, int64_t seq) {
+  LoweringOptions l = lowering_for(o, t);
+  l.batch = batch;
+  l.seq = seq;
+  Lowered fwd = forward_of(c, o, l);
+  StepContext s = context_for(c, t, l, fwd);
+  TrainingSummary m;
+  memory_timeline(s, saved_activations(s), m);
+  return m.peak_memory_bytes;
+}
+
+void largest_fit(const TransformerConfig& c, const TransformerOptions& o, const TrainingOptions& t,
+                 TrainingSummary& out) {
+  int64_t device = out.device_bytes, b = out.batch, seq = out.seq;
+  // Every activation term is linear in the batch: two points give the line.
+  int64_t p1 = out.peak_memory_bytes, p2 = peak_at(c, o, t, 2 * b, seq);
+  int64_t per = p2 - p1;
+  if (per > 0) {
+    int64_t base = p1 - per;  // the peak at batch 0 (per b sequences)
+    out.max_batch = device > base
+                        ? static_cast<int64_t>(static_cast<double>(device - base) /
+                                               static_cast<double>(per) * static_cast<double>(b))
+                        : 0;
+  }
+  // Sequence: search (attention's math path grows with its square).
+  int64_t limit = c.context_limit() > 0 ? c.context_limit() : 1 << 20;
+  int64_t step = t.sp ? o.lowering.tp : 1;
+  int64_t lo = 0, hi = limit / step;
+  if (peak_at(c, o, t, b, hi * step) <= device) lo = hi;
+  while (hi - lo > 1) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (peak_at(c, o, t, b, mid * step) <= device)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  out.max_seq = lo * step;
+}
+
+}  // namespace
+}  // namespace training
+
+Analysis analyze_training(const TransformerConfig& c, const TransformerOptions& o,
+                          const TrainingOptions& t) {
+  using namespace training;
+  validate(c, o, t);
+  LoweringOptions l = lowering_for(o, t);
+  validate_lowering(c, l);
+  Lowered fwd = forward_of(c, o, l);
+  StepContext s = context_for(c, t, l, fwd);
+  const Device& device = fwd.analysis.device;
+  auto out = std::make_shared<TrainingSummary>();
+  out->options = t;
+  out->batch = l.batch;
+  out->seq = l.seq;
+  out->tp = l.tp;
+  out->attention_backend = s.attention_backend;
+  out->device_bytes = device.memory_bytes;
+  SavedActivations saved = saved_activations(s);
+  out->params = saved.params;
+  cost_rows(s, device, saved, *out);
+  loss_rows(s, device, saved.logits_elements, *out);
+  optimizer_rows(s, device, *out);
+  memory_timeline(s, saved, *out);
+  out->fits = out->peak_memory_bytes <= out->device_bytes;
+  double micro = static_cast<double>(t.grad_accum);
+  int64_t flops = 0, gemm = 0;
+  for (const TrainingRow& r : out->rows) {
+    out->forward_s += r.forward_s;
+    out->backward_s += r.backward_s;
+    out->recompute_s += r.recompute_s;
+    flops = checked_add(
+        flops, checked_add(r.forward_flops, checked_add(r.backward_flops, r.recompute_flops)),
+        "FLOPs");
+    gemm = checked_add(gemm, r.gemm_dense_flops, "FLOPs");
+  }
+  for (const StepRow& r : out->steps) {
+    if (r.phase == "optimizer")
+      out->optimizer_s += r.seconds;
+    else if (r.phase == "communication")
+      out->communication_s += r.seconds;
+    else
+      out->loss_s += r.seconds;
+    if (r.phase == "optimizer") continue;
+    flops = checked_add(flops, r.flops, "FLOPs");
+  }
+  out->forward_s *= micro;
+  out->backward_s *= micro;
+  out->recompute_s *= micro;
+  out->loss_s *= micro;
+  out->flops = checked_mul(flops, t.grad_accum, "FLOPs");
+  for (const StepRow& r : out->steps)
+    if (r.phase == "optimizer") out->flops = checked_add(out->flops, r.flops);
+  out->gemm_dense_flops = checked_mul(gemm, t.grad_accum, "FLOPs");
+  out->step_time_s = out->forward_s + out->backward_s + out->recompute_s + out->loss_s +
+                     out->optimizer_s + out->communication_s;
+  out->tokens_per_step = checked_mul(checked_mul(l.batch, l.seq), t.grad_accum * t.dp, "tokens");
+  out->tokens_per_s =
+      out->step_time_s > 0 ? static_cast<double>(out->tokens_per_step) / out->step_time_s : 0;
+  out->korthikanti_layer_bytes = korthikanti_layer_bytes(l.seq, l.batch, c.hidden, c.heads, l.tp,
+                                                         t.sp, t.recompute != Recompute::none);
+  largest_fit(c, o, t, *out);
+  if (t.zero > 0 && t.dp == 1)
+    out->notes.push_back("--zero with one data-parallel GPU partitions nothing (give --dp N)");
+  if (s.attention_backend == "math")
+    out->notes.push_back(
+        "attention: SDPA's math path (fp32 with GQA, or --attention naive) keeps the scores");
+  if (!out->fits)
+    out->notes.push_back(fmt::format(
+        "does not fit: the step peaks at {:.2f} GiB ({}) on a {:.2f} GiB device; largest batch {} "
+        "at this "
+        "sequence, largest sequence {} at this batch",
+        static_cast<double>(out->peak_memory_bytes) / (1 << 30), out->peak_moment,
+        static_cast<double>(out->device_bytes) / (1 << 30), out->max_batch, out->max_seq));
+  Analysis a = std::move(fwd.analysis);
+  // The inference memory fit's remarks (KV cache, context) do not apply to a training step.
+  std::erase_if(a.notes, [](const std::string& n) {
+    return n.rfind("largest context", 0) == 0 || n.rfind("the cache stops growing", 0) == 0;
+  });
+  a.notes.insert(a.notes.end(), out->notes.begin(), out->notes.end());
+  a.training = out;
+  return a;
+}
+
+}  // namespace rooflens

@@ -1,0 +1,49 @@
+// --phase train against the real PyTorch steps of tests/data/reference/training/h100-train.json
+// (scripts/training_references.py on an H100), with the H100's calibrated profile: per case the
+// predicted and measured peak memory, matrix FLOPs and step time, and how long the analysis took.
+// The targets: peak within 5%, matrix FLOPs within 2% (both also held by test_training),
+// step time within 15% (printed here; not yet met in 16-bit: docs/training.md). Asserts nothing.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "analyzer/training.hpp"
+
+using namespace rooflens;
+
+int main() {
+  std::string root = ROOFLENS_SOURCE_DIR;
+  std::ifstream in(root + "/tests/data/reference/training/h100-train.json");
+  nlohmann::json refs = nlohmann::json::parse(in);
+  auto device = std::make_shared<const Device>(calibrated_device(read_device_profile(root + "/data/profiles/h100-sxm.json")));
+  std::printf("%-26s %21s %9s %24s %9s\n", "case", "peak GB (pred/meas)", "matrix", "step ms (pred/meas)", "analysis");
+  int within = 0, cases = 0;
+  for (const auto& c : refs.at("cases")) {
+    TransformerOptions o;
+    o.lowering.batch = c.at("batch");
+    o.lowering.seq = c.at("seq");
+    o.calibrated = device;
+    TrainingOptions t;
+    t.precision = parse_train_precision(c.at("precision"));
+    t.optimizer = parse_optimizer(c.at("optimizer"));
+    t.recompute = c.at("gradient_checkpointing").get<bool>() ? Recompute::full : Recompute::none;
+    TransformerConfig config =
+        load_transformer_config(root + "/tests/data/reference/training/configs/" + c.at("model").get<std::string>() + ".json");
+    auto t0 = std::chrono::steady_clock::now();
+    Analysis a = analyze_training(config, o, t);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const TrainingSummary& s = *a.training;
+    double peak = c.at("peak_bytes").get<double>(), step = c.at("step_time_s").get<double>();
+    double gemm = c.at("gemm_dense_flops").get<double>();
+    double step_err = (s.step_time_s - step) / step;
+    within += std::fabs(step_err) <= 0.15;
+    ++cases;
+    std::printf("%-26s %6.2f/%6.2f %+6.1f%% %+8.2f%% %7.1f/%7.1f %+6.1f%% %7.0f ms\n", c.at("case").get<std::string>().c_str(),
+                s.peak_memory_bytes / 1e9, peak / 1e9, 100 * (s.peak_memory_bytes - peak) / peak,
+                100 * (s.gemm_dense_flops - gemm) / gemm, 1e3 * s.step_time_s, 1e3 * step, 100 * step_err, ms);
+  }
+  std::printf("step time within 15%%: %d of %d cases\n", within, cases);
+  return 0;
+}

@@ -1,0 +1,215 @@
+#include "reports/training_report.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "reports/format.hpp"
+
+namespace rooflens::reports {
+
+using nlohmann::json;
+
+json training_json(const TrainingSummary& t, const Analysis& a) {
+  json rows = json::array();
+  for (const TrainingRow& r : t.rows) {
+    const NodeResult& n = a.nodes.at(static_cast<size_t>(r.node));
+    rows.push_back({{"node", n.name},
+                    {"index", r.node},
+                    {"layer", r.layer},
+                    {"op", n.op},
+                    {"costed", n.status == NodeStatus::costed},
+                    {"forward_s", r.forward_s},
+                    {"backward_s", r.backward_s},
+                    {"recompute_s", r.recompute_s},
+                    {"forward_flops", r.forward_flops},
+                    {"backward_flops", r.backward_flops},
+                    {"recompute_flops", r.recompute_flops},
+                    {"forward_bytes", r.forward_bytes},
+                    {"backward_bytes", r.backward_bytes},
+                    {"gemm_dense_flops", r.gemm_dense_flops},
+                    {"saved_bytes", r.saved_bytes},
+                    {"saved", r.saved}});
+  }
+  json steps = json::array();
+  for (const StepRow& s : t.steps)
+    steps.push_back({{"name", s.name},
+                     {"phase", s.phase},
+                     {"flops", s.flops},
+                     {"bytes", s.bytes},
+                     {"seconds", s.seconds},
+                     {"note", s.note}});
+  json timeline = json::array();
+  for (const MemoryMoment& m : t.timeline)
+    timeline.push_back({{"moment", m.moment},
+                        {"weights", m.weights},
+                        {"grads", m.grads},
+                        {"optimizer_states", m.optimizer},
+                        {"autocast_copies", m.autocast_copies},
+                        {"saved_activations", m.saved},
+                        {"transient", m.transient},
+                        {"workspace", m.workspace},
+                        {"total", m.total()}});
+  const TrainingOptions& o = t.options;
+  return json{{"precision", std::string(train_precision_name(o.precision))},
+              {"optimizer", std::string(optimizer_name(o.optimizer))},
+              {"recompute", std::string(recompute_name(o.recompute))},
+              {"grad_accum", o.grad_accum},
+              {"zero", o.zero},
+              {"dp", o.dp},
+              {"tp", t.tp},
+              {"sp", o.sp},
+              {"batch", t.batch},
+              {"seq", t.seq},
+              {"tokens_per_step", t.tokens_per_step},
+              {"attention_backend", t.attention_backend},
+              {"params", t.params},
+              {"weight_bytes", t.model_state.weights},
+              {"grad_bytes", t.model_state.grads},
+              {"optimizer_state_bytes", t.model_state.optimizer},
+              {"model_state_bytes", t.model_state.total()},
+              {"master_weight_bytes", t.master_weight_bytes},
+              {"autocast_copy_bytes", t.autocast_copy_bytes},
+              {"saved_activation_bytes", t.saved_activation_bytes},
+              {"logits_fp32_bytes", t.logits_bytes},
+              {"activation_peak_bytes", t.activation_peak_bytes},
+              {"peak_memory_bytes", t.peak_memory_bytes},
+              {"peak_moment", t.peak_moment},
+              {"device_memory_bytes", t.device_bytes},
+              {"fits", t.fits},
+              {"max_batch", t.max_batch},
+              {"max_seq", t.max_seq},
+              {"korthikanti_layer_bytes", t.korthikanti_layer_bytes},
+              {"flops", t.flops},
+              {"gemm_dense_flops", t.gemm_dense_flops},
+              {"forward_s", t.forward_s},
+              {"backward_s", t.backward_s},
+              {"recompute_s", t.recompute_s},
+              {"loss_s", t.loss_s},
+              {"optimizer_s", t.optimizer_s},
+              {"communication_s", t.communication_s},
+              {"step_time_s", t.step_time_s},
+              {"tokens_per_s", t.tokens_per_s},
+              {"timeline", timeline},
+              {"steps", steps},
+              {"rows", rows},
+              {"notes", t.notes}};
+}
+
+namespace {
+
+std::string gib(const json& v) {
+  return human_bytes(v.get<double>());
+}
+
+}  // namespace
+
+void write_training(std::ostream& out, const json& r, int top_n) {
+  const json& t = r.at("training");
+  fmt::print(
+      out, "\nTraining step ({}, {}, recompute {}{}{})\n", t.at("precision").get<std::string>(),
+      t.at("optimizer").get<std::string>(), t.at("recompute").get<std::string>(),
+      t.at("grad_accum").get<int64_t>() > 1
+          ? fmt::format(", {} micro-batches", t.at("grad_accum").get<int64_t>())
+          : "",
+      t.at("zero").get<int>() > 0 ? fmt::format(", ZeRO-{} over {} GPUs", t.at("zero").get<int>(),
+                                                t.at("dp").get<int64_t>())
+                                  : "");
+  // Nodes by forward + backward + recompute time.
+  std::vector<const json*> rows;
+  for (const json& row : t.at("rows"))
+    if (row.at("costed").get<bool>()) rows.push_back(&row);
+  auto total_of = [](const json* x) {
+    return x->at("forward_s").get<double>() + x->at("backward_s").get<double>() +
+           x->at("recompute_s").get<double>();
+  };
+  std::stable_sort(rows.begin(), rows.end(),
+                   [&](const json* a, const json* b) { return total_of(a) > total_of(b); });
+  double step = t.at("step_time_s").get<double>();
+  fmt::print(out, "{:<28} {:<10} {:>7} {:>7} {:>9} {:>9} {:>9} {:>8} {:>5}\n", "node", "op",
+             "fwd FL", "bwd FL", "fwd", "bwd", "recomp", "saved", "%");
+  for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(top_n); ++i) {
+    const json& x = *rows[i];
+    std::string op = x.at("op").get<std::string>();
+    fmt::print(
+        out, "{:<28} {:<10} {:>7} {:>7} {:>9} {:>9} {:>9} {:>8} {:>5.1f}\n",
+        fit_name(x.at("node").get<std::string>(), 28, op), fit_op(op, 10),
+        human_count(x.at("forward_flops").get<double>()),
+        human_count(x.at("backward_flops").get<double>()),
+        human_time(x.at("forward_s").get<double>()), human_time(x.at("backward_s").get<double>()),
+        x.at("recompute_s").get<double>() > 0 ? human_time(x.at("recompute_s").get<double>())
+                                              : std::string("-"),
+        human_bytes(x.at("saved_bytes").get<double>()), step > 0 ? 100 * total_of(&x) / step : 0);
+  }
+  for (const json& s : t.at("steps"))
+    fmt::print(out, "{:<37} {:>7} {:>7} {:>9} {:<29} {:>5.1f}\n",
+               fit(s.at("name").get<std::string>(), 37), human_count(s.at("flops").get<double>()),
+               "", human_time(s.at("seconds").get<double>()),
+               fit(s.at("phase").get<std::string>(), 29),
+               step > 0 ? 100 * s.at("seconds").get<double>() / step : 0);
+  out << "\n"
+      << wrap("  step        ",
+              fmt::format("{} = forward {} + backward {} + recompute {} + loss {} + optimizer {}{}",
+                          human_time(step), human_time(t.at("forward_s").get<double>()),
+                          human_time(t.at("backward_s").get<double>()),
+                          human_time(t.at("recompute_s").get<double>()),
+                          human_time(t.at("loss_s").get<double>()),
+                          human_time(t.at("optimizer_s").get<double>()),
+                          t.at("communication_s").get<double>() > 0
+                              ? " + comm " + human_time(t.at("communication_s").get<double>())
+                              : ""));
+  fmt::print(out, "  throughput  {} tokens a step, {:.0f} tokens/s; attention: SDPA {}\n",
+             with_commas(t.at("tokens_per_step").get<int64_t>()),
+             t.at("tokens_per_s").get<double>(), t.at("attention_backend").get<std::string>());
+  fmt::print(
+      out, "  FLOPs       {} executed; matrix (dense attention, FlopCounterMode's convention) {}\n",
+      human_count(t.at("flops").get<double>()),
+      human_count(t.at("gemm_dense_flops").get<double>()));
+  out << wrap(
+      "  model state ",
+      fmt::format("{} params: weights {} + grads {} + optimizer {} = {}{}",
+                  with_commas(t.at("params").get<int64_t>()), gib(t.at("weight_bytes")),
+                  gib(t.at("grad_bytes")), gib(t.at("optimizer_state_bytes")),
+                  gib(t.at("model_state_bytes")),
+                  t.at("autocast_copy_bytes").get<int64_t>() > 0
+                      ? fmt::format("; autocast weight copies {}", gib(t.at("autocast_copy_bytes")))
+                      : ""));
+  out << wrap(
+      "  activations ",
+      fmt::format(
+          "saved at the loss {} (fp32 logits {} each); per layer, Korthikanti et al.'s figure {}",
+          gib(t.at("saved_activation_bytes")), gib(t.at("logits_fp32_bytes")),
+          gib(t.at("korthikanti_layer_bytes"))));
+  out << wrap("  peak        ",
+              fmt::format("{} at \"{}\" of {}: {}", gib(t.at("peak_memory_bytes")),
+                          t.at("peak_moment").get<std::string>(), gib(t.at("device_memory_bytes")),
+                          t.at("fits").get<bool>() ? "fits" : "does NOT fit"));
+  fmt::print(out, "  largest     batch {} at seq {}; seq {} at batch {}\n",
+             t.at("max_batch").get<int64_t>(), t.at("seq").get<int64_t>(),
+             t.at("max_seq").get<int64_t>(), t.at("batch").get<int64_t>());
+  fmt::print(out, "\nMemory through the step (cuBLAS workspaces {} in every moment)\n",
+             gib(t.at("timeline").at(0).at("workspace")));
+  fmt::print(out, "  {:<28}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n", "moment", "total",
+             "weights", "grads", "optimizer", "autocast", "saved", "transient");
+  // The step's edges, the first and last layer each way, and the peak.
+  const json& tl = t.at("timeline");
+  auto layer_of = [](const std::string& name) {
+    size_t at = name.find(", layer ");
+    return at == std::string::npos ? -1 : std::atoi(name.c_str() + at + 8);
+  };
+  int last = 0;
+  for (const json& m : tl) last = std::max(last, layer_of(m.at("moment").get<std::string>()));
+  for (const json& m : tl) {
+    std::string name = m.at("moment").get<std::string>();
+    int layer = layer_of(name);
+    if (layer > 0 && layer < last && m.at("moment") != t.at("peak_moment")) continue;
+    fmt::print(out, "  {:<28}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n", fit(name, 28),
+               gib(m.at("total")), gib(m.at("weights")), gib(m.at("grads")),
+               gib(m.at("optimizer_states")), gib(m.at("autocast_copies")),
+               gib(m.at("saved_activations")), gib(m.at("transient")));
+  }
+}
+
+}  // namespace rooflens::reports

@@ -1,0 +1,17 @@
+#pragma once
+// The training step's parts of the JSON and terminal reports (--phase train).
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "analyzer/analysis.hpp"
+#include "analyzer/training.hpp"
+
+namespace rooflens::reports {
+
+// The result JSON's "training" object (node names from the analysis' forward nodes).
+nlohmann::json training_json(const TrainingSummary& t, const Analysis& a);
+// Terminal: the step's headline, the nodes by forward + backward time with both columns, the
+// memory timeline's main moments and the peak. `result` is the whole document.
+void write_training(std::ostream& out, const nlohmann::json& result, int top_n);
+
+}  // namespace rooflens::reports

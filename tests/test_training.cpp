@@ -1,0 +1,218 @@
+// --phase train against real PyTorch training steps (an H100: scripts/training_references.py,
+// tests/data/reference/training/h100-train.json) and what autograd saved on a CPU
+// (scripts/training_saved_tensors.py); the training formulas by hand; bad input.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "analyzer/device.hpp"
+#include "analyzer/errors.hpp"
+#include "analyzer/training.hpp"
+#include "cli_run.hpp"
+#include "json_schema_check.hpp"
+#include "model_builder.hpp"
+#include "scratch_dir.hpp"
+
+using namespace rooflens;
+using namespace rooflens::test;
+using nlohmann::json;
+
+namespace {
+
+json read_json(const std::string& relative) {
+  std::ifstream in(data_path(relative));
+  REQUIRE(in.good());
+  return json::parse(in);
+}
+
+TransformerConfig training_config(const std::string& model) {
+  return load_transformer_config(
+      data_path("tests/data/reference/training/configs/" + model + ".json"));
+}
+
+Analysis train(const std::string& model, int64_t batch, int64_t seq, const std::string& precision,
+               bool checkpointing, const std::string& optimizer) {
+  TransformerOptions o;
+  o.lowering.batch = batch;
+  o.lowering.seq = seq;
+  o.calibrated = std::make_shared<const Device>(
+      calibrated_device(read_device_profile(data_path("data/profiles/h100-sxm.json"))));
+  TrainingOptions t;
+  t.precision = parse_train_precision(precision);
+  t.optimizer = parse_optimizer(optimizer);
+  t.recompute = checkpointing ? Recompute::full : Recompute::none;
+  return analyze_training(training_config(model), o, t);
+}
+
+double relative(double predicted, double measured) {
+  return std::fabs(predicted - measured) / measured;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "training: peak memory within 5% and matrix FLOPs within 2% of real PyTorch steps on an H100",
+    "[training]") {
+  json refs = read_json("tests/data/reference/training/h100-train.json");
+  REQUIRE(refs.at("cases").size() == 13);
+  for (const json& c : refs.at("cases")) {
+    Analysis a = train(c.at("model"), c.at("batch"), c.at("seq"), c.at("precision"),
+                       c.at("gradient_checkpointing"), c.at("optimizer"));
+    const TrainingSummary& t = *a.training;
+    INFO(c.at("case").get<std::string>()
+         << ": peak " << t.peak_memory_bytes << " vs " << c.at("peak_bytes").get<int64_t>()
+         << ", matrix FLOPs " << t.gemm_dense_flops << " vs "
+         << c.at("gemm_dense_flops").get<int64_t>());
+    CHECK(t.params == c.at("params").get<int64_t>());
+    CHECK(relative(static_cast<double>(t.peak_memory_bytes), c.at("peak_bytes").get<double>()) <
+          0.05);
+    CHECK(relative(static_cast<double>(t.gemm_dense_flops),
+                   c.at("gemm_dense_flops").get<double>()) < 0.02);
+    // At rest between steps PyTorch holds the weights, the optimizer's states (gradients are freed
+    // by zero_grad(set_to_none=True)) and cuBLAS's workspaces.
+    double at_rest = static_cast<double>(t.timeline.front().total());
+    CHECK(relative(at_rest, c.at("at_rest_bytes").get<double>()) < 0.05);
+  }
+}
+
+TEST_CASE("training: saved activations per layer as autograd saved them (CPU, outside attention)",
+          "[training]") {
+  json refs = read_json("tests/data/reference/training/cpu-saved-tensors.json");
+  int checked = 0;
+  for (const json& c : refs.at("cases")) {
+    std::string precision = c.at("precision");
+    std::string model = c.at("model");
+    // GPT-2's dropout runs as a float multiply on the CPU (a 1-byte mask on CUDA), and autocast's
+    // weight copies are not per layer in the summary: the plain fp32 and bf16 Llama and Mixtral.
+    if (model == "gpt2" || precision == "bf16-mixed") continue;
+    Analysis a = train(model, c.at("batch"), c.at("seq"), precision, false, "adamw");
+    // Attention's tensors are left out on both sides; the CPU's kernel saved its output, which
+    // o_proj saves on the GPU's math path (fp32 with grouped-query attention).
+    int64_t ours = 0;
+    for (const TrainingRow& r : a.training->rows) {
+      const std::string& name = a.nodes[static_cast<size_t>(r.node)].name;
+      if (r.layer == 1 && a.nodes[static_cast<size_t>(r.node)].op != "Attention" &&
+          name.find(".o_proj") == std::string::npos)
+        ours += r.saved_bytes;
+    }
+    int64_t theirs = c.at("saved_bytes_by_layer").at("1").get<int64_t>();
+    INFO(model << " " << precision << ": " << ours << " vs " << theirs);
+    CHECK(relative(static_cast<double>(ours), static_cast<double>(theirs)) < 0.01);
+    ++checked;
+  }
+  CHECK(checked == 4);
+}
+
+TEST_CASE("training: optimizer, ZeRO and Korthikanti formulas by hand", "[training]") {
+  // foreach AdamW on fp32: 6 passes over params and grads, 14 over states (docs/training.md).
+  OptimizerWork adam = optimizer_work(OptimizerKind::adamw, 1000, 10, 100, 4, 4);
+  CHECK(adam.bytes == 1000 * (6 * 4 + 14 * 4));
+  CHECK(adam.state_bytes == 8000);
+  CHECK(adam.temporary_bytes == 4000);
+  CHECK(optimizer_work(OptimizerKind::sgd, 1000, 10, 100, 2, 2).state_bytes == 0);
+  // Adafactor: a 10 x 100 matrix keeps 10 + 100 second-moment values.
+  CHECK(optimizer_work(OptimizerKind::adafactor, 1000, 10, 100, 4, 4).state_bytes == 110 * 4);
+  // ZeRO's 2/2/K: 7.5B params with Adam in mixed precision on 64 GPUs (Rajbhandari et al. 2020,
+  // Figure 1: 120 GB; stage 1 31.4 GB; stage 2 16.6 GB; stage 3 1.9 GB).
+  ModelState whole{15'000'000'000, 15'000'000'000, 90'000'000'000};
+  CHECK(zero_partition(whole, 1, 64).total() == 30'000'000'000 + 1'406'250'000);
+  CHECK(zero_partition(whole, 2, 64).total() == 15'000'000'000 + 234'375'000 + 1'406'250'000);
+  CHECK(zero_partition(whole, 3, 64).total() == 1'875'000'000);
+  // Korthikanti et al. 2022, Table 2: s*b*h*(34 + 5*a*s/h) without parallelism.
+  CHECK(korthikanti_layer_bytes(2048, 1, 4096, 32, 1, false, false) ==
+        34LL * 2048 * 4096 + 5LL * 32 * 2048 * 2048);
+  CHECK(korthikanti_layer_bytes(2048, 1, 4096, 32, 8, true, true) == 34LL * 2048 * 4096 / 8);
+}
+
+TEST_CASE("training: grad accumulation, ZeRO and recomputation move memory and time the right way",
+          "[training]") {
+  TransformerConfig c = training_config("llama-4l");
+  TransformerOptions o;
+  o.lowering.batch = 4;
+  o.lowering.seq = 1024;
+  TrainingOptions base;
+  Analysis one = analyze_training(c, o, base);
+  TrainingOptions accum = base;
+  accum.grad_accum = 4;
+  Analysis four = analyze_training(c, o, accum);
+  // Four micro-batches: four forwards and backwards, one optimizer step; the gradients live
+  // across micro-batches.
+  CHECK(four.training->gemm_dense_flops == 4 * one.training->gemm_dense_flops);
+  CHECK(four.training->step_time_s - four.training->optimizer_s ==
+        Approx(4 * (one.training->step_time_s - one.training->optimizer_s)).epsilon(1e-9));
+  CHECK(four.training->peak_memory_bytes >= one.training->peak_memory_bytes);
+  TrainingOptions zero = base;
+  zero.zero = 3;
+  zero.dp = 8;
+  Analysis sharded = analyze_training(c, o, zero);
+  CHECK(sharded.training->model_state.optimizer == (one.training->model_state.optimizer + 7) / 8);
+  CHECK(sharded.training->model_state.weights == (one.training->model_state.weights + 7) / 8);
+  CHECK(sharded.training->peak_memory_bytes < one.training->peak_memory_bytes);
+  TrainingOptions full = base;
+  full.recompute = Recompute::full;
+  Analysis ckpt = analyze_training(c, o, full);
+  CHECK(ckpt.training->peak_memory_bytes < one.training->peak_memory_bytes);
+  CHECK(ckpt.training->recompute_s > 0);
+  // Tensor parallelism shards the weights (embeddings and norms aside); sequence parallelism also
+  // the [.., hidden] activations every rank would hold whole.
+  TransformerOptions tp = o;
+  tp.lowering.tp = 2;
+  Analysis sharded_tp = analyze_training(c, tp, base);
+  CHECK(sharded_tp.training->params < one.training->params * 6 / 10);
+  TrainingOptions sp = base;
+  sp.sp = true;
+  Analysis with_sp = analyze_training(c, tp, sp);
+  CHECK(with_sp.training->saved_activation_bytes < sharded_tp.training->saved_activation_bytes);
+  // The largest batch that fits is the one whose peak reaches the device's memory.
+  int64_t most = one.training->max_batch;
+  REQUIRE(most > 4);
+  o.lowering.batch = most;
+  CHECK(analyze_training(c, o, base).training->fits);
+  o.lowering.batch = most + 4;
+  CHECK_FALSE(analyze_training(c, o, base).training->fits);
+}
+
+TEST_CASE("training: the CLI's JSON, a step that does not fit, and bad input", "[training][cli]") {
+  std::filesystem::path dir = scratch_dir("training");
+  std::string bin = ROOFLENS_BIN;
+  std::string gpt2 = data_path("tests/data/reference/training/configs/gpt2.json");
+  auto run = [&](const std::string& args) {
+    return run_cli(bin + " analyze " + gpt2 + " --phase train " + args, dir);
+  };
+  std::string out = (dir / "t.json").string();
+  CliRun ok = run("--batch 8 --seq 1024 --precision bf16-mixed --json " + out);
+  REQUIRE(ok.code == 0);
+  std::ifstream written(out);
+  json j = json::parse(written);
+  for (const char* key : {"peak_memory_bytes", "model_state_bytes", "activation_peak_bytes",
+                          "flops", "gemm_dense_flops", "step_time_s"})
+    CHECK(j.at("training").contains(key));
+  CHECK(SchemaCheck(read_json("docs/result.schema.json")).check(j).empty());
+  CHECK(ok.out.find("Training step (bf16-mixed, adamw, recompute none)") != std::string::npos);
+  // The terminal report fits 100 columns.
+  std::istringstream lines(ok.out);
+  for (std::string line; std::getline(lines, line);) CHECK(line.size() <= 100);
+  for (const std::string& line : {std::string("Memory through the step")})
+    CHECK(ok.out.find(line) != std::string::npos);
+  CliRun prefill = run_cli(bin + " analyze " + gpt2 + " --phase prefill --precision fp32", dir);
+  CHECK(prefill.code == 2);
+  CHECK(prefill.err.find("--precision applies to --phase train") != std::string::npos);
+  CliRun big = run_cli(bin + " analyze " + data_path("samples/configs/llama-2-70b/config.json") +
+                           " --phase train --batch 8 --seq 4096 --precision bf16-mixed",
+                       dir);
+  CHECK(big.code == 0);
+  CHECK(big.out.find("does not fit: the step peaks at") != std::string::npos);
+  for (const std::string& bad :
+       {std::string("--optimizer lion"), std::string("--precision fp4"),
+        std::string("--recompute some"), std::string("--tp 5"), std::string("--grad-accum 0"),
+        std::string("--zero 4"), std::string("--sp")}) {
+    CliRun r = run("--batch 2 --seq 128 " + bad);
+    INFO(bad << ": " << r.err);
+    CHECK(r.code == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+}
