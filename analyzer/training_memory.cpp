@@ -491,8 +491,9 @@ void memory_timeline(const StepContext& s, const SavedActivations& saved, Traini
     if (m.total() > peak->total()) peak = &m;
   out.peak_memory_bytes = peak->total();
   out.peak_moment = peak->moment;
-  out.activation_peak_bytes = peak->total() - per_gpu.total();
-  if (out.activation_peak_bytes < 0) out.activation_peak_bytes = 0;
+  out.activation_peak_bytes = 0;
+  for (const MemoryMoment& m : tl)
+    out.activation_peak_bytes = std::max(out.activation_peak_bytes, m.saved + m.transient);
   out.saved_activation_bytes = checked_add(at_loss, logits_fp32);
   out.logits_bytes = logits_fp32;
 }

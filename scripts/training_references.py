@@ -55,12 +55,12 @@ CASES = {
 TIMED_STEPS = 5
 
 
-def run_case(name):
+def build_model(model_key, precision, ckpt, device="cuda"):
+    """The model of MODELS[model_key] as the cases train it: random weights, sdpa, train mode.
+    Returns (model, config, model_type, fields)."""
     import torch
     import transformers
-    from torch.utils.flop_counter import FlopCounterMode
 
-    model_key, batch, seq, precision, ckpt, optimizer = CASES[name]
     fields = dict(MODELS[model_key])
     model_type = fields.pop("model_type")
     config = transformers.AutoConfig.for_model(model_type, **fields)
@@ -68,9 +68,19 @@ def run_case(name):
     model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
     if precision == "bf16":
         model = model.to(torch.bfloat16)
-    model = model.cuda().train()
+    model = model.to(device).train()
     if ckpt:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    return model, config, model_type, fields
+
+
+def run_case(name):
+    import torch
+    import transformers
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model_key, batch, seq, precision, ckpt, optimizer = CASES[name]
+    model, config, model_type, fields = build_model(model_key, precision, ckpt)
     if optimizer == "adamw":
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
     else:
