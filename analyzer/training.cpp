@@ -514,6 +514,12 @@ Analysis analyze_training(const TransformerConfig& c, const TransformerOptions& 
         static_cast<double>(out->peak_memory_bytes) / (1 << 30), out->peak_moment,
         static_cast<double>(out->device_bytes) / (1 << 30), out->max_batch, out->max_seq));
   Analysis a = std::move(fwd.analysis);
+  a.dtype_label = fmt::format("{} (--precision)", train_precision_name(t.precision));
+  if (a.transformer) {
+    auto summary = std::make_shared<TransformerSummary>(*a.transformer);
+    summary->workload = "train";
+    a.transformer = summary;
+  }
   // The inference memory fit's remarks (KV cache, context) do not apply to a training step.
   std::erase_if(a.notes, [](const std::string& n) {
     return n.rfind("largest context", 0) == 0 || n.rfind("the cache stops growing", 0) == 0;
