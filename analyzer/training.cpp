@@ -254,8 +254,8 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
       back.seconds += place_on_roofline(c, n.precision, device).predicted * factor;
       back.flops =
           checked_add(back.flops, static_cast<int64_t>(static_cast<double>(c.flops) * factor));
-      back.bytes =
-          checked_add(back.bytes, checked_add(c.read_act, checked_add(2 * c.written, c.read_act)));
+      back.bytes = checked_add(
+          back.bytes, checked_add(c.read_act, checked_add(checked_mul(c.written, 2), c.read_act)));
       int64_t dense = attention_matmul_flops(*c.kernel.attention, true);
       r.gemm_dense_flops = checked_add(
           dense, static_cast<int64_t>(static_cast<double>(dense) * factor), "matrix FLOPs");

@@ -179,8 +179,9 @@ class SaveRules {
       if (dims) {
         int64_t q =
             s_.attention_backend == "efficient" ? ceil_div(dims->q_len, 32) * 32 : dims->q_len;
-        items.push_back(Item{-1, checked_mul(checked_mul(dims->batch, dims->q_heads), q * 4), false,
-                             false, "logsumexp"});
+        items.push_back(
+            Item{-1, checked_mul(checked_mul(dims->batch, dims->q_heads), checked_mul(q, 4)), false,
+                 false, "logsumexp"});
       }
       return;
     }
@@ -202,7 +203,7 @@ class SaveRules {
       items.push_back(extra(x, 4, "fp32 copy of the input"));
     else
       items.push_back(tensor(x, "input"));
-    items.push_back(Item{-1, rows(x) * 8, false, false, "mean and rstd"});
+    items.push_back(Item{-1, checked_mul(rows(x), 8), false, false, "mean and rstd"});
   }
 
   // Hugging Face's RMSNorm: x.to(fp32), x * rsqrt(mean(x^2) + eps), weight * that.to(input dtype).
@@ -213,7 +214,7 @@ class SaveRules {
       items.push_back(tensor(x, "input"));
     else
       items.push_back(extra(x, 4, "fp32 copy of the input"));
-    items.push_back(Item{-1, rows(x) * 4, false, false, "rsqrt"});
+    items.push_back(Item{-1, checked_mul(rows(x), 4), false, false, "rsqrt"});
     if (is_weight(g_, n.input(1))) items.push_back(extra(x, xb, "normalized input"));
   }
 
@@ -267,8 +268,8 @@ class SaveRules {
     int64_t rot = n.input(2) >= 0 && g_.tensors[n.input(2)].shape
                       ? g_.tensors[n.input(2)].shape->back() * 2
                       : 0;
-    items.push_back(Item{-1, checked_mul(rows(x), rot * 2 * r_.bytes[r_.base[x]]), false, false,
-                         "cos and sin"});
+    items.push_back(Item{-1, checked_mul(rows(x), checked_mul(rot, 2 * r_.bytes[r_.base[x]])),
+                         false, false, "cos and sin"});
   }
 
   const StepContext& s_;
@@ -376,7 +377,7 @@ SavedActivations saved_activations(const StepContext& s) {
     // Backward transients: the residual stream's gradient, and the gradients into and out of the
     // layer's largest op (an estimate; docs/training.md).
     out.layer_transient[l] =
-        checked_add(checked_mul(hidden_elems, s.stream_bytes), 2 * layer_largest[l]);
+        checked_add(checked_mul(hidden_elems, s.stream_bytes), checked_mul(layer_largest[l], 2));
   }
   const Tensor& logits = g.tensors[static_cast<size_t>(g.outputs.at(0))];
   out.logits_elements = logits.shape ? logits.elements() : 0;
@@ -431,7 +432,7 @@ void memory_timeline(const StepContext& s, const SavedActivations& saved, Traini
   if (sharded_weights) {
     int64_t largest = 0;
     for (int64_t p : saved.layer_param_bytes) largest = std::max(largest, p);
-    gathered = 2 * largest / s.param_bytes * s.gemm_bytes;
+    gathered = checked_mul(largest / s.param_bytes, 2 * s.gemm_bytes);
   }
   out.autocast_copy_bytes = sharded_weights ? 0 : all_copies;
   int64_t grads_between = t.grad_accum > 1 ? per_gpu.grads : 0;  // kept across micro-batches
@@ -469,7 +470,8 @@ void memory_timeline(const StepContext& s, const SavedActivations& saved, Traini
          s.output_bytes == 4 ? logits_out : checked_add(logits_out, logits_fp32));
   // Autocast's cache is cleared when the forward leaves autocast; copies saved by GEMMs stay.
   int64_t copies_bwd = full ? saved.head_copy_bytes : all_copies;
-  moment("loss backward", 0, copies_bwd, checked_add(at_loss, logits_fp32), 2 * logits_fp32);
+  moment("loss backward", 0, copies_bwd, checked_add(at_loss, logits_fp32),
+         checked_mul(logits_fp32, 2));
   int64_t grads = grad_share(saved.head_param_bytes);
   int64_t acts = through;
   for (size_t k = layers; k-- > 0;) {
