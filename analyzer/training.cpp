@@ -501,6 +501,13 @@ Analysis analyze_training(const TransformerConfig& c, const TransformerOptions& 
   out->korthikanti_layer_bytes = korthikanti_layer_bytes(l.seq, l.batch, c.hidden, c.heads, l.tp,
                                                          t.sp, t.recompute != Recompute::none);
   largest_fit(c, o, t, *out);
+  if (!saved.generic_ops.empty()) {
+    std::string ops;
+    for (const auto& [op, count] : saved.generic_ops)
+      ops += fmt::format("{}{} x{}", ops.empty() ? "" : ", ", op, count);
+    out->notes.push_back("saved tensors without a rule of their own (taken as the op's inputs): " +
+                         ops);
+  }
   if (t.zero > 0 && t.dp == 1)
     out->notes.push_back("--zero with one data-parallel GPU partitions nothing (give --dp N)");
   if (s.attention_backend == "math")

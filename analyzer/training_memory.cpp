@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
+#include <set>
 
 #include "analyzer/checked.hpp"
 #include "analyzer/training_step.hpp"
@@ -109,10 +111,16 @@ class SaveRules {
       items.push_back(tensor(n.input(1), "indices"));
     else if (op == "RotaryEmbedding")
       rope(n, items);
+    else if (!saves_nothing(op))
+      generic(n, items);
     if (ends_with(n.name, "_residual") && s_.config.resid_dropout > 0 && n.output(0) >= 0)
       items.push_back(Item{-1, elements(n.output(0)), true, false, "dropout mask"});
     return items;
   }
+
+  // Ops without a rule of their own, by op: their saved tensors are taken to be their float
+  // activation inputs (what most autograd formulas keep), and the report names them.
+  std::map<std::string, int> generic_ops;
 
   int64_t copy_bytes(int weight) {
     if (!s_.autocast || weight < 0 || copied_[weight]) return 0;
@@ -260,6 +268,26 @@ class SaveRules {
         Item{-1, checked_mul(routed, 3 * 8 + 4), false, false, "routing indices and weights"});
   }
 
+  // Ops whose backward needs none of their tensors: sums, views, casts, collectives.
+  static bool saves_nothing(const std::string& op) {
+    static const std::set<std::string> none{"Add",       "Sub",     "Reshape",   "Split",
+                                            "Transpose", "Squeeze", "Unsqueeze", "Flatten",
+                                            "Identity",  "Concat",  "Cast",      "AllReduce",
+                                            "Neg",       "Slice",   "Expand"};
+    return none.count(op) > 0;
+  }
+
+  void generic(const Node& n, std::vector<Item>& items) {
+    bool any = false;
+    for (int t : n.inputs)
+      if (t >= 0 && !is_weight(g_, t) && g_.tensors[t].role != TensorRole::constant &&
+          is_float(g_.tensors[t].dtype) && g_.tensors[t].shape) {
+        items.push_back(tensor(t, "inputs (generic rule)"));
+        any = true;
+      }
+    if (any) ++generic_ops[n.display_op()];
+  }
+
   // q*cos + rotate_half(q)*sin keeps cos and sin, computed once per forward and shared.
   void rope(const Node& n, std::vector<Item>& items) {
     if (rope_saved_) return;
@@ -379,6 +407,7 @@ SavedActivations saved_activations(const StepContext& s) {
     out.layer_transient[l] =
         checked_add(checked_mul(hidden_elems, s.stream_bytes), checked_mul(layer_largest[l], 2));
   }
+  out.generic_ops = rules.generic_ops;
   const Tensor& logits = g.tensors[static_cast<size_t>(g.outputs.at(0))];
   out.logits_elements = logits.shape ? logits.elements() : 0;
   return out;
