@@ -254,8 +254,8 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
       back.seconds += place_on_roofline(c, n.precision, device).predicted * factor;
       back.flops =
           checked_add(back.flops, static_cast<int64_t>(static_cast<double>(c.flops) * factor));
-      back.bytes =
-          checked_add(back.bytes, checked_add(c.read_act, checked_add(2 * c.written, c.read_act)));
+      back.bytes = checked_add(
+          back.bytes, checked_add(c.read_act, checked_add(checked_mul(c.written, 2), c.read_act)));
       int64_t dense = attention_matmul_flops(*c.kernel.attention, true);
       r.gemm_dense_flops = checked_add(
           dense, static_cast<int64_t>(static_cast<double>(dense) * factor), "matrix FLOPs");
@@ -501,6 +501,13 @@ Analysis analyze_training(const TransformerConfig& c, const TransformerOptions& 
   out->korthikanti_layer_bytes = korthikanti_layer_bytes(l.seq, l.batch, c.hidden, c.heads, l.tp,
                                                          t.sp, t.recompute != Recompute::none);
   largest_fit(c, o, t, *out);
+  if (!saved.generic_ops.empty()) {
+    std::string ops;
+    for (const auto& [op, count] : saved.generic_ops)
+      ops += fmt::format("{}{} x{}", ops.empty() ? "" : ", ", op, count);
+    out->notes.push_back("saved tensors without a rule of their own (taken as the op's inputs): " +
+                         ops);
+  }
   if (t.zero > 0 && t.dp == 1)
     out->notes.push_back("--zero with one data-parallel GPU partitions nothing (give --dp N)");
   if (s.attention_backend == "math")
@@ -514,6 +521,12 @@ Analysis analyze_training(const TransformerConfig& c, const TransformerOptions& 
         static_cast<double>(out->peak_memory_bytes) / (1 << 30), out->peak_moment,
         static_cast<double>(out->device_bytes) / (1 << 30), out->max_batch, out->max_seq));
   Analysis a = std::move(fwd.analysis);
+  a.dtype_label = fmt::format("{} (--precision)", train_precision_name(t.precision));
+  if (a.transformer) {
+    auto summary = std::make_shared<TransformerSummary>(*a.transformer);
+    summary->workload = "train";
+    a.transformer = summary;
+  }
   // The inference memory fit's remarks (KV cache, context) do not apply to a training step.
   std::erase_if(a.notes, [](const std::string& n) {
     return n.rfind("largest context", 0) == 0 || n.rfind("the cache stops growing", 0) == 0;

@@ -92,7 +92,7 @@ struct TrainingSummary {
   int64_t autocast_copy_bytes = 0;     // 16/8-bit weight copies autocast caches for the step
   int64_t saved_activation_bytes = 0;  // everything autograd holds when the loss's backward starts
   int64_t logits_bytes = 0;            // fp32 logits of the loss (B*S*V floats)
-  int64_t activation_peak_bytes = 0;   // the peak less the model state
+  int64_t activation_peak_bytes = 0;   // the most activations (saved + transient) at any moment
   int64_t peak_memory_bytes = 0;
   std::string peak_moment;
   std::vector<MemoryMoment> timeline;

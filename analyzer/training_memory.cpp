@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
+#include <set>
 
 #include "analyzer/checked.hpp"
 #include "analyzer/training_step.hpp"
@@ -109,10 +111,16 @@ class SaveRules {
       items.push_back(tensor(n.input(1), "indices"));
     else if (op == "RotaryEmbedding")
       rope(n, items);
+    else if (!saves_nothing(op))
+      generic(n, items);
     if (ends_with(n.name, "_residual") && s_.config.resid_dropout > 0 && n.output(0) >= 0)
       items.push_back(Item{-1, elements(n.output(0)), true, false, "dropout mask"});
     return items;
   }
+
+  // Ops without a rule of their own, by op: their saved tensors are taken to be their float
+  // activation inputs (what most autograd formulas keep), and the report names them.
+  std::map<std::string, int> generic_ops;
 
   int64_t copy_bytes(int weight) {
     if (!s_.autocast || weight < 0 || copied_[weight]) return 0;
@@ -179,8 +187,9 @@ class SaveRules {
       if (dims) {
         int64_t q =
             s_.attention_backend == "efficient" ? ceil_div(dims->q_len, 32) * 32 : dims->q_len;
-        items.push_back(Item{-1, checked_mul(checked_mul(dims->batch, dims->q_heads), q * 4), false,
-                             false, "logsumexp"});
+        items.push_back(
+            Item{-1, checked_mul(checked_mul(dims->batch, dims->q_heads), checked_mul(q, 4)), false,
+                 false, "logsumexp"});
       }
       return;
     }
@@ -202,7 +211,7 @@ class SaveRules {
       items.push_back(extra(x, 4, "fp32 copy of the input"));
     else
       items.push_back(tensor(x, "input"));
-    items.push_back(Item{-1, rows(x) * 8, false, false, "mean and rstd"});
+    items.push_back(Item{-1, checked_mul(rows(x), 8), false, false, "mean and rstd"});
   }
 
   // Hugging Face's RMSNorm: x.to(fp32), x * rsqrt(mean(x^2) + eps), weight * that.to(input dtype).
@@ -213,7 +222,7 @@ class SaveRules {
       items.push_back(tensor(x, "input"));
     else
       items.push_back(extra(x, 4, "fp32 copy of the input"));
-    items.push_back(Item{-1, rows(x) * 4, false, false, "rsqrt"});
+    items.push_back(Item{-1, checked_mul(rows(x), 4), false, false, "rsqrt"});
     if (is_weight(g_, n.input(1))) items.push_back(extra(x, xb, "normalized input"));
   }
 
@@ -259,6 +268,26 @@ class SaveRules {
         Item{-1, checked_mul(routed, 3 * 8 + 4), false, false, "routing indices and weights"});
   }
 
+  // Ops whose backward needs none of their tensors: sums, views, casts, collectives.
+  static bool saves_nothing(const std::string& op) {
+    static const std::set<std::string> none{"Add",       "Sub",     "Reshape",   "Split",
+                                            "Transpose", "Squeeze", "Unsqueeze", "Flatten",
+                                            "Identity",  "Concat",  "Cast",      "AllReduce",
+                                            "Neg",       "Slice",   "Expand"};
+    return none.count(op) > 0;
+  }
+
+  void generic(const Node& n, std::vector<Item>& items) {
+    bool any = false;
+    for (int t : n.inputs)
+      if (t >= 0 && !is_weight(g_, t) && g_.tensors[t].role != TensorRole::constant &&
+          is_float(g_.tensors[t].dtype) && g_.tensors[t].shape) {
+        items.push_back(tensor(t, "inputs (generic rule)"));
+        any = true;
+      }
+    if (any) ++generic_ops[n.display_op()];
+  }
+
   // q*cos + rotate_half(q)*sin keeps cos and sin, computed once per forward and shared.
   void rope(const Node& n, std::vector<Item>& items) {
     if (rope_saved_) return;
@@ -267,8 +296,8 @@ class SaveRules {
     int64_t rot = n.input(2) >= 0 && g_.tensors[n.input(2)].shape
                       ? g_.tensors[n.input(2)].shape->back() * 2
                       : 0;
-    items.push_back(Item{-1, checked_mul(rows(x), rot * 2 * r_.bytes[r_.base[x]]), false, false,
-                         "cos and sin"});
+    items.push_back(Item{-1, checked_mul(rows(x), checked_mul(rot, 2 * r_.bytes[r_.base[x]])),
+                         false, false, "cos and sin"});
   }
 
   const StepContext& s_;
@@ -376,8 +405,9 @@ SavedActivations saved_activations(const StepContext& s) {
     // Backward transients: the residual stream's gradient, and the gradients into and out of the
     // layer's largest op (an estimate; docs/training.md).
     out.layer_transient[l] =
-        checked_add(checked_mul(hidden_elems, s.stream_bytes), 2 * layer_largest[l]);
+        checked_add(checked_mul(hidden_elems, s.stream_bytes), checked_mul(layer_largest[l], 2));
   }
+  out.generic_ops = rules.generic_ops;
   const Tensor& logits = g.tensors[static_cast<size_t>(g.outputs.at(0))];
   out.logits_elements = logits.shape ? logits.elements() : 0;
   return out;
@@ -431,7 +461,7 @@ void memory_timeline(const StepContext& s, const SavedActivations& saved, Traini
   if (sharded_weights) {
     int64_t largest = 0;
     for (int64_t p : saved.layer_param_bytes) largest = std::max(largest, p);
-    gathered = 2 * largest / s.param_bytes * s.gemm_bytes;
+    gathered = checked_mul(largest / s.param_bytes, 2 * s.gemm_bytes);
   }
   out.autocast_copy_bytes = sharded_weights ? 0 : all_copies;
   int64_t grads_between = t.grad_accum > 1 ? per_gpu.grads : 0;  // kept across micro-batches
@@ -469,7 +499,8 @@ void memory_timeline(const StepContext& s, const SavedActivations& saved, Traini
          s.output_bytes == 4 ? logits_out : checked_add(logits_out, logits_fp32));
   // Autocast's cache is cleared when the forward leaves autocast; copies saved by GEMMs stay.
   int64_t copies_bwd = full ? saved.head_copy_bytes : all_copies;
-  moment("loss backward", 0, copies_bwd, checked_add(at_loss, logits_fp32), 2 * logits_fp32);
+  moment("loss backward", 0, copies_bwd, checked_add(at_loss, logits_fp32),
+         checked_mul(logits_fp32, 2));
   int64_t grads = grad_share(saved.head_param_bytes);
   int64_t acts = through;
   for (size_t k = layers; k-- > 0;) {
@@ -491,8 +522,9 @@ void memory_timeline(const StepContext& s, const SavedActivations& saved, Traini
     if (m.total() > peak->total()) peak = &m;
   out.peak_memory_bytes = peak->total();
   out.peak_moment = peak->moment;
-  out.activation_peak_bytes = peak->total() - per_gpu.total();
-  if (out.activation_peak_bytes < 0) out.activation_peak_bytes = 0;
+  out.activation_peak_bytes = 0;
+  for (const MemoryMoment& m : tl)
+    out.activation_peak_bytes = std::max(out.activation_peak_bytes, m.saved + m.transient);
   out.saved_activation_bytes = checked_add(at_loss, logits_fp32);
   out.logits_bytes = logits_fp32;
 }

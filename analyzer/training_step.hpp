@@ -1,6 +1,7 @@
 #pragma once
 // Shared by training.cpp (rows, time, the summary) and training_memory.cpp (what autograd saves,
 // the memory timeline): the forward as lowered and analyzed, and the dtypes the step runs in.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,8 @@ struct SavedActivations {
   std::vector<int64_t> layer_param_bytes;       // its weights' gradients
   int64_t before_layers = 0, after_layers = 0;  // embeddings; final norm and lm_head input
   int64_t head_copy_bytes = 0, head_param_bytes = 0, embed_param_bytes = 0;
-  int64_t logits_elements = 0;  // B*S*V (this GPU's vocabulary shard)
+  int64_t logits_elements = 0;             // B*S*V (this GPU's vocabulary shard)
+  std::map<std::string, int> generic_ops;  // ops whose saved tensors came from the generic rule
   int64_t params = 0;
 };
 

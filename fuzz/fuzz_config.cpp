@@ -1,11 +1,13 @@
 // libFuzzer target: bytes -> config.json parser -> lowering -> analysis in each workload, with
-// tensor parallelism and naive attention too. InputError is the expected outcome for bad input.
+// tensor parallelism and naive attention too, and a training step (--phase train) in two set-ups.
+// InputError is the expected outcome for bad input.
 #include <cstddef>
 #include <cstdint>
 #include <sstream>
 #include <string>
 
 #include "analyzer/errors.hpp"
+#include "analyzer/training.hpp"
 #include "analyzer/transformer_analysis.hpp"
 #include "reports/sink.hpp"
 
@@ -36,6 +38,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     try {
       Analysis a = analyze_transformer(c, o);
+      std::ostringstream sink;
+      reports::TableSink(5).write(sink, a);
+      reports::JsonSink().write(sink, a);
+    } catch (const InputError&) {
+    }
+  }
+  for (int variant = 0; variant < 2; ++variant) {
+    TransformerOptions o;
+    o.lowering.batch = 2;
+    o.lowering.seq = 4;
+    TrainingOptions t;
+    if (variant == 1) {
+      o.lowering.tp = 2;
+      t.sp = true;
+      t.precision = TrainPrecision::fp32;
+      t.recompute = Recompute::full;
+      t.zero = 3;
+      t.dp = 2;
+      t.grad_accum = 2;
+      t.optimizer = OptimizerKind::adafactor;
+    }
+    try {
+      Analysis a = analyze_training(c, o, t);
       std::ostringstream sink;
       reports::TableSink(5).write(sink, a);
       reports::JsonSink().write(sink, a);

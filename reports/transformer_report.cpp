@@ -29,6 +29,9 @@ std::string shape_of_work(const json& t) {
                        t["generation"].at("gen").get<int64_t>());
   if (t.at("workload") == "decode")
     return fmt::format("decode: batch {}, one new token over {} cached", batch, t.at("context").get<int64_t>());
+  if (t.at("workload") == "train")
+    return fmt::format("train: batch {}, {} tokens each (forward, then the step)", batch,
+                       t.at("seq").get<int64_t>());
   return fmt::format("prefill: batch {}, {} tokens each", batch, t.at("seq").get<int64_t>());
 }
 

@@ -18,7 +18,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from training_references import CASES, MODELS  # noqa: E402
+from training_references import CASES, build_model  # noqa: E402
 
 CLASSES = [
     ("attention", ("flash", "fmha", "attention", "softmax_warp", "efficient")),
@@ -44,16 +44,7 @@ def run_case(name):
     from torch.profiler import ProfilerActivity, profile
 
     model_key, batch, seq, precision, ckpt, optimizer = CASES[name]
-    fields = dict(MODELS[model_key])
-    model_type = fields.pop("model_type")
-    config = transformers.AutoConfig.for_model(model_type, **fields)
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
-    if precision == "bf16":
-        model = model.to(torch.bfloat16)
-    model = model.cuda().train()
-    if ckpt:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model, config, _, _ = build_model(model_key, precision, ckpt)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5) if optimizer == "adamw" else torch.optim.SGD(model.parameters(), lr=1e-5)
     x = torch.randint(0, config.vocab_size, (batch, seq), device="cuda")
 

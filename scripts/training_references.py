@@ -55,6 +55,25 @@ CASES = {
 TIMED_STEPS = 5
 
 
+def build_model(model_key, precision, ckpt, device="cuda"):
+    """The model of MODELS[model_key] as the cases train it: random weights, sdpa, train mode.
+    Returns (model, config, model_type, fields)."""
+    import torch
+    import transformers
+
+    fields = dict(MODELS[model_key])
+    model_type = fields.pop("model_type")
+    config = transformers.AutoConfig.for_model(model_type, **fields)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
+    if precision == "bf16":
+        model = model.to(torch.bfloat16)
+    model = model.to(device).train()
+    if ckpt:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    return model, config, model_type, fields
+
+
 def run_case(name):
     import torch
     import transformers
@@ -74,16 +93,7 @@ def run_case(name):
     flop_counter.sdpa_backward_flop_count = widened(flop_counter.sdpa_backward_flop_count)
 
     model_key, batch, seq, precision, ckpt, optimizer = CASES[name]
-    fields = dict(MODELS[model_key])
-    model_type = fields.pop("model_type")
-    config = transformers.AutoConfig.for_model(model_type, **fields)
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
-    if precision == "bf16":
-        model = model.to(torch.bfloat16)
-    model = model.cuda().train()
-    if ckpt:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model, config, model_type, fields = build_model(model_key, precision, ckpt)
     if optimizer == "adamw":
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
     else:

@@ -21,7 +21,7 @@ import torch
 import transformers
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from training_references import MODELS  # noqa: E402
+from training_references import MODELS, build_model  # noqa: E402
 
 BATCH, SEQ = 2, 256
 PRECISIONS = ["fp32", "bf16", "bf16-mixed"]
@@ -32,14 +32,7 @@ def storage_key(t):
 
 
 def run(model_key, precision):
-    fields = dict(MODELS[model_key])
-    model_type = fields.pop("model_type")
-    config = transformers.AutoConfig.for_model(model_type, **fields)
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
-    if precision == "bf16":
-        model = model.to(torch.bfloat16)
-    model.train()
+    model, config, _, _ = build_model(model_key, precision, False, device="cpu")
     params = {storage_key(p) for p in model.parameters()}
     stack = [""]
     for name, module in model.named_modules():

@@ -62,6 +62,7 @@
     ` + act. ${bytes(M.activation_bytes)}: ` + (M.fits ? "fits" : "does not fit"), !M.fits);
   const gen = R.transformer && R.transformer.generation;
   if (gen) card("predicted", time(gen.total_s), `${gen.gen} tokens x batch ${R.transformer.batch}: ${gen.tokens_per_s.toFixed(1)} tokens/s (prefill ${time(gen.ttft_s)})`);
+  else if (R.training) card("forward", time(T.predicted_s), "the forward alone; the step's card holds the whole step");
   else card("predicted", time(T.predicted_s), `${T.throughput_per_s.toFixed(1)} ${T.throughput_unit || "samples/s"}`);
   const anyMeasured = P && P.measured > 0;
   if (anyMeasured) card("measured", time(P.measured_s), `over ${P.measured} layers; model error ${(100 * P.model_error).toFixed(1)}%` + (P.valid ? "" : " \u2014 INVALID"), !P.valid);
@@ -200,6 +201,11 @@
     ["AI", (n) => (n.flops > 0 ? n.intensity : -1), (v) => (v < 0 ? "-" : v.toFixed(1))], ["predicted", (n) => n.predicted_s || 0, time],
   ];
   cols.push(["time from", (n) => n.source || ""]);
+  if (R.training) {  // the node's share of the training step: training.rows is in nodes' order
+    const trainRow = (n) => R.training.rows[n.index] || {};
+    cols.push(["fwd", (n) => trainRow(n).forward_s || 0, time], ["bwd", (n) => trainRow(n).backward_s || 0, time],
+      ["recompute", (n) => trainRow(n).recompute_s || 0, time], ["saved", (n) => trainRow(n).saved_bytes || 0, bytes]);
+  }
   if (P) cols.push(["measured", (n) => (measured(n) ? n.measured.median_s : -1), (v) => (v < 0 ? "-" : time(v))],
     ["error %", (n) => (measured(n) ? 100 * n.measured.error : NaN), (v) => (isNaN(v) ? "-" : v.toFixed(1))],
     ["ran", (n) => (measured(n) ? n.measured.library || "" : "")]);
