@@ -65,6 +65,35 @@ std::vector<double> PerfTable::clamp(const std::vector<double>& x) const {
   return c;
 }
 
+std::optional<std::vector<double>> PerfTable::nearest_measured(const std::vector<double>& x) const {
+  if (x.size() != grid.size() || seconds.size() != size()) return std::nullopt;
+  std::optional<std::vector<double>> best;
+  double best_distance = std::numeric_limits<double>::infinity();
+  std::vector<size_t> idx(grid.size(), 0);
+  for (size_t flat = 0; flat < seconds.size(); ++flat) {
+    // idx: the grid index of `flat`, row-major (the last axis fastest).
+    size_t rest = flat;
+    for (size_t a = grid.size(); a-- > 0;) {
+      idx[a] = rest % grid[a].size();
+      rest /= grid[a].size();
+    }
+    if (std::isnan(seconds[flat])) continue;
+    double distance = 0;
+    bool same_kernel = true;
+    for (size_t a = 0; a < grid.size() && same_kernel; ++a) {
+      double v = grid[a][idx[a]];
+      if (axes[a] == "align" || axes[a] == "d") same_kernel = std::fabs(v - x[a]) <= 1e-9 * x[a];
+      double l = std::log(v) - std::log(x[a]);
+      distance += l * l;
+    }
+    if (!same_kernel || distance >= best_distance) continue;
+    best_distance = distance;
+    best.emplace();
+    for (size_t a = 0; a < grid.size(); ++a) best->push_back(grid[a][idx[a]]);
+  }
+  return best;
+}
+
 PerfTable PerfTable::without(size_t flat) const {
   PerfTable t = *this;
   if (flat < t.seconds.size()) t.seconds[flat] = std::numeric_limits<double>::quiet_NaN();

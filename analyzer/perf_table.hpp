@@ -23,6 +23,10 @@ struct PerfTable {
   std::optional<double> lookup(const std::vector<double>& x) const;
   // x with every coordinate clamped into the grid's range.
   std::vector<double> clamp(const std::vector<double>& x) const;
+  // The measured grid point nearest to x in log coordinates, among those that share x's value on
+  // the axes that name another kernel rather than a size ("align", the head dim "d"); nullopt
+  // when none was measured.
+  std::optional<std::vector<double>> nearest_measured(const std::vector<double>& x) const;
   // The same table without one measured point (leave-one-out validation).
   PerfTable without(size_t flat) const;
 };

@@ -74,14 +74,21 @@ std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const 
     source = PredictionSource::measured_table;
     return t;
   }
-  // Beyond the grid: the nearest grid point's time, scaled as the roofline scales. Not below the
-  // lowest measured alignment class: unaligned kernels are other, slower kernels.
+  // Beyond the grid, or inside it where a neighbour was not measured (calibrate's deadline or its
+  // time cap): the time at the grid's edge, or at the nearest measured point, scaled as the
+  // roofline scales. Not below the lowest measured alignment class: unaligned kernels are other,
+  // slower kernels (GPT-2's odd-vocabulary lm_head at 8k tokens is 6x its roofline).
   const PerfTable& t = it->second;
   for (size_t a = 0; a < t.axes.size(); ++a)
     if (t.axes[a] == "align" && q->x[a] < t.grid[a].front()) return std::nullopt;
   std::vector<double> edge = t.clamp(q->x);
-  if (edge == q->x) return std::nullopt;  // inside, but a neighbour was not measured
   auto at_edge = t.lookup(edge);
+  if (!at_edge) {
+    auto nearest = t.nearest_measured(edge);
+    if (!nearest) return std::nullopt;
+    edge = *nearest;
+    at_edge = t.lookup(edge);
+  }
   double ideal_edge = ideal_seconds(q->table, edge, d);
   if (!at_edge || !(ideal_edge > 0)) return std::nullopt;
   table = q->table;

@@ -167,6 +167,26 @@ TEST_CASE("predictions: the table inside the grid, the table scaled by the roofl
     return std::max(w.flops / d.tensor_flops.at("bf16"), w.bytes / d.hbm_bandwidth);
   };
   CHECK(p.predicted == Approx(7.5e-6 * ideal(far) / ideal(edge)));
+  // Inside the grid where a corner of the cell was not measured: the nearest measured point of
+  // the same class in log coordinates, scaled as the roofline scales. For 1500 x 2304 x 768 with
+  // m = 2048 unmeasured that is m 1024 (log distance 0.38), n 2048 (0.12), k 1024 (0.29).
+  PerfTable holes = t;
+  holes.grid[1] = {512, 1024, 2048};
+  holes.seconds.assign(holes.size(), 7.5e-6);
+  for (double n : {2048.0, 4096.0})
+    for (double k : {512.0, 1024.0})
+      for (double align : {8.0, 128.0}) {
+        std::vector<size_t> i{align == 8 ? 0u : 1u, 2, n == 2048 ? 0u : 1u, k == 512 ? 0u : 1u};
+        holes.seconds[holes.flat_index(i)] = std::numeric_limits<double>::quiet_NaN();
+      }
+  db->tables["gemm.bf16"] = holes;
+  c.kernel.gemm->m = 1500;
+  c.flops = gemm_flops(*c.kernel.gemm);
+  p = place_on_roofline(c, Precision::bf16, d);
+  CHECK(p.source == PredictionSource::fitted);
+  GridWork inside = grid_work("gemm.bf16", {8, 1500, 2304, 768}), nearest = grid_work("gemm.bf16", {8, 1024, 2048, 1024});
+  CHECK(p.predicted == Approx(7.5e-6 * ideal(inside) / ideal(nearest)));
+  db->tables["gemm.bf16"] = t;
   // An alignment below every measured class: the roofline, not an aligned kernel's time.
   c.kernel.gemm->n = 2305;
   CHECK(place_on_roofline(c, Precision::bf16, d).source == PredictionSource::roofline);
