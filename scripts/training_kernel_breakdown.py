@@ -8,17 +8,15 @@ writes per case: the step's wall time (CUDA events), the kernels' summed time, t
 Python, synchronizations), the kernel count, and time and count per kernel class (GEMM, attention,
 element-wise, reduction, foreach optimizer, copy/cast, other), plus the 25 longest kernel names.
 
-  scripts/training_kernel_breakdown.py OUT.json          all cases, one process each
+  scripts/training_kernel_breakdown.py OUT.json [CASE...]  the cases (all by default), one process each
   scripts/training_kernel_breakdown.py --case NAME       one case, its JSON on stdout
 On the GPU machine: scripts/training_kernel_breakdown.py $OUT/training-kernels.json
 """
-import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from training_references import CASES, build_model  # noqa: E402
+from training_references import CASES, build_model, run_each_case  # noqa: E402
 
 CLASSES = [
     ("attention", ("flash", "fmha", "attention", "softmax_warp", "efficient")),
@@ -95,25 +93,9 @@ def run_case(name):
 
 
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--case":
-        print(json.dumps(run_case(sys.argv[2])))
-        return
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    results, failures = [], {}
-    for name in CASES:
-        p = subprocess.run([sys.executable, __file__, "--case", name], capture_output=True, text=True)
-        if p.returncode != 0:
-            failures[name] = p.stderr.strip().splitlines()[-3:]
-            print(f"{name}: failed: {failures[name]}", flush=True)
-            continue
-        r = json.loads(p.stdout.strip().splitlines()[-1])
-        results.append(r)
-        print(f"{name}: wall {r['step_wall_s'] * 1e3:.1f} ms, GPU busy {r['gpu_busy_s'] * 1e3:.1f} ms, "
-              f"{r['kernels']} kernels", flush=True)
-        with open(sys.argv[1], "w") as f:
-            json.dump({"script": "scripts/training_kernel_breakdown.py", "cases": results, "failures": failures}, f, indent=1)
-    sys.exit(1 if failures else 0)
+    run_each_case(__file__, run_case,
+                  lambda r: f"wall {r['step_wall_s'] * 1e3:.1f} ms, GPU busy {r['gpu_busy_s'] * 1e3:.1f} ms, {r['kernels']} kernels",
+                  __doc__)
 
 
 if __name__ == "__main__":

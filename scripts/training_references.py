@@ -161,29 +161,38 @@ def run_case(name):
     }
 
 
-def main():
+def run_each_case(script, run_case, summary, doc):
+    """A script's command line: `--case NAME` runs one case and prints its JSON; `OUT.json
+    [CASE...]` runs the cases (all by default), each in a fresh process of `script`, printing
+    `summary(result)` per case and writing OUT.json after every case (a killed run keeps what it
+    had). Exits 1 when a case failed."""
     if len(sys.argv) == 3 and sys.argv[1] == "--case":
         print(json.dumps(run_case(sys.argv[2])))
         return
     if len(sys.argv) < 2:
-        sys.exit(__doc__)
+        sys.exit(doc)
     out_path = sys.argv[1]
     results, failures = [], {}
     for name in sys.argv[2:] or CASES:
         started = time.time()
-        p = subprocess.run([sys.executable, __file__, "--case", name], capture_output=True, text=True)
+        p = subprocess.run([sys.executable, script, "--case", name], capture_output=True, text=True)
         if p.returncode != 0:
             failures[name] = p.stderr.strip().splitlines()[-3:]
             print(f"{name}: failed: {failures[name]}", flush=True)
             continue
         r = json.loads(p.stdout.strip().splitlines()[-1])
         results.append(r)
-        print(f"{name}: peak {r['peak_bytes'] / 1e9:.2f} GB, at rest {r['at_rest_bytes'] / 1e9:.2f} GB, "
-              f"step {r['step_time_s'] * 1e3:.1f} ms, {r['gemm_dense_flops'] / 1e12:.2f} TFLOP "
-              f"({time.time() - started:.0f} s)", flush=True)
-        with open(out_path, "w") as f:  # after every case: a killed run keeps what it had
-            json.dump({"script": "scripts/training_references.py", "cases": results, "failures": failures}, f, indent=1)
+        print(f"{name}: {summary(r)} ({time.time() - started:.0f} s)", flush=True)
+        with open(out_path, "w") as f:
+            json.dump({"script": "scripts/" + os.path.basename(script), "cases": results, "failures": failures}, f, indent=1)
     sys.exit(1 if failures else 0)
+
+
+def main():
+    run_each_case(__file__, run_case,
+                  lambda r: f"peak {r['peak_bytes'] / 1e9:.2f} GB, at rest {r['at_rest_bytes'] / 1e9:.2f} GB, "
+                            f"step {r['step_time_s'] * 1e3:.1f} ms, {r['gemm_dense_flops'] / 1e12:.2f} TFLOP",
+                  __doc__)
 
 
 if __name__ == "__main__":
