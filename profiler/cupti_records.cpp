@@ -69,7 +69,7 @@ void CuptiRecordConverter::take(const CUpti_Activity* r, Trace& t) {
       uint32_t id = m->id, flags = m->flags;
       uint64_t ts = m->timestamp;
       if (flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
-        OpenMarker& o = open_[id];
+        OpenMarker o;
         o.start_ns = ts;
         o.name = m->name ? m->name : "";
         o.domain = m->domain ? m->domain : "";
@@ -77,12 +77,23 @@ void CuptiRecordConverter::take(const CUpti_Activity* r, Trace& t) {
         CUpti_ActivityObjectKind object = m->objectKind;
         o.pid = m->objectId.pt.processId;
         o.tid = object == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.threadId : 0;
+        // A start/end range ended on another thread can arrive end first: that thread's buffer
+        // may be handed over before the starting thread's.
+        auto early = ended_.find(id);
+        if (early != ended_.end()) {
+          t.ranges.push_back({std::move(o.domain), std::move(o.name), o.start_ns, early->second, o.pid, o.tid});
+          ended_.erase(early);
+        } else {
+          open_[id] = std::move(o);
+        }
       } else if (flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
         auto it = open_.find(id);
         if (it != open_.end()) {
           OpenMarker& o = it->second;
           t.ranges.push_back({std::move(o.domain), std::move(o.name), o.start_ns, ts, o.pid, o.tid});
           open_.erase(it);
+        } else {
+          ended_[id] = ts;
         }
       }
       break;

@@ -26,7 +26,8 @@ class CuptiRecordConverter {
  public:
   // Appends the record's plain form to `into`; an NVTX range is appended when its end arrives.
   void take(const CUpti_Activity* record, Trace& into);
-  size_t open_ranges() const { return open_.size(); }
+  // Ranges started and not ended, or ended before their start arrived.
+  size_t open_ranges() const { return open_.size() + ended_.size(); }
 
  private:
   struct OpenMarker {
@@ -34,6 +35,7 @@ class CuptiRecordConverter {
     std::string name, domain;
   };
   std::unordered_map<uint32_t, OpenMarker> open_;  // marker id -> its start
+  std::unordered_map<uint32_t, uint64_t> ended_;   // marker id -> its end, the start not yet seen
 };
 
 }  // namespace rooflens::profiler
