@@ -35,7 +35,10 @@ class CuptiRecordConverter {
     std::string name, domain;
   };
   std::unordered_map<uint32_t, OpenMarker> open_;  // marker id -> its start
-  std::unordered_map<uint32_t, uint64_t> ended_;   // marker id -> its end, the start not yet seen
+  struct EarlyEnd {
+    uint64_t end_ns = 0, tid = 0;
+  };
+  std::unordered_map<uint32_t, EarlyEnd> ended_;  // marker id -> its end, the start not yet seen
 };
 
 }  // namespace rooflens::profiler
