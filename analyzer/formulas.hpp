@@ -124,6 +124,21 @@ inline constexpr int64_t kBackwardGemmFactor = 2;
 inline constexpr double kFusedAttentionBackwardFactor = 2.5;
 inline constexpr double kMathAttentionBackwardFactor = 2.0;
 
+// Time, not FLOPs: SDPA's backward over its forward, and what dropout inside attention costs,
+// as PyTorch 2.11 runs them on an H100 (causal; the medians over five shapes of
+// tests/data/reference/training/h100-attention.json, scripts/training_attention.py). The
+// backward recomputes the scores and reads and writes more than the forward: its time ratio is
+// above the FLOP ratio. Dropout draws its mask in the forward (Philox) and again in the backward.
+struct AttentionTrainingTime {
+  double backward_over_forward;  // without dropout
+  double dropout_forward;        // forward with dropout over forward without
+  double dropout_backward;       // backward with dropout over backward without
+};
+// 16-bit inputs: cuDNN's / flash attention.
+inline constexpr AttentionTrainingTime kFusedAttention16Time{4.00, 1.88, 1.00};
+// fp32: the memory-efficient kernel.
+inline constexpr AttentionTrainingTime kEfficientAttention32Time{2.73, 1.26, 1.09};
+
 // An optimizer step per parameter: FLOPs, bytes moved (state dtype `state_bytes`, parameter and
 // gradient dtype `param_bytes`), and the state it keeps. `rows`/`cols` give Adafactor its
 // factored second moment (a matrix keeps one value per row and per column; a vector a full one).

@@ -251,7 +251,19 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
       // table; no table times the backward), scaled by the matrix products it runs.
       double factor = s.attention_backend == "math" ? kMathAttentionBackwardFactor
                                                     : kFusedAttentionBackwardFactor;
-      back.seconds += place_on_roofline(c, n.precision, device).predicted * factor;
+      double forward_s = place_on_roofline(c, n.precision, device).predicted;
+      if (s.attention_backend == "math") {
+        back.seconds += forward_s * factor;
+      } else {
+        // The forward's time (a table measures it without dropout) and the backward's, by the
+        // ratios measured in PyTorch.
+        const AttentionTrainingTime& t = s.attention_backend == "flash" ? kFusedAttention16Time
+                                                                        : kEfficientAttention32Time;
+        bool dropout = s.config.attn_dropout > 0;
+        back.seconds += forward_s * t.backward_over_forward * (dropout ? t.dropout_backward : 1);
+        if (dropout) forward.seconds += forward_s * (t.dropout_forward - 1);
+        r.forward_s = forward.seconds;
+      }
       back.flops =
           checked_add(back.flops, static_cast<int64_t>(static_cast<double>(c.flops) * factor));
       back.bytes = checked_add(

@@ -216,3 +216,41 @@ TEST_CASE("training: the CLI's JSON, a step that does not fit, and bad input", "
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
 }
+
+TEST_CASE("training: attention's backward and dropout time ratios are the medians PyTorch measured",
+          "[training]") {
+  // scripts/training_attention.py on the H100 machine: five causal shapes per dtype.
+  json j = read_json("tests/data/reference/training/h100-attention.json");
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  for (auto [dtype, ratios] : {std::pair{"bfloat16", kFusedAttention16Time},
+                               std::pair{"float32", kEfficientAttention32Time}}) {
+    INFO(dtype);
+    std::map<std::string, std::pair<double, double>> by_shape;  // forward, backward; dropout 0 / 0.1
+    std::vector<double> backward, dropout_fwd, dropout_bwd;
+    std::map<std::string, json> plain;
+    for (const json& r : j.at("rows")) {
+      if (r.at("dtype") != dtype) continue;
+      std::string shape = r.at("batch").dump() + "x" + r.at("heads").dump() + "/" +
+                          r.at("kv_heads").dump() + "x" + r.at("seq").dump() + "x" + r.at("head_dim").dump();
+      if (r.at("dropout").get<double>() == 0) plain[shape] = r;
+    }
+    for (const json& r : j.at("rows")) {
+      if (r.at("dtype") != dtype || r.at("dropout").get<double>() == 0) continue;
+      std::string shape = r.at("batch").dump() + "x" + r.at("heads").dump() + "/" +
+                          r.at("kv_heads").dump() + "x" + r.at("seq").dump() + "x" + r.at("head_dim").dump();
+      const json& p = plain.at(shape);
+      double pf = p.at("forward_s"), pb = p.at("forward_backward_s").get<double>() - pf;
+      double df = r.at("forward_s"), db = r.at("forward_backward_s").get<double>() - df;
+      backward.push_back(pb / pf);
+      dropout_fwd.push_back(df / pf);
+      dropout_bwd.push_back(db / pb);
+    }
+    REQUIRE(backward.size() == 5);
+    CHECK(ratios.backward_over_forward == Approx(median(backward)).epsilon(0.01));
+    CHECK(ratios.dropout_forward == Approx(median(dropout_fwd)).epsilon(0.01));
+    CHECK(ratios.dropout_backward == Approx(median(dropout_bwd)).epsilon(0.02));
+  }
+}
