@@ -228,20 +228,17 @@ TEST_CASE("training: attention's backward and dropout time ratios are the median
   for (auto [dtype, ratios] : {std::pair{"bfloat16", kFusedAttention16Time},
                                std::pair{"float32", kEfficientAttention32Time}}) {
     INFO(dtype);
-    std::map<std::string, std::pair<double, double>> by_shape;  // forward, backward; dropout 0 / 0.1
+    auto shape_of = [](const json& r) {
+      return r.at("batch").dump() + "x" + r.at("heads").dump() + "/" + r.at("kv_heads").dump() +
+             "x" + r.at("seq").dump() + "x" + r.at("head_dim").dump();
+    };
     std::vector<double> backward, dropout_fwd, dropout_bwd;
-    std::map<std::string, json> plain;
-    for (const json& r : j.at("rows")) {
-      if (r.at("dtype") != dtype) continue;
-      std::string shape = r.at("batch").dump() + "x" + r.at("heads").dump() + "/" +
-                          r.at("kv_heads").dump() + "x" + r.at("seq").dump() + "x" + r.at("head_dim").dump();
-      if (r.at("dropout").get<double>() == 0) plain[shape] = r;
-    }
+    std::map<std::string, json> plain;  // the rows without dropout, by shape
+    for (const json& r : j.at("rows"))
+      if (r.at("dtype") == dtype && r.at("dropout").get<double>() == 0) plain[shape_of(r)] = r;
     for (const json& r : j.at("rows")) {
       if (r.at("dtype") != dtype || r.at("dropout").get<double>() == 0) continue;
-      std::string shape = r.at("batch").dump() + "x" + r.at("heads").dump() + "/" +
-                          r.at("kv_heads").dump() + "x" + r.at("seq").dump() + "x" + r.at("head_dim").dump();
-      const json& p = plain.at(shape);
+      const json& p = plain.at(shape_of(r));
       double pf = p.at("forward_s"), pb = p.at("forward_backward_s").get<double>() - pf;
       double df = r.at("forward_s"), db = r.at("forward_backward_s").get<double>() - df;
       backward.push_back(pb / pf);
