@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """PyTorch's SDPA forward and backward as a training step runs them (the kernel PyTorch picks),
 with and without dropout, on a grid of shapes (issue 17: attention's backward and dropout in the
-step time). Per shape: forward and forward+backward medians (CUDA events, 20 runs after 5), the
-backend from the profiler-free kernel choice is not reported; the ratio is what `--phase train`
-reads.
+step time). Per shape: forward and forward+backward medians (CUDA events, 20 runs after 5) and
+the backward's ratio to the forward. Which kernel ran is not recorded (no profiler here). The
+medians over the shapes are the constants of analyzer/formulas.hpp (AttentionTrainingTime), held
+to this file by test_training.cpp.
 
   scripts/training_attention.py OUT.json
 """
