@@ -11,6 +11,18 @@
 
 namespace rooflens {
 
+// The host's time in eager PyTorch training, measured on the machine a profile was calibrated on
+// (scripts/eager_host_per_kernel.py; docs/training.md): per kernel a phase launches, and per
+// optimizer step. The training step's timeline queues the GPU behind it.
+struct EagerHostCosts {
+  double forward_kernel_s = 0, backward_kernel_s = 0;
+  // Under gradient checkpointing (the backward includes the recomputed forward's kernels).
+  double checkpointed_forward_kernel_s = 0, checkpointed_backward_kernel_s = 0;
+  double adamw_fixed_s = 0, adamw_tensor_s = 0;  // foreach AdamW: per step, per parameter tensor
+  double sgd_fixed_s = 0, sgd_tensor_s = 0;
+  std::string source;
+};
+
 struct Device {
   std::string id, name;
   std::vector<std::string> aliases;
@@ -35,6 +47,7 @@ struct Device {
   // Calibrated: kernel times measured over shape grids (perf_model.hpp); predictions use them
   // where a node's shape lies inside one.
   std::shared_ptr<const PerfDatabase> perf;
+  std::optional<EagerHostCosts> eager_host;  // calibrated profiles that measured it
 };
 
 const std::vector<Device>& builtin_devices();
@@ -56,6 +69,7 @@ struct DeviceProfile {
   double launch_interval_s = 0;    // back-to-back launches, per launch
   std::map<std::string, std::string> method;  // how each figure was measured
   PerfDatabase tables;                        // empty in profiles written before schema 2
+  std::optional<EagerHostCosts> eager_host;   // scripts/eager_host_per_kernel.py --pool adds it
 };
 std::string device_profile_json(const DeviceProfile& p);  // schema "rooflens-device-profile" 1
 DeviceProfile read_device_profile(const std::string& path);  // InputError on a bad file

@@ -99,6 +99,18 @@ std::string device_profile_json(const DeviceProfile& p) {
       v[k] = {{"shapes", val.shapes}, {"median_abs_error", val.median_abs}, {"p90_abs_error", val.p90_abs}};
     j["validation"] = v;
   }
+  if (p.eager_host) {
+    const EagerHostCosts& e = *p.eager_host;
+    j["eager_host"] = {{"forward_kernel_s", e.forward_kernel_s},
+                       {"backward_kernel_s", e.backward_kernel_s},
+                       {"checkpointed_forward_kernel_s", e.checkpointed_forward_kernel_s},
+                       {"checkpointed_backward_kernel_s", e.checkpointed_backward_kernel_s},
+                       {"adamw_fixed_s", e.adamw_fixed_s},
+                       {"adamw_tensor_s", e.adamw_tensor_s},
+                       {"sgd_fixed_s", e.sgd_fixed_s},
+                       {"sgd_tensor_s", e.sgd_tensor_s},
+                       {"source", e.source}};
+  }
   // Compact: the tables hold thousands of numbers.
   return j.dump(-1) + "\n";
 }
@@ -138,6 +150,26 @@ DeviceProfile read_device_profile(const std::string& path) {
     if (j.contains("validation"))
       for (const auto& [key, v] : j.at("validation").items())
         p.tables.validation[key] = {v.at("shapes").get<int>(), v.at("median_abs_error").get<double>(), v.at("p90_abs_error").get<double>()};
+    if (j.contains("eager_host")) {
+      const auto& e = j.at("eager_host");
+      EagerHostCosts h;
+      std::pair<double*, const char*> fields[] = {
+          {&h.forward_kernel_s, "forward_kernel_s"},
+          {&h.backward_kernel_s, "backward_kernel_s"},
+          {&h.checkpointed_forward_kernel_s, "checkpointed_forward_kernel_s"},
+          {&h.checkpointed_backward_kernel_s, "checkpointed_backward_kernel_s"},
+          {&h.adamw_fixed_s, "adamw_fixed_s"},
+          {&h.adamw_tensor_s, "adamw_tensor_s"},
+          {&h.sgd_fixed_s, "sgd_fixed_s"},
+          {&h.sgd_tensor_s, "sgd_tensor_s"}};
+      for (auto [field, key] : fields) {
+        *field = e.at(key).get<double>();
+        if (!(*field >= 0) || *field > 1)
+          throw InputError(fmt::format("{}: eager_host.{} must be seconds between 0 and 1", path, key));
+      }
+      h.source = e.value("source", "");
+      p.eager_host = h;
+    }
     find_device(p.base_device);  // must exist
     return p;
   } catch (const nlohmann::json::exception& e) {
@@ -160,6 +192,7 @@ Device calibrated_device(const DeviceProfile& p) {
   d.profile_sm_clock_mhz = p.sm_clock_mhz;
   for (const auto& [k, v] : p.method) d.sources[k] = "measured: " + v;
   if (!p.tables.empty()) d.perf = std::make_shared<const PerfDatabase>(p.tables);
+  d.eager_host = p.eager_host;
   return d;
 }
 
