@@ -190,13 +190,30 @@ NodeCost elementwise_cost(int64_t elements, int64_t flops_per_element, int64_t r
   return c;
 }
 
+// A node's kernels in one direction: their time, FLOPs and bytes, and each launch in order.
 struct Work {
   double seconds = 0;
   int64_t flops = 0, bytes = 0;
+  std::vector<Launch> launches;
   void add(const NodeCost& c, Precision p, const Device& d) {
-    seconds += place_on_roofline(c, p, d).predicted;
+    add_seconds(place_on_roofline(c, p, d).predicted);
     flops = checked_add(flops, c.flops, "FLOPs");
     bytes = checked_add(bytes, c.bytes(), "bytes");
+  }
+  void add_seconds(double t) {
+    seconds += t;
+    launches.push_back(Launch{t, false});
+  }
+  // Kernels too small to matter on the GPU that the host still issues one by one.
+  void add_small(int count, const Device& d) {
+    for (int i = 0; i < count; ++i) add_seconds(d.launch_floor_s);
+  }
+  // `syncs` device-to-host copies spread evenly among the launches so far.
+  void mark_syncs(int syncs) {
+    if (syncs <= 0 || launches.empty()) return;
+    size_t step = std::max<size_t>(1, launches.size() / static_cast<size_t>(syncs + 1));
+    for (int k = 1; k <= syncs; ++k)
+      launches[std::min(launches.size() - 1, step * static_cast<size_t>(k))].sync = true;
   }
 };
 
@@ -211,8 +228,79 @@ NodeCost pass_cost(const Pass& p) {
   return c;
 }
 
+// Besides the per-node kernels the lowering's one fused node stands for, PyTorch launches a few
+// more that matter only to the host (counted in the H100 traces of
+// scripts/training_kernel_breakdown.py): LayerNorm's backward reduces gamma and beta in two more
+// kernels; cuDNN's attention forward 2 kernels, its backward 6; the memory-efficient kernel's
+// backward 5; the embedding's backward (a sort and scatter) about 30.
+constexpr int kLayerNormBackwardExtra = 2;
+constexpr int kCudnnAttentionForwardExtra = 1, kCudnnAttentionBackwardExtra = 5;
+constexpr int kEfficientAttentionBackwardExtra = 4;
+constexpr int kEmbeddingBackwardExtra = 30;
+
+NodeCost batched_gemm_cost(const GemmDims& g, int64_t element_bytes, bool tensor_cores) {
+  NodeCost c;
+  c.macs = gemm_macs(g);
+  c.flops = gemm_flops(g);
+  c.read_act = checked_mul(
+      checked_mul(g.batch, checked_add(checked_mul(g.m, g.k), checked_mul(g.k, g.n))),
+      element_bytes, "attention bytes");
+  c.written = checked_mul(checked_mul(g.batch, checked_mul(g.m, g.n)), element_bytes);
+  c.tensor_cores = tensor_cores;
+  c.tiled = true;
+  c.parallel_tiles = gemm_tiles(g);
+  c.kernel.gemm = g;
+  return c;
+}
+
+// SDPA's math path as PyTorch 2.11 runs it (fp32 with grouped-query attention, or
+// --attention naive), kernel by kernel as the H100 traces show it: K and V repeated to every
+// query head, q scaled, the scores as a batched GEMM, the causal mask added, a safe softmax
+// (softmax; rows of -inf found, reduced and zeroed: isneginf, all, where), dropout, the product
+// with V; and autograd's backward of each (the GQA repeat's backward sums the copies).
+void math_attention(const AttentionDims& d, bool dropout, int64_t eb, Precision p,
+                    const Device& device, Work& f, Work& b) {
+  int64_t bh = checked_mul(d.batch, d.q_heads, "attention size");
+  int64_t scores = checked_mul(bh, checked_mul(d.q_len, d.kv_len), "attention size");
+  int64_t q = checked_mul(bh, checked_mul(d.q_len, d.head_dim_qk));
+  int64_t k = checked_mul(bh, checked_mul(d.kv_len, d.head_dim_qk)),
+          v = checked_mul(bh, checked_mul(d.kv_len, d.head_dim_v));
+  bool tensor_cores = p != Precision::fp32;
+  bool gqa = d.kv_heads < d.q_heads;
+  int64_t group = gqa ? d.q_heads / std::max<int64_t>(1, d.kv_heads) : 1;
+  auto pass = [&](Work& w, int64_t e, int64_t r, int64_t wr) {
+    w.add(pass_cost(Pass{e, r, wr}), Precision::fp32, device);
+  };
+  f.add_small(6, device);  // the causal mask built: fills, triu, a cast
+  if (gqa) {
+    pass(f, k, eb, eb);
+    pass(f, v, eb, eb);
+  }
+  pass(f, q, eb, eb);
+  f.add(batched_gemm_cost({bh, d.q_len, d.kv_len, d.head_dim_qk}, eb, tensor_cores), p, device);
+  pass(f, scores, eb, eb);      // + mask
+  pass(f, scores, eb, eb);      // softmax
+  pass(f, scores, eb, 1);       // isneginf
+  pass(f, scores, 1, 0);        // all() over each row
+  pass(f, scores, eb + 1, eb);  // where
+  if (dropout) pass(f, scores, eb, eb + 1);
+  f.add(batched_gemm_cost({bh, d.q_len, d.head_dim_v, d.kv_len}, eb, tensor_cores), p, device);
+  b.add(batched_gemm_cost({bh, d.q_len, d.kv_len, d.head_dim_v}, eb, tensor_cores), p, device);
+  b.add(batched_gemm_cost({bh, d.kv_len, d.head_dim_v, d.q_len}, eb, tensor_cores), p, device);
+  if (dropout) pass(b, scores, eb + 1, eb);
+  pass(b, scores, eb + 1, eb);  // where's backward
+  pass(b, scores, 2 * eb, eb);  // softmax's
+  b.add(batched_gemm_cost({bh, d.q_len, d.head_dim_qk, d.kv_len}, eb, tensor_cores), p, device);
+  b.add(batched_gemm_cost({bh, d.kv_len, d.head_dim_qk, d.q_len}, eb, tensor_cores), p, device);
+  pass(b, q, eb, eb);  // the scale's
+  if (gqa) {
+    pass(b, k, eb, eb / group);
+    pass(b, v, eb, eb / group);
+  }
+}
+
 void cost_rows(const StepContext& s, const Device& device, const SavedActivations& saved,
-               TrainingSummary& out) {
+               TrainingSummary& out, std::vector<NodeLaunches>& launches) {
   const Analysis& f = s.forward;
   std::vector<EagerKernels> eager = eager_kernels(s);
   bool full = s.train.recompute == Recompute::full,
@@ -226,6 +314,7 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
     r.saved = saved.node_what[i];
     if (n.status != NodeStatus::costed) {
       out.rows.push_back(r);
+      launches.emplace_back();
       continue;
     }
     const NodeCost& c = n.cost;
@@ -253,15 +342,28 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
                                                     : kFusedAttentionBackwardFactor;
       double forward_s = place_on_roofline(c, n.precision, device).predicted;
       if (s.attention_backend == "math") {
-        back.seconds += forward_s * factor;
+        Work math;
+        for (const Pass& p : k.forward) math.add(pass_cost(p), Precision::fp32, device);
+        math_attention(*c.kernel.attention, s.config.attn_dropout > 0,
+                       n.precision == Precision::fp32 ? 4 : 2, n.precision, device, math, back);
+        forward = std::move(math);
+        r.forward_s = forward.seconds;
+        r.forward_bytes = forward.bytes;
       } else {
         // The forward's time (a table measures it without dropout) and the backward's, by the
         // ratios measured in PyTorch.
         const AttentionTrainingTime& t = s.attention_backend == "flash" ? kFusedAttention16Time
                                                                         : kEfficientAttention32Time;
         bool dropout = s.config.attn_dropout > 0;
-        back.seconds += forward_s * t.backward_over_forward * (dropout ? t.dropout_backward : 1);
-        if (dropout) forward.seconds += forward_s * (t.dropout_forward - 1);
+        back.add_seconds(forward_s * t.backward_over_forward * (dropout ? t.dropout_backward : 1));
+        if (dropout) {
+          forward.seconds += forward_s * (t.dropout_forward - 1);
+          forward.launches.front().gpu_s += forward_s * (t.dropout_forward - 1);
+        }
+        bool flash = s.attention_backend == "flash";
+        if (flash) forward.add_small(kCudnnAttentionForwardExtra, device);
+        back.add_small(flash ? kCudnnAttentionBackwardExtra : kEfficientAttentionBackwardExtra,
+                       device);
         r.forward_s = forward.seconds;
       }
       back.flops =
@@ -289,9 +391,14 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
       b.written = checked_mul(s.graph.tensors[s.graph.nodes[i].input(0)].elements(), s.param_bytes);
       b.kernel.memory = MemoryKernel::elementwise;
       back.add(b, n.precision, device);
+      back.add_small(kEmbeddingBackwardExtra, device);
     } else if (c.bytes() > 0) {
       back.add(scaled_memory_cost(c, 2), n.precision, device);
     }
+    if (n.op == "LayerNormalization") back.add_small(kLayerNormBackwardExtra, device);
+    forward.mark_syncs(k.forward_syncs);
+    back.mark_syncs(k.backward_syncs);
+    launches.push_back(NodeLaunches{forward.launches, back.launches});
     r.backward_s = back.seconds;
     r.backward_flops = back.flops;
     r.backward_bytes = back.bytes;
@@ -332,7 +439,7 @@ void loss_rows(const StepContext& s, const Device& device, int64_t logits, Train
 void optimizer_rows(const StepContext& s, const Device& device, TrainingSummary& out) {
   const Graph& g = s.graph;
   std::vector<bool> seen(g.tensors.size(), false);
-  int64_t flops = 0, bytes = 0, tensors = 0;
+  int64_t flops = 0, bytes = 0, tensors = 0, chunks = 0;
   int launches = 0;
   for (const Node& n : g.nodes)
     for (int w : n.inputs) {
@@ -350,6 +457,7 @@ void optimizer_rows(const StepContext& s, const Device& device, TrainingSummary&
       bytes = checked_add(bytes, ow.bytes);
       launches = ow.launches;
       ++tensors;
+      chunks = checked_add(chunks, ceil_div(g.tensors[w].elements(), kForeachChunkElements));
     }
   int64_t ranks = s.train.zero >= 1 ? s.train.dp : 1;
   NodeCost c;
@@ -357,14 +465,26 @@ void optimizer_rows(const StepContext& s, const Device& device, TrainingSummary&
   c.read_act = ceil_div(bytes, ranks);
   c.parallel_tiles = elementwise_tiles(c.read_act / 4);
   c.kernel.memory = MemoryKernel::elementwise;
-  // foreach kernels take a list in chunks (at most 110 tensors a launch in PyTorch's
-  // multi_tensor_apply); every list operation is a launch per chunk.
-  int64_t chunks = std::max<int64_t>(1, ceil_div(tensors, 110));
+  // PyTorch's multi_tensor_apply cuts each list operation into launches of at most 110 tensors
+  // and 320 blocks of 65536 elements; a large model's list ops are many launches each.
+  int64_t per_op = std::max<int64_t>(
+      {1, ceil_div(ceil_div(tensors, ranks), kForeachTensorsPerLaunch),
+       ceil_div(ceil_div(chunks, ranks), kForeachChunksPerLaunch)});
+  int64_t kernels = checked_mul(per_op, launches);
   double seconds = place_on_roofline(c, Precision::fp32, device).predicted +
-                   static_cast<double>(launches * chunks - 1) * device.launch_floor_s;
+                   static_cast<double>(kernels - 1) * device.launch_floor_s;
+  double host = 0;
+  if (device.eager_host) {
+    const EagerHostCosts& e = *device.eager_host;
+    bool sgd = s.train.optimizer == OptimizerKind::sgd;  // Adafactor: taken at AdamW's cost
+    host = (sgd ? e.sgd_fixed_s : e.adamw_fixed_s) +
+           static_cast<double>(ceil_div(tensors, ranks)) * (sgd ? e.sgd_tensor_s : e.adamw_tensor_s);
+  }
   out.steps.push_back(StepRow{
       fmt::format("optimizer.{}", optimizer_name(s.train.optimizer)), "optimizer", c.flops,
-      c.bytes(), seconds, fmt::format("foreach over {} tensors: {} list ops", tensors, launches)});
+      c.bytes(), seconds,
+      fmt::format("foreach over {} tensors: {} list ops, {} launches", tensors, launches, kernels),
+      kernels, host});
   if (s.train.dp > 1) {
     int64_t grads = checked_mul(out.params, s.param_bytes);
     double factor =
@@ -471,7 +591,8 @@ Analysis analyze_training(const TransformerConfig& c, const TransformerOptions& 
   out->device_bytes = device.memory_bytes;
   SavedActivations saved = saved_activations(s);
   out->params = saved.params;
-  cost_rows(s, device, saved, *out);
+  std::vector<NodeLaunches> launches;
+  cost_rows(s, device, saved, *out, launches);
   loss_rows(s, device, saved.logits_elements, *out);
   optimizer_rows(s, device, *out);
   memory_timeline(s, saved, *out);
@@ -505,8 +626,7 @@ Analysis analyze_training(const TransformerConfig& c, const TransformerOptions& 
   for (const StepRow& r : out->steps)
     if (r.phase == "optimizer") out->flops = checked_add(out->flops, r.flops);
   out->gemm_dense_flops = checked_mul(gemm, t.grad_accum, "FLOPs");
-  out->step_time_s = out->forward_s + out->backward_s + out->recompute_s + out->loss_s +
-                     out->optimizer_s + out->communication_s;
+  step_timeline(s, saved, launches, device, *out);
   out->tokens_per_step = checked_mul(checked_mul(l.batch, l.seq), t.grad_accum * t.dp, "tokens");
   out->tokens_per_s =
       out->step_time_s > 0 ? static_cast<double>(out->tokens_per_step) / out->step_time_s : 0;
@@ -520,6 +640,15 @@ Analysis analyze_training(const TransformerConfig& c, const TransformerOptions& 
     out->notes.push_back("saved tensors without a rule of their own (taken as the op's inputs): " +
                          ops);
   }
+  if (out->host_modelled && out->gpu_wait_s > 0.2 * out->step_time_s)
+    out->notes.push_back(fmt::format(
+        "host-bound: the GPU waits {:.1f} ms of the {:.1f} ms step on eager PyTorch issuing {} "
+        "kernels ({:.1f} ms of host time); CUDA graphs or torch.compile remove most of it",
+        out->gpu_wait_s * 1e3, out->step_time_s * 1e3, out->kernels, out->host_s * 1e3));
+  if (!out->host_modelled)
+    out->notes.push_back(
+        "the host's time is not modelled (the device profile has no eager_host): the step is the "
+        "kernels back to back, a floor for eager PyTorch");
   if (t.zero > 0 && t.dp == 1)
     out->notes.push_back("--zero with one data-parallel GPU partitions nothing (give --dp N)");
   if (s.attention_backend == "math")

@@ -61,6 +61,8 @@ struct StepRow {
   int64_t flops = 0, bytes = 0;
   double seconds = 0;
   std::string note;
+  int64_t launches = 1;  // kernels it takes
+  double host_s = 0;     // the host's own cost when not charged per kernel (the optimizer's)
 };
 
 // PyTorch's cuBLAS and cuBLASLt workspaces on Hopper, allocated through the caching allocator
@@ -105,7 +107,16 @@ struct TrainingSummary {
       0;  // matrix FLOPs of forward, backward and recomputation (dense attention)
   double forward_s = 0, backward_s = 0, recompute_s = 0, loss_s = 0, optimizer_s = 0,
          communication_s = 0;
-  double step_time_s = 0;
+  // The step as eager PyTorch runs it (training_timeline.cpp): the host issues each kernel after
+  // its Python, dispatch and autograd work (the device profile's eager_host costs); the GPU runs
+  // the kernels in order and waits where the host is behind or synchronizes.
+  double gpu_busy_s = 0;  // the kernels back to back: forward_s + ... + communication_s
+  double host_s = 0;      // the host's time to issue the step (0: no eager_host in the profile)
+  double gpu_wait_s = 0;  // the GPU idle inside the step
+  int64_t kernels = 0;
+  int64_t host_syncs = 0;
+  bool host_modelled = false;
+  double step_time_s = 0;  // gpu_busy_s + gpu_wait_s
   double tokens_per_s = 0;
   std::vector<std::string> notes;
 };

@@ -66,11 +66,16 @@ class Eager {
       k.replaces = true;
       k.forward = {
           {e, xb + cb, yb}, {e / 2, xb, xb}, {e, xb, xb}, {e, xb + cb, yb}, {e, 2 * yb, yb}};
-      k.backward = {
-          {e, yb + cb, yb}, {e, yb + cb, yb}, {e / 2, yb, yb}, {e, yb, yb}, {e, 2 * yb, xb}};
+      // Backward: the two muls' input gradients, neg's, each slice's (a zero fill and a copy),
+      // and the three paths summed.
+      k.backward = {{e, yb + cb, yb}, {e, yb + cb, yb}, {e / 2, yb, yb}, {e, 0, yb},
+                    {e / 2, yb, yb},  {e, 0, yb},       {e / 2, yb, yb}, {e, 2 * yb, yb},
+                    {e, 2 * yb, xb}};
     } else if (op == "Split") {
       k.replaces = true;                                 // torch's split returns views: no kernel
       k.backward = {{elements(x), bytes(x), bytes(x)}};  // the parts' gradients concatenated
+    } else if (op == "MoE") {
+      moe(n, k);
     } else if (op == "Attention" && s_.autocast) {
       // SDPA is on autocast's bf16 list: q, k, v in another dtype (RoPE's fp32 under autocast) are
       // cast first, and their gradients cast back.
@@ -81,6 +86,7 @@ class Eager {
         k.backward.push_back({elements(t), 2, bytes(t)});
       }
     }
+    if (op == "Attention") attention_layout(n, k);
     return k;
   }
 
@@ -132,9 +138,79 @@ class Eager {
     k.forward.insert(k.forward.end(), {{e, 4, 4}, {e, 4, 0}, {r, 4, 4}, {r, 4, 4}, {e, 4, 4}});
     if (xb != 4) k.forward.push_back({e, 4, xb});
     k.forward.push_back({e, xb, yb});
-    k.backward = {{e, yb, xb}, {e, 2 * yb, 0}, {e, 8, 4}, {e, 8, 0},
-                  {r, 8, 4},   {e, 4, 4},      {e, 8, 4}, {e, 8, 4}};
+    // w * h: dh (a mul), dw (a mul and a row sum); the cast's backward; h * r: dh, dr (a mul and a
+    // row sum); rsqrt's backward (three kernels on the rows); mean's (an expand); pow's (four:
+    // pow, two muls, and the sum with the other path); the cast back.
+    k.backward = {{e, 2 * yb, yb}, {e, 2 * yb, 4}, {e, 4, 0}};
+    if (xb != 4) k.backward.push_back({e, yb, 4});
+    k.backward.insert(k.backward.end(), {{e, 8, 4},
+                                         {e, 8, 4},
+                                         {e, 4, 0},
+                                         {r, 8, 4},
+                                         {r, 8, 4},
+                                         {r, 8, 4},
+                                         {e, 4, 4},
+                                         {e, 4, 4},
+                                         {e, 8, 4},
+                                         {e, 8, 4},
+                                         {e, 8, 4}});
     if (xb != 4) k.backward.push_back({e, 4, xb});
+  }
+
+  // Hugging Face's grouped_mm experts around the expert GEMMs (the node's own cost): the top-k
+  // weights renormalised, the assignments sorted and counted (histc, cumsum), the rows gathered
+  // in expert order, SiLU and the gate product, the routing weights applied, the rows put back
+  // and summed over the k choices. Small kernels on T*k routing entries; the rest move T*k rows.
+  // The backward's index ops sort again (index_put with accumulation). torch._grouped_mm has no
+  // fp32 kernel: its fallback reads the group offsets on the host, once per call (2 forward, 4
+  // backward), counted in the H100 traces of scripts/training_kernel_breakdown.py.
+  void moe(const Node& n, EagerKernels& k) {
+    int x = n.input(0), gate = n.input(2);
+    if (gate < 0 || !g_.tensors[gate].shape || g_.tensors[gate].shape->size() != 3) return;
+    int64_t hidden = g_.tensors[x].shape->back(), inter = (*g_.tensors[gate].shape)[2];
+    int64_t topk = std::max<int64_t>(1, s_.config.experts_per_token);
+    int64_t rows = elements(x) / std::max<int64_t>(1, hidden) * topk;
+    int64_t xb = bytes(x), ab = s_.autocast ? 4 : xb;  // grouped_mm runs in fp32 under autocast
+    Pass route{rows, 8, 8}, row{rows * hidden, ab, ab}, act{rows * inter, ab, ab};
+    auto repeat = [](std::vector<Pass>& v, const Pass& p, int count) {
+      v.insert(v.end(), static_cast<size_t>(count), p);
+    };
+    repeat(k.forward, route, 16);  // div, histc, sort, cumsum, arange, floor_divide, ge, clamp, fill
+    k.forward.push_back(row);      // gather the rows
+    repeat(k.forward, route, 4);   // the gathers' index math, the grouped GEMMs' offsets
+    k.forward.push_back({act.elements, ab, ab});      // SiLU
+    k.forward.push_back({act.elements, 2 * ab, ab});  // times up
+    k.forward.push_back({row.elements, ab + 4, ab});  // routing weights
+    repeat(k.forward, row, 3);                        // masked fills, index_put
+    repeat(k.forward, route, 2);
+    k.forward.push_back({row.elements, ab, ab / topk});  // sum over k
+    repeat(k.backward, route, 40);                       // the index backwards' sorts and scatters
+    k.backward.push_back({row.elements, 2 * ab, ab});
+    k.backward.push_back({row.elements, 2 * ab, ab});  // routing weights: d rows, d weights
+    k.backward.push_back({row.elements, 2 * ab, 4});
+    k.backward.push_back({act.elements, 3 * ab, ab});  // the gate product, SiLU
+    k.backward.push_back({act.elements, 3 * ab, ab});
+    k.backward.push_back({act.elements, 2 * ab, ab});
+    repeat(k.backward, row, 3);  // masked fills, the sum's expand
+    repeat(k.backward, route, 16);
+    bool fp32 = ab == 4;
+    k.forward_syncs = fp32 ? 2 : 0;
+    k.backward_syncs = fp32 ? 4 : 0;
+  }
+
+  // Separate q, k, v projections viewed as heads and transposed (Llama-style): the gradients
+  // SDPA returns are copied back to the projections' layout (ViewBackward's copies).
+  void attention_layout(const Node& n, EagerKernels& k) {
+    for (size_t i = 0; i < 3; ++i) {
+      int t = n.input(i);
+      if (t < 0 || !g_.tensors[t].shape) return;
+      int p = g_.tensors[t].producer;
+      if (p >= 0 && g_.nodes[p].op_type == "Split") return;  // GPT-2: the split's cat does it
+    }
+    for (size_t i = 0; i < 3; ++i) {
+      int t = n.input(i);
+      k.backward.push_back({elements(t), bytes(t), bytes(t)});
+    }
   }
 
   const StepContext& s_;

@@ -64,11 +64,39 @@ struct Pass {
 // The kernels Hugging Face's eager code launches for a node where the graph's one fused node
 // would understate them (written-out GELU and RMSNorm, autocast's casts, dropout, the residual's
 // gradient accumulation), forward and backward. `replaces`: the node's own cost is not used.
+// `*_syncs`: device-to-host copies among them (the host waits for the GPU to drain there).
 struct EagerKernels {
   bool replaces = false;
   std::vector<Pass> forward, backward;
+  int forward_syncs = 0, backward_syncs = 0;
 };
 std::vector<EagerKernels> eager_kernels(const StepContext& s);
+
+// PyTorch's multi_tensor_apply (the foreach optimizers): a launch takes at most 110 tensors
+// (depth 1) and 320 blocks of 65536 elements.
+inline constexpr int64_t kForeachChunkElements = 65536;
+inline constexpr int64_t kForeachChunksPerLaunch = 320;
+inline constexpr int64_t kForeachTensorsPerLaunch = 110;
+
+// One kernel as eager PyTorch issues it: its predicted GPU time, and whether the host waits for
+// the GPU to drain before issuing it (a device-to-host copy: .item(), .tolist(), .cpu()).
+struct Launch {
+  double gpu_s = 0;
+  bool sync = false;
+};
+// Per forward node, its kernels in the forward (also what a recomputation runs) and in the
+// backward, in the order they are issued.
+struct NodeLaunches {
+  std::vector<Launch> forward, backward;
+};
+
+// The step in issue order: the host spends the device profile's eager cost per kernel (per
+// optimizer tensor in the optimizer), the GPU runs each kernel once it is issued and the one
+// before it is done. Fills the summary's step_time_s, host_s, gpu_busy_s, gpu_wait_s, kernels
+// and host_syncs; forward_s .. communication_s must be filled first.
+void step_timeline(const StepContext& s, const SavedActivations& saved,
+                   const std::vector<NodeLaunches>& nodes, const Device& device,
+                   TrainingSummary& out);
 
 // The timeline of one step from the saved activations; fills the summary's memory fields.
 void memory_timeline(const StepContext& s, const SavedActivations& saved, TrainingSummary& out);

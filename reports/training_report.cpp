@@ -90,6 +90,12 @@ json training_json(const TrainingSummary& t, const Analysis& a) {
               {"loss_s", t.loss_s},
               {"optimizer_s", t.optimizer_s},
               {"communication_s", t.communication_s},
+              {"gpu_busy_s", t.gpu_busy_s},
+              {"host_s", t.host_s},
+              {"gpu_wait_s", t.gpu_wait_s},
+              {"kernels", t.kernels},
+              {"host_syncs", t.host_syncs},
+              {"host_modelled", t.host_modelled},
               {"step_time_s", t.step_time_s},
               {"tokens_per_s", t.tokens_per_s},
               {"timeline", timeline},
@@ -151,8 +157,13 @@ void write_training(std::ostream& out, const json& r, int top_n) {
                step > 0 ? 100 * s.at("seconds").get<double>() / step : 0);
   out << "\n"
       << wrap("  step        ",
+              fmt::format("{} = kernels {} + GPU waiting on the host {}", human_time(step),
+                          human_time(t.at("gpu_busy_s").get<double>()),
+                          human_time(t.at("gpu_wait_s").get<double>())))
+      << wrap("  kernels     ",
               fmt::format("{} = forward {} + backward {} + recompute {} + loss {} + optimizer {}{}",
-                          human_time(step), human_time(t.at("forward_s").get<double>()),
+                          human_time(t.at("gpu_busy_s").get<double>()),
+                          human_time(t.at("forward_s").get<double>()),
                           human_time(t.at("backward_s").get<double>()),
                           human_time(t.at("recompute_s").get<double>()),
                           human_time(t.at("loss_s").get<double>()),
@@ -160,6 +171,19 @@ void write_training(std::ostream& out, const json& r, int top_n) {
                           t.at("communication_s").get<double>() > 0
                               ? " + comm " + human_time(t.at("communication_s").get<double>())
                               : ""));
+  int64_t syncs = t.at("host_syncs").get<int64_t>();
+  out << wrap("  host        ",
+              t.at("host_modelled").get<bool>()
+                  ? fmt::format("eager PyTorch issues {} kernels in {}{} (the device profile's "
+                                "eager host costs)",
+                                with_commas(t.at("kernels").get<int64_t>()),
+                                human_time(t.at("host_s").get<double>()),
+                                syncs > 0 ? fmt::format(", waiting for the GPU {} times", syncs)
+                                          : "")
+                  : fmt::format("{} kernels; the host's time is not modelled (the device "
+                                "profile has no eager_host: calibrate, then "
+                                "scripts/eager_host_per_kernel.py)",
+                                with_commas(t.at("kernels").get<int64_t>())));
   fmt::print(out, "  throughput  {} tokens a step, {:.0f} tokens/s; attention: SDPA {}\n",
              with_commas(t.at("tokens_per_step").get<int64_t>()),
              t.at("tokens_per_s").get<double>(), t.at("attention_backend").get<std::string>());
