@@ -299,6 +299,41 @@ void math_attention(const AttentionDims& d, bool dropout, int64_t eb, Precision 
   }
 }
 
+// The routed experts' GEMMs as Hugging Face's grouped_mm experts run them: per layer two calls
+// (gate and up fused, then down) over the rows sorted by expert, uniform routing giving each
+// expert T*k/E rows; the backward's input and weight gradients per call. torch._grouped_mm has
+// no fp32 kernel: its fallback loops over the experts, a GEMM (and a launch) each.
+void moe_experts(const MoeDims& d, Precision p, const Device& device, Work& f, Work& b) {
+  int64_t rows = ceil_div(checked_mul(d.tokens, d.k, "MoE size"), std::max<int64_t>(1, d.experts));
+  bool fallback = p == Precision::fp32;
+  int64_t eb = p == Precision::fp32 ? 4 : 2;
+  struct Call {
+    int64_t n, k;
+  };
+  const Call calls[2] = {{d.gated ? 2 * d.inter : d.inter, d.hidden}, {d.hidden, d.inter}};
+  for (const Call& call : calls) {
+    GemmDims fwd{1, rows, call.n, call.k}, dx{1, rows, call.k, call.n}, dw{1, call.k, call.n, rows};
+    double tf = 0, tb = 0;
+    for (int64_t e = 0; e < d.experts; ++e) {
+      double one_f = place_on_roofline(batched_gemm_cost(fwd, eb, !fallback), p, device).predicted;
+      double one_b = place_on_roofline(batched_gemm_cost(dx, eb, !fallback), p, device).predicted +
+                     place_on_roofline(batched_gemm_cost(dw, eb, !fallback), p, device).predicted;
+      if (fallback) {
+        f.add_seconds(one_f);
+        b.add_seconds(one_b);
+      }
+      tf += one_f;
+      tb += one_b;
+    }
+    if (!fallback) {
+      f.add_seconds(tf);
+      b.add_seconds(tb);
+    }
+    f.flops = checked_add(f.flops, checked_mul(gemm_flops(fwd), d.experts));
+    b.flops = checked_add(b.flops, checked_mul(2 * gemm_flops(fwd), d.experts));
+  }
+}
+
 void cost_rows(const StepContext& s, const Device& device, const SavedActivations& saved,
                TrainingSummary& out, std::vector<NodeLaunches>& launches) {
   const Analysis& f = s.forward;
@@ -322,7 +357,11 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
     Work forward, back;
     // grouped_mm is not on autocast's list: under autocast the experts run in fp32.
     Precision precision = n.op == "com.microsoft.MoE" && s.autocast ? Precision::fp32 : n.precision;
-    if (!k.replaces) forward.add(c, precision, device);
+    bool experts = n.op == "com.microsoft.MoE" && c.kernel.moe && c.macs;
+    if (experts)
+      moe_experts(*c.kernel.moe, precision, device, forward, back);
+    else if (!k.replaces)
+      forward.add(c, precision, device);
     for (const Pass& p : k.forward) forward.add(pass_cost(p), Precision::fp32, device);
     for (const Pass& p : k.backward) back.add(pass_cost(p), Precision::fp32, device);
     r.forward_s = forward.seconds;
@@ -373,14 +412,7 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
       int64_t dense = attention_matmul_flops(*c.kernel.attention, true);
       r.gemm_dense_flops = checked_add(
           dense, static_cast<int64_t>(static_cast<double>(dense) * factor), "matrix FLOPs");
-    } else if (n.op == "com.microsoft.MoE" && c.macs) {
-      NodeCost b = c;
-      b.flops = checked_mul(c.flops, kBackwardGemmFactor);
-      b.macs = *c.macs * kBackwardGemmFactor;
-      b.read_act = checked_add(c.read_act, c.written);
-      b.written = checked_add(c.read_act, c.read_weight);
-      b.kernel = KernelShape{};
-      back.add(b, precision, device);
+    } else if (experts) {
       r.gemm_dense_flops = checked_mul(*c.macs, 2 * 3, "matrix FLOPs");
     } else if (n.family == OpFamily::communication) {
       back.add(c, n.precision, device);  // the input gradient's all-reduce
@@ -425,11 +457,14 @@ void loss_rows(const StepContext& s, const Device& device, int64_t logits, Train
   if (ob != 4)
     add("loss.upcast", "forward", elementwise_cost(logits, 0, ob, 4),
         "logits.float() before the cross-entropy");
-  add("loss.log_softmax", "forward", elementwise_cost(logits, kSoftmaxFlopsPerElement, 4, 4),
+  // A vocabulary row is too long for one block's registers: PyTorch's log_softmax reads it three
+  // times (max, sum of exponentials, output) and its backward too (sum(g), then g and out), as
+  // the H100 traces' times show (GPT-2 and Llama logits: 3.5-4 passes of the row's bytes).
+  add("loss.log_softmax", "forward", elementwise_cost(logits, kSoftmaxFlopsPerElement, 12, 4),
       "fp32, kept for the backward");
   add("loss.nll_backward", "backward", elementwise_cost(logits, 0, 0, 4),
       "a zero-filled gradient, one -1/N per row");
-  add("loss.log_softmax_backward", "backward", elementwise_cost(logits, 3, 8, 4),
+  add("loss.log_softmax_backward", "backward", elementwise_cost(logits, 3, 12, 4),
       "g - exp(out) * sum(g)");
   if (ob != 4)
     add("loss.downcast_grad", "backward", elementwise_cost(logits, 0, 4, ob),

@@ -254,7 +254,7 @@ void write_table(std::ostream& out, const json& r, int top_n, bool by_block) {
     if (r.contains("training")) write_training(out, r, top_n);
     if (r.contains("profile")) write_profile_table(out, r, top_n);
     for (const json& note : r.at("notes"))
-      if (note.get<std::string>().rfind("--batch", 0) != 0) fmt::print(out, "note: {}\n", note.get<std::string>());
+      if (note.get<std::string>().rfind("--batch", 0) != 0) out << wrap("note: ", note.get<std::string>());
     fmt::print(out, "\ncoverage: {}\n", r.at("coverage").at("line").get<std::string>());
   } catch (const json::exception& e) {
     throw InputError(fmt::format("result is missing a field or has one of another type: {}", e.what()));

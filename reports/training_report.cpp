@@ -40,6 +40,8 @@ json training_json(const TrainingSummary& t, const Analysis& a) {
                      {"flops", s.flops},
                      {"bytes", s.bytes},
                      {"seconds", s.seconds},
+                     {"launches", s.launches},
+                     {"host_s", s.host_s},
                      {"note", s.note}});
   json timeline = json::array();
   for (const MemoryMoment& m : t.timeline)

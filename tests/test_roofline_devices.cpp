@@ -142,3 +142,41 @@ TEST_CASE("device profiles round-trip and the GEMM floor is optional and must be
   CHECK_THROWS_WITH(read_device_profile(write("missing.json", j.dump())), Catch::Contains("not a device profile"));
   CHECK_THROWS_WITH(read_device_profile(write("bad.json", "{\"schema\": 3")), Catch::Contains("not a device profile"));
 }
+
+TEST_CASE("a profile's eager host costs round-trip, are optional, and must be seconds", "[devices]") {
+  auto dir = test::scratch_dir("devprof-eager");
+  DeviceProfile p;
+  p.base_device = "H100-SXM";
+  p.gpu = "NVIDIA H100 80GB HBM3";
+  p.hbm_bandwidth = 3.0e12;
+  p.launch_floor_s = 1.4e-6;
+  EagerHostCosts e;
+  e.forward_kernel_s = 36e-6;
+  e.backward_kernel_s = 28e-6;
+  e.checkpointed_forward_kernel_s = 53e-6;
+  e.checkpointed_backward_kernel_s = 47e-6;
+  e.adamw_fixed_s = 1.5e-3;
+  e.adamw_tensor_s = 18e-6;
+  e.sgd_tensor_s = 10e-6;
+  e.source = "by hand";
+  p.eager_host = e;
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::string path = (dir / name).string();
+    std::ofstream(path) << text;
+    return path;
+  };
+  Device cal = calibrated_device(read_device_profile(write("eager.json", device_profile_json(p))));
+  REQUIRE(cal.eager_host);
+  CHECK(cal.eager_host->checkpointed_backward_kernel_s == Approx(47e-6));
+  CHECK(cal.eager_host->adamw_fixed_s == Approx(1.5e-3));
+  CHECK(cal.eager_host->source == "by hand");
+  auto j = nlohmann::json::parse(device_profile_json(p));
+  j.erase("eager_host");
+  CHECK_FALSE(read_device_profile(write("none.json", j.dump())).eager_host);
+  j = nlohmann::json::parse(device_profile_json(p));
+  j["eager_host"]["forward_kernel_s"] = -1;
+  CHECK_THROWS_WITH(read_device_profile(write("neg.json", j.dump())), Catch::Contains("eager_host.forward_kernel_s"));
+  j = nlohmann::json::parse(device_profile_json(p));
+  j["eager_host"].erase("backward_kernel_s");
+  CHECK_THROWS_WITH(read_device_profile(write("missing.json", j.dump())), Catch::Contains("not a device profile"));
+}

@@ -251,3 +251,90 @@ TEST_CASE("training: attention's backward and dropout time ratios are the median
     CHECK(ratios.dropout_backward == Approx(median(dropout_bwd)).epsilon(0.02));
   }
 }
+
+TEST_CASE("training: step time within 15% of real PyTorch steps on an H100, the host modelled",
+          "[training]") {
+  json refs = read_json("tests/data/reference/training/h100-train.json");
+  for (const json& c : refs.at("cases")) {
+    Analysis a = train(c.at("model"), c.at("batch"), c.at("seq"), c.at("precision"),
+                       c.at("gradient_checkpointing"), c.at("optimizer"));
+    const TrainingSummary& t = *a.training;
+    INFO(c.at("case").get<std::string>() << ": step " << t.step_time_s << " s (kernels "
+                                         << t.gpu_busy_s << ", waiting " << t.gpu_wait_s
+                                         << ") vs " << c.at("step_time_s").get<double>());
+    CHECK(t.host_modelled);
+    CHECK(relative(t.step_time_s, c.at("step_time_s").get<double>()) <= 0.15);
+    // The GPU's time is the phases' kernels; the step adds only where it waits.
+    CHECK(t.gpu_busy_s == Approx(t.forward_s + t.backward_s + t.recompute_s + t.loss_s +
+                                 t.optimizer_s + t.communication_s)
+                              .epsilon(1e-9));
+    CHECK(t.gpu_wait_s >= 0);
+  }
+}
+
+TEST_CASE("training: the launches the step's queue counts are PyTorch's (H100 profiler counts)",
+          "[training]") {
+  // scripts/training_kernel_breakdown.py: every kernel, memcpy and memset of one profiled step;
+  // scripts/eager_host_per_kernel.py: the optimizer step's alone, at 16 tokens.
+  json whole = read_json("tests/data/reference/training/h100-step-breakdown.json");
+  json host = read_json("tests/data/reference/training/h100-eager-per-kernel.json");
+  std::map<std::string, int64_t> optimizer_kernels;
+  for (const json& c : host.at("cases"))
+    optimizer_kernels[c.at("case")] = c.at("optimizer").at("kernels");
+  json refs = read_json("tests/data/reference/training/h100-train.json");
+  REQUIRE(whole.at("cases").size() == 13);
+  for (const json& m : whole.at("cases")) {
+    std::string name = m.at("case");
+    const json* c = nullptr;
+    for (const json& r : refs.at("cases"))
+      if (r.at("case") == name) c = &r;
+    REQUIRE(c);
+    Analysis a = train(c->at("model"), c->at("batch"), c->at("seq"), c->at("precision"),
+                       c->at("gradient_checkpointing"), c->at("optimizer"));
+    const TrainingSummary& t = *a.training;
+    INFO(name << ": " << t.kernels << " kernels vs " << m.at("kernels").get<int64_t>());
+    // foreach's launches per list op follow multi_tensor_apply's limits exactly.
+    for (const StepRow& s : t.steps)
+      if (s.phase == "optimizer") CHECK(s.launches == optimizer_kernels.at(name));
+    // The whole step: HF's small index and mask kernels are not all listed one by one.
+    CHECK(relative(static_cast<double>(t.kernels), m.at("kernels").get<double>()) < 0.2);
+  }
+}
+
+TEST_CASE("training: the GPU queues behind the host, by hand", "[training]") {
+  TransformerOptions o;
+  o.lowering.batch = 2;
+  o.lowering.seq = 128;
+  Device d = calibrated_device(read_device_profile(data_path("data/profiles/h100-sxm.json")));
+  TrainingOptions t;
+  t.precision = TrainPrecision::bf16;
+  auto run = [&](const EagerHostCosts& e) {
+    d.eager_host = e;
+    o.calibrated = std::make_shared<const Device>(d);
+    return *analyze_training(training_config("llama-4l"), o, t).training;
+  };
+  // A free host: the kernels back to back.
+  TrainingSummary free_host = run(EagerHostCosts{});
+  CHECK(free_host.gpu_wait_s == Approx(0).margin(1e-12));
+  CHECK(free_host.step_time_s == Approx(free_host.gpu_busy_s).epsilon(1e-12));
+  // A second per kernel in the forward and backward, nothing for the optimizer: every kernel
+  // but the optimizer's is issued long after the one before it ended, so the step is the host's
+  // time plus the optimizer's kernels, run back to back once the last backward kernel is done.
+  EagerHostCosts slow;
+  slow.forward_kernel_s = slow.backward_kernel_s = 1;
+  TrainingSummary bound = run(slow);
+  int64_t optimizer_launches = bound.steps.back().launches;
+  REQUIRE(bound.steps.back().phase == "optimizer");
+  CHECK(bound.host_s == Approx(static_cast<double>(bound.kernels - optimizer_launches)));
+  double last_backward_kernel = bound.step_time_s - bound.host_s - bound.optimizer_s;
+  CHECK(last_backward_kernel > 0);
+  CHECK(last_backward_kernel < 1e-3);
+  CHECK(bound.gpu_wait_s == Approx(bound.step_time_s - bound.gpu_busy_s));
+  // Mixtral's experts in fp32 go through torch._grouped_mm's fallback, which reads its group
+  // offsets on the host: 2 syncs per layer forward, 4 backward (8 and 16 in the H100 trace of
+  // the 4-layer case); in bf16 grouped_mm has a kernel and nothing syncs.
+  t.precision = TrainPrecision::fp32;
+  CHECK(analyze_training(training_config("mixtral-4l"), o, t).training->host_syncs == 24);
+  t.precision = TrainPrecision::bf16;
+  CHECK(analyze_training(training_config("mixtral-4l"), o, t).training->host_syncs == 0);
+}
