@@ -52,6 +52,18 @@ CASES = {
     "mixtral-4l-bf16-mixed": ("mixtral-4l", 4, 512, "bf16-mixed", False, "adamw"),
     "mixtral-4l-bf16": ("mixtral-4l", 4, 512, "bf16", False, "adamw"),
 }
+# Held out: other batches and sequence lengths of the same models, measured after the step-time
+# model was built from the cases above, to check it on steps it was not shaped on
+# (tests/data/reference/training/h100-train-held-out.json).
+HELD_OUT = {
+    "gpt2-b4-s512-bf16-mixed": ("gpt2", 4, 512, "bf16-mixed", False, "adamw"),
+    "gpt2-b16-s256-fp32-ckpt": ("gpt2", 16, 256, "fp32", True, "adamw"),
+    "llama-4l-b2-s2048-bf16": ("llama-4l", 2, 2048, "bf16", False, "adamw"),
+    "llama-4l-b8-s512-bf16-mixed-ckpt": ("llama-4l", 8, 512, "bf16-mixed", True, "adamw"),
+    "mixtral-4l-b8-s256-bf16-mixed": ("mixtral-4l", 8, 256, "bf16-mixed", False, "adamw"),
+    "mixtral-4l-b2-s1024-bf16-sgd": ("mixtral-4l", 2, 1024, "bf16", False, "sgd"),
+}
+ALL_CASES = {**CASES, **HELD_OUT}
 TIMED_STEPS = 5
 
 
@@ -92,7 +104,7 @@ def run_case(name):
     flop_counter.sdpa_flop_count = widened(flop_counter.sdpa_flop_count)
     flop_counter.sdpa_backward_flop_count = widened(flop_counter.sdpa_backward_flop_count)
 
-    model_key, batch, seq, precision, ckpt, optimizer = CASES[name]
+    model_key, batch, seq, precision, ckpt, optimizer = ALL_CASES[name]
     model, config, model_type, fields = build_model(model_key, precision, ckpt)
     if optimizer == "adamw":
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5)

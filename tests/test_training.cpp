@@ -79,6 +79,23 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("training: held-out steps (other batches and lengths) meet the memory and FLOP targets",
+          "[training]") {
+  // Measured after the step-time model was built; their step times are printed by
+  // bench/rooflens_bench_training (5 of 6 within 15%).
+  json refs = read_json("tests/data/reference/training/h100-train-held-out.json");
+  REQUIRE(refs.at("cases").size() == 6);
+  for (const json& c : refs.at("cases")) {
+    Analysis a = train(c.at("model"), c.at("batch"), c.at("seq"), c.at("precision"),
+                       c.at("gradient_checkpointing"), c.at("optimizer"));
+    INFO(c.at("case").get<std::string>());
+    CHECK(relative(static_cast<double>(a.training->peak_memory_bytes),
+                   c.at("peak_bytes").get<double>()) < 0.05);
+    CHECK(relative(static_cast<double>(a.training->gemm_dense_flops),
+                   c.at("gemm_dense_flops").get<double>()) < 0.02);
+  }
+}
+
 TEST_CASE("training: saved activations per layer as autograd saved them (CPU, outside attention)",
           "[training]") {
   json refs = read_json("tests/data/reference/training/cpu-saved-tensors.json");
