@@ -9,7 +9,7 @@ union of kernel intervals) and idle time inside the step (host-bound gaps: eager
 synchronizations), the kernel count, time and count per kernel class (GEMM, attention,
 element-wise, reduction, foreach optimizer, copy/cast, other), the 40 longest kernel names; and the
 same model's step at batch 1 x 32 tokens, where the host is the bottleneck (`tiny_step_s`; it runs
-after the profiler, whose CUPTI hooks slow every launch: scripts/eager_model_host.py measures the
+after the profiler, whose CUPTI hooks slow every launch: scripts/eager_host_per_kernel.py measures the
 host's time in a process that never loaded a profiler). With
 BREAKDOWN_TRACES=DIR, one more step with the CPU ops is written as DIR/CASE.json (Chrome trace).
 
