@@ -1,6 +1,7 @@
 // Roofline classes and the device database.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -107,8 +108,9 @@ TEST_CASE("a tiled GEMM pays the calibrated GEMM floor while a GEMV and an eleme
   CHECK(place_on_roofline(c, Precision::bf16, d).predicted == Approx(t_memory + 1.5e-6));
 }
 
-TEST_CASE("device profiles round-trip and the GEMM floor is optional and must be positive", "[devices]") {
-  auto dir = test::scratch_dir("devprof");
+namespace {
+
+DeviceProfile h100_profile() {
   DeviceProfile p;
   p.base_device = "H100-SXM";
   p.gpu = "NVIDIA H100 80GB HBM3";
@@ -119,11 +121,23 @@ TEST_CASE("device profiles round-trip and the GEMM floor is optional and must be
   p.cuda_core_flops["fp32"] = 5.1e13;
   p.launch_floor_s = 1.4e-6;
   p.gemm_floor_s = 3.1e-6;
-  auto write = [&](const std::string& name, const std::string& text) {
+  return p;
+}
+
+// Writes `text` into the test's scratch directory; returns the path.
+auto file_writer(const std::filesystem::path& dir) {
+  return [dir](const std::string& name, const std::string& text) {
     std::string path = (dir / name).string();
     std::ofstream(path) << text;
     return path;
   };
+}
+
+}  // namespace
+
+TEST_CASE("device profiles round-trip and the GEMM floor is optional and must be positive", "[devices]") {
+  DeviceProfile p = h100_profile();
+  auto write = file_writer(test::scratch_dir("devprof"));
   DeviceProfile back = read_device_profile(write("full.json", device_profile_json(p)));
   CHECK(back.gemm_floor_s == Approx(3.1e-6));
   Device cal = calibrated_device(back);
@@ -144,12 +158,8 @@ TEST_CASE("device profiles round-trip and the GEMM floor is optional and must be
 }
 
 TEST_CASE("a profile's eager host costs round-trip, are optional, and must be seconds", "[devices]") {
-  auto dir = test::scratch_dir("devprof-eager");
-  DeviceProfile p;
-  p.base_device = "H100-SXM";
-  p.gpu = "NVIDIA H100 80GB HBM3";
-  p.hbm_bandwidth = 3.0e12;
-  p.launch_floor_s = 1.4e-6;
+  DeviceProfile p = h100_profile();
+  auto write = file_writer(test::scratch_dir("devprof-eager"));
   EagerHostCosts e;
   e.forward_kernel_s = 36e-6;
   e.backward_kernel_s = 28e-6;
@@ -160,11 +170,6 @@ TEST_CASE("a profile's eager host costs round-trip, are optional, and must be se
   e.sgd_tensor_s = 10e-6;
   e.source = "by hand";
   p.eager_host = e;
-  auto write = [&](const std::string& name, const std::string& text) {
-    std::string path = (dir / name).string();
-    std::ofstream(path) << text;
-    return path;
-  };
   Device cal = calibrated_device(read_device_profile(write("eager.json", device_profile_json(p))));
   REQUIRE(cal.eager_host);
   CHECK(cal.eager_host->checkpointed_backward_kernel_s == Approx(47e-6));

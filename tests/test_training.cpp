@@ -52,6 +52,23 @@ double relative(double predicted, double measured) {
   return std::fabs(predicted - measured) / measured;
 }
 
+// The issue's memory and FLOP targets on one reference step; returns the analysis.
+Analysis check_memory_and_flops(const json& c) {
+  Analysis a = train(c.at("model"), c.at("batch"), c.at("seq"), c.at("precision"),
+                     c.at("gradient_checkpointing"), c.at("optimizer"));
+  const TrainingSummary& t = *a.training;
+  INFO(c.at("case").get<std::string>()
+       << ": peak " << t.peak_memory_bytes << " vs " << c.at("peak_bytes").get<int64_t>()
+       << ", matrix FLOPs " << t.gemm_dense_flops << " vs "
+       << c.at("gemm_dense_flops").get<int64_t>());
+  CHECK(t.params == c.at("params").get<int64_t>());
+  CHECK(relative(static_cast<double>(t.peak_memory_bytes), c.at("peak_bytes").get<double>()) <
+        0.05);
+  CHECK(relative(static_cast<double>(t.gemm_dense_flops),
+                 c.at("gemm_dense_flops").get<double>()) < 0.02);
+  return a;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -60,18 +77,9 @@ TEST_CASE(
   json refs = read_json("tests/data/reference/training/h100-train.json");
   REQUIRE(refs.at("cases").size() == 13);
   for (const json& c : refs.at("cases")) {
-    Analysis a = train(c.at("model"), c.at("batch"), c.at("seq"), c.at("precision"),
-                       c.at("gradient_checkpointing"), c.at("optimizer"));
+    Analysis a = check_memory_and_flops(c);
     const TrainingSummary& t = *a.training;
-    INFO(c.at("case").get<std::string>()
-         << ": peak " << t.peak_memory_bytes << " vs " << c.at("peak_bytes").get<int64_t>()
-         << ", matrix FLOPs " << t.gemm_dense_flops << " vs "
-         << c.at("gemm_dense_flops").get<int64_t>());
-    CHECK(t.params == c.at("params").get<int64_t>());
-    CHECK(relative(static_cast<double>(t.peak_memory_bytes), c.at("peak_bytes").get<double>()) <
-          0.05);
-    CHECK(relative(static_cast<double>(t.gemm_dense_flops),
-                   c.at("gemm_dense_flops").get<double>()) < 0.02);
+    INFO(c.at("case").get<std::string>());
     // At rest between steps PyTorch holds the weights, the optimizer's states (gradients are freed
     // by zero_grad(set_to_none=True)) and cuBLAS's workspaces.
     double at_rest = static_cast<double>(t.timeline.front().total());
@@ -85,15 +93,7 @@ TEST_CASE("training: held-out steps (other batches and lengths) meet the memory 
   // bench/rooflens_bench_training (5 of 6 within 15%).
   json refs = read_json("tests/data/reference/training/h100-train-held-out.json");
   REQUIRE(refs.at("cases").size() == 6);
-  for (const json& c : refs.at("cases")) {
-    Analysis a = train(c.at("model"), c.at("batch"), c.at("seq"), c.at("precision"),
-                       c.at("gradient_checkpointing"), c.at("optimizer"));
-    INFO(c.at("case").get<std::string>());
-    CHECK(relative(static_cast<double>(a.training->peak_memory_bytes),
-                   c.at("peak_bytes").get<double>()) < 0.05);
-    CHECK(relative(static_cast<double>(a.training->gemm_dense_flops),
-                   c.at("gemm_dense_flops").get<double>()) < 0.02);
-  }
+  for (const json& c : refs.at("cases")) check_memory_and_flops(c);
 }
 
 TEST_CASE("training: saved activations per layer as autograd saved them (CPU, outside attention)",
