@@ -115,6 +115,7 @@ LoweringOptions lowering_for(const TransformerOptions& o, const TrainingOptions&
 
 std::vector<int> layers_of(const Graph& g, const TransformerConfig& c) {
   std::vector<int> out(g.nodes.size(), -1);
+  if (c.layers <= 0 || c.names.layers.empty()) return out;  // an ONNX graph: no decoder layers
   std::string prefix = c.names.layers + ".";
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const std::string& n = g.nodes[i].name;
@@ -355,8 +356,11 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
     const NodeCost& c = n.cost;
     const EagerKernels& k = eager[i];
     Work forward, back;
-    // grouped_mm is not on autocast's list: under autocast the experts run in fp32.
-    Precision precision = n.op == "com.microsoft.MoE" && s.autocast ? Precision::fp32 : n.precision;
+    // grouped_mm is not on autocast's list: under autocast the experts run in fp32. PyTorch lets
+    // cuDNN run fp32 convolutions on TF32 tensor cores by default (cudnn.allow_tf32).
+    Precision precision = n.op == "com.microsoft.MoE" && s.autocast ? Precision::fp32
+                          : n.op == "Conv" && n.precision == Precision::fp32 ? Precision::tf32
+                                                                             : n.precision;
     bool experts = n.op == "com.microsoft.MoE" && c.kernel.moe && c.macs;
     if (experts)
       moe_experts(*c.kernel.moe, precision, device, forward, back);
@@ -370,7 +374,16 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
     bool attention = n.op == "Attention";
     if (k.replaces) {
       // the eager kernels above are the node's whole backward
-    } else if (c.kernel.gemm && (n.op == "MatMul" || n.op == "com.microsoft.FusedMatMul")) {
+    } else if (n.op == "Conv" && c.macs) {
+      // cuDNN's data and weight gradients, each as heavy as the forward; the data gradient is not
+      // computed for the graph's own input (FlopCounterMode counts the same).
+      int x = s.graph.nodes[i].input(0);
+      bool input_grad = x >= 0 && s.graph.tensors[x].role != TensorRole::input;
+      if (input_grad) back.add(c, precision, device);
+      back.add(c, precision, device);
+      r.gemm_dense_flops = checked_mul(*c.macs, 2 * (input_grad ? 3 : 2), "matrix FLOPs");
+    } else if (c.kernel.gemm &&
+               (n.op == "MatMul" || n.op == "com.microsoft.FusedMatMul" || n.op == "Gemm")) {
       for (const NodeCost& b : gemm_backward(c, s.output_bytes, s.param_bytes))
         back.add(b, n.precision, device);
       r.gemm_dense_flops = checked_mul(*c.macs, 2 * 3, "matrix FLOPs");
@@ -478,10 +491,7 @@ void optimizer_rows(const StepContext& s, const Device& device, TrainingSummary&
   int launches = 0;
   for (const Node& n : g.nodes)
     for (int w : n.inputs) {
-      if (w < 0 || seen[w] || g.tensors[w].role != TensorRole::weight || !g.tensors[w].is_param ||
-          !is_float(g.tensors[w].dtype) ||
-          g.tensors[w].name.find(".rotary_emb.") != std::string::npos)
-        continue;
+      if (w < 0 || seen[w] || !s.trainable[w]) continue;
       seen[w] = true;
       const Shape& sh = *g.tensors[w].shape;
       int64_t cols = sh.empty() ? 1 : sh.back(),
@@ -561,6 +571,7 @@ StepContext context_for(const TransformerConfig& c, const TrainingOptions& t,
   s.autocast =
       t.precision == TrainPrecision::bf16_mixed || t.precision == TrainPrecision::fp8_mixed;
   s.attention_backend = attention_backend(c, t, l);
+  s.trainable = trainable_weights(fwd.graph);
   return s;
 }
 
@@ -608,20 +619,18 @@ void largest_fit(const TransformerConfig& c, const TransformerOptions& o, const 
 }  // namespace
 }  // namespace training
 
-Analysis analyze_training(const TransformerConfig& c, const TransformerOptions& o,
-                          const TrainingOptions& t) {
-  using namespace training;
-  validate(c, o, t);
-  LoweringOptions l = lowering_for(o, t);
-  validate_lowering(c, l);
-  Lowered fwd = forward_of(c, o, l);
-  StepContext s = context_for(c, t, l, fwd);
-  const Device& device = fwd.analysis.device;
+namespace training {
+namespace {
+
+// The step from a forward graph and its analysis: rows, loss, optimizer, memory, time and their
+// notes; the largest batch and sequence that fit are the caller's (they re-run the forward).
+std::shared_ptr<TrainingSummary> step_of(const StepContext& s, const Device& device) {
+  const TrainingOptions& t = s.train;
   auto out = std::make_shared<TrainingSummary>();
   out->options = t;
-  out->batch = l.batch;
-  out->seq = l.seq;
-  out->tp = l.tp;
+  out->batch = s.lowering.batch;
+  out->seq = s.lowering.seq;
+  out->tp = s.lowering.tp;
   out->attention_backend = s.attention_backend;
   out->device_bytes = device.memory_bytes;
   SavedActivations saved = saved_activations(s);
@@ -662,12 +671,10 @@ Analysis analyze_training(const TransformerConfig& c, const TransformerOptions& 
     if (r.phase == "optimizer") out->flops = checked_add(out->flops, r.flops);
   out->gemm_dense_flops = checked_mul(gemm, t.grad_accum, "FLOPs");
   step_timeline(s, saved, launches, device, *out);
-  out->tokens_per_step = checked_mul(checked_mul(l.batch, l.seq), t.grad_accum * t.dp, "tokens");
+  out->tokens_per_step = checked_mul(checked_mul(s.lowering.batch, s.lowering.seq),
+                                     t.grad_accum * t.dp, "tokens");
   out->tokens_per_s =
       out->step_time_s > 0 ? static_cast<double>(out->tokens_per_step) / out->step_time_s : 0;
-  out->korthikanti_layer_bytes = korthikanti_layer_bytes(l.seq, l.batch, c.hidden, c.heads, l.tp,
-                                                         t.sp, t.recompute != Recompute::none);
-  largest_fit(c, o, t, *out);
   if (!saved.generic_ops.empty()) {
     std::string ops;
     for (const auto& [op, count] : saved.generic_ops)
@@ -686,18 +693,46 @@ Analysis analyze_training(const TransformerConfig& c, const TransformerOptions& 
         "kernels back to back, a floor for eager PyTorch");
   if (t.zero > 0 && t.dp == 1)
     out->notes.push_back("--zero with one data-parallel GPU partitions nothing (give --dp N)");
+  return out;
+}
+
+void note_fit(TrainingSummary& out) {
+  if (out.fits) return;
+  out.notes.push_back(fmt::format(
+      "does not fit: the step peaks at {:.2f} GiB ({}) on a {:.2f} GiB device; largest batch {}{}",
+      static_cast<double>(out.peak_memory_bytes) / (1 << 30), out.peak_moment,
+      static_cast<double>(out.device_bytes) / (1 << 30), out.max_batch,
+      out.max_seq > 0 ? fmt::format(" at this sequence, largest sequence {} at this batch", out.max_seq)
+                      : std::string()));
+}
+
+Analysis with_training(Analysis a, const std::shared_ptr<TrainingSummary>& out) {
+  a.dtype_label = fmt::format("{} (--precision)", train_precision_name(out->options.precision));
+  a.notes.insert(a.notes.end(), out->notes.begin(), out->notes.end());
+  a.training = out;
+  return a;
+}
+
+}  // namespace
+}  // namespace training
+
+Analysis analyze_training(const TransformerConfig& c, const TransformerOptions& o,
+                          const TrainingOptions& t) {
+  using namespace training;
+  validate(c, o, t);
+  LoweringOptions l = lowering_for(o, t);
+  validate_lowering(c, l);
+  Lowered fwd = forward_of(c, o, l);
+  StepContext s = context_for(c, t, l, fwd);
+  std::shared_ptr<TrainingSummary> out = step_of(s, fwd.analysis.device);
+  out->korthikanti_layer_bytes = korthikanti_layer_bytes(l.seq, l.batch, c.hidden, c.heads, l.tp,
+                                                         t.sp, t.recompute != Recompute::none);
+  largest_fit(c, o, t, *out);
   if (s.attention_backend == "math")
     out->notes.push_back(
         "attention: SDPA's math path (fp32 with GQA, or --attention naive) keeps the scores");
-  if (!out->fits)
-    out->notes.push_back(fmt::format(
-        "does not fit: the step peaks at {:.2f} GiB ({}) on a {:.2f} GiB device; largest batch {} "
-        "at this "
-        "sequence, largest sequence {} at this batch",
-        static_cast<double>(out->peak_memory_bytes) / (1 << 30), out->peak_moment,
-        static_cast<double>(out->device_bytes) / (1 << 30), out->max_batch, out->max_seq));
+  note_fit(*out);
   Analysis a = std::move(fwd.analysis);
-  a.dtype_label = fmt::format("{} (--precision)", train_precision_name(t.precision));
   if (a.transformer) {
     auto summary = std::make_shared<TransformerSummary>(*a.transformer);
     summary->workload = "train";
@@ -707,9 +742,69 @@ Analysis analyze_training(const TransformerConfig& c, const TransformerOptions& 
   std::erase_if(a.notes, [](const std::string& n) {
     return n.rfind("largest context", 0) == 0 || n.rfind("the cache stops growing", 0) == 0;
   });
-  a.notes.insert(a.notes.end(), out->notes.begin(), out->notes.end());
-  a.training = out;
-  return a;
+  return with_training(std::move(a), out);
+}
+
+Analysis analyze_training_onnx(const std::string& path, const LoadOptions& load,
+                               const AnalysisOptions& options, const TrainingOptions& t) {
+  using namespace training;
+  if (t.precision != TrainPrecision::fp32 && t.precision != TrainPrecision::bf16_mixed)
+    throw InputError(fmt::format(
+        "--precision {}: an ONNX graph trains in its own dtypes (fp32) or under autocast "
+        "(bf16-mixed); cast the model before exporting it for bf16",
+        train_precision_name(t.precision)));
+  if (t.recompute != Recompute::none)
+    throw InputError(
+        "--recompute needs a transformer's layers (a config); an ONNX graph trains without it");
+  if (t.grad_accum <= 0)
+    throw InputError(fmt::format("--grad-accum {}: must be positive", t.grad_accum));
+  if (t.zero < 0 || t.zero > 3)
+    throw InputError(fmt::format("--zero {}: expected 0, 1, 2 or 3", t.zero));
+  if (t.dp <= 0) throw InputError(fmt::format("--dp {}: must be positive", t.dp));
+  if (t.sp) throw InputError("--sp applies to transformer configs with --tp");
+  // Under autocast the convolutions and GEMMs run in bf16 and so, as cuDNN returns its input's
+  // dtype, do the ops between them: the forward is analyzed at bf16.
+  AnalysisOptions fo = options;
+  if (t.precision == TrainPrecision::bf16_mixed) fo.precision = Precision::bf16;
+  auto forward_at = [&](std::optional<int64_t> batch) {
+    LoadOptions lo = load;
+    if (batch) lo.batch = batch;
+    Lowered fwd;
+    fwd.analysis = analyze_onnx(path, lo, fo, &fwd.graph);
+    return fwd;
+  };
+  TransformerConfig c;  // no layers, no dropout, no HF conventions: the graph as exported
+  c.path = path;
+  auto summary_at = [&](const Lowered& fwd) -> std::shared_ptr<TrainingSummary> {
+    LoweringOptions l;
+    l.batch = fwd.analysis.totals.batch;
+    l.seq = 1;
+    StepContext s = context_for(c, t, l, fwd);
+    s.attention_backend = "";  // attention, if any, is in the graph's own ops
+    return step_of(s, fwd.analysis.device);
+  };
+  Lowered fwd = forward_at(std::nullopt);
+  std::vector<bool> trainable = trainable_weights(fwd.graph);
+  if (std::find(trainable.begin(), trainable.end(), true) == trainable.end()) throw InputError(fmt::format("{}: no float parameters to train", path));
+  std::shared_ptr<TrainingSummary> out = summary_at(fwd);
+  out->seq = 0;
+  out->tokens_per_step = checked_mul(out->batch, t.grad_accum * t.dp, "samples");
+  out->tokens_per_s =
+      out->step_time_s > 0 ? static_cast<double>(out->tokens_per_step) / out->step_time_s : 0;
+  // Every activation is linear in the batch: the peak at twice the batch gives the line.
+  int64_t b = out->batch, p1 = out->peak_memory_bytes, per = 0;
+  try {
+    per = summary_at(forward_at(2 * b))->peak_memory_bytes - p1;
+  } catch (const InputError&) {
+    out->notes.push_back("largest batch: not found (the graph fixes its batch inside)");
+  }
+  if (per > 0)
+    out->max_batch = out->device_bytes > p1 - per
+                         ? static_cast<int64_t>(static_cast<double>(out->device_bytes - (p1 - per)) /
+                                                static_cast<double>(per) * static_cast<double>(b))
+                         : 0;
+  note_fit(*out);
+  return with_training(std::move(fwd.analysis), out);
 }
 
 }  // namespace rooflens

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analyzer/formulas.hpp"
+#include "analyzer/onnx_loader.hpp"
 #include "analyzer/transformer_analysis.hpp"
 
 namespace rooflens {
@@ -125,5 +126,10 @@ struct TrainingSummary {
 // it is trained. The Analysis keeps the forward's nodes and gains `training`.
 Analysis analyze_training(const TransformerConfig& config, const TransformerOptions& options,
                           const TrainingOptions& train);
+// An ONNX forward graph trained as exported (fp32, or bf16-mixed: autocast's convolutions and
+// GEMMs in bf16), a cross-entropy over its first output, no recomputation (it needs layers).
+// InputError for what such a graph cannot express (--precision bf16, --recompute, --sp).
+Analysis analyze_training_onnx(const std::string& path, const LoadOptions& load,
+                               const AnalysisOptions& options, const TrainingOptions& train);
 
 }  // namespace rooflens

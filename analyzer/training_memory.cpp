@@ -31,6 +31,20 @@ bool is_weight(const Graph& g, int t) {
 
 }  // namespace
 
+std::vector<bool> trainable_weights(const Graph& g) {
+  std::vector<bool> out(g.tensors.size(), false);
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const Tensor& x = g.tensors[t];
+    out[t] = x.role == TensorRole::weight && x.is_param && is_float(x.dtype) &&
+             x.name.find(".rotary_emb.") == std::string::npos;
+  }
+  for (const Node& n : g.nodes)
+    if (n.op_type == "BatchNormalization")
+      for (size_t i : {3u, 4u})
+        if (n.input(i) >= 0) out[n.input(i)] = false;  // running mean and variance: buffers
+  return out;
+}
+
 RuntimeDtypes runtime_dtypes(const StepContext& s) {
   const Graph& g = s.graph;
   RuntimeDtypes r;
@@ -46,8 +60,11 @@ RuntimeDtypes runtime_dtypes(const StepContext& s) {
     const std::string& op = n.op_type;
     auto in = [&](size_t i) { return n.input(i) >= 0 ? r.bytes[n.input(i)] : 0; };
     int64_t out = 0;
-    if (op == "MatMul" || op == "FusedMatMul" || op == "Attention" || op == "MoE")
+    if (op == "MatMul" || op == "FusedMatMul" || op == "Attention" || op == "MoE" ||
+        op == "Conv" || op == "Gemm")
       out = s.output_bytes;
+    else if (op == "BatchNormalization")
+      out = in(0);  // cuDNN's batch norm returns its input's dtype
     else if (op == "Gather")
       out = is_weight(g, n.input(0)) ? s.param_bytes : in(0);
     else if (op == "LayerNormalization")
@@ -88,8 +105,12 @@ class SaveRules {
     const Node& n = g_.nodes[static_cast<size_t>(node)];
     const std::string& op = n.op_type;
     std::vector<Item> items;
-    if (op == "MatMul" || op == "FusedMatMul")
+    if (op == "MatMul" || op == "FusedMatMul" || op == "Gemm" || op == "Conv")
       linear(n, items);
+    else if (op == "MaxPool")
+      max_pool(n, items);
+    else if (op == "BatchNormalization")
+      batch_norm(n, items);
     else if (op == "Attention")
       attention(node, n, items);
     else if (op == "LayerNormalization")
@@ -98,8 +119,9 @@ class SaveRules {
       rms_norm(n, items);
     else if (op == "Gelu" && s_.config.activation == "gelu_new")
       gelu_new(n, items);
-    else if (op == "Gelu" || op == "Swish" || op == "Relu" || op == "Tanh" || op == "Sigmoid" ||
-             op == "Softmax" || op == "QuickGelu" || op == "Erf")
+    else if (op == "Relu" || op == "Tanh" || op == "Sigmoid" || op == "Softmax")
+      items.push_back(tensor(n.output(0), "output"));  // their backward uses the result
+    else if (op == "Gelu" || op == "Swish" || op == "QuickGelu" || op == "Erf")
       items.push_back(tensor(n.input(0), "input"));
     else if (op == "Mul" || op == "Div")
       product(n, items);
@@ -166,6 +188,21 @@ class SaveRules {
       items.push_back(tensor(x, "input"));
     else
       items.push_back(extra(x, s_.gemm_bytes, "autocast copy of the input"));
+  }
+
+  // max_pool2d_with_indices keeps its input and the argmax of each output (int64).
+  void max_pool(const Node& n, std::vector<Item>& items) {
+    items.push_back(tensor(n.input(0), "input"));
+    if (n.output(0) >= 0) items.push_back(extra(n.output(0), 8, "indices"));
+  }
+
+  // Training-mode batch norm keeps its input and each channel's mean and inverse deviation.
+  void batch_norm(const Node& n, std::vector<Item>& items) {
+    int x = n.input(0);
+    items.push_back(tensor(x, "input"));
+    const auto& sh = *g_.tensors[x].shape;
+    items.push_back(Item{-1, checked_mul(sh.size() > 1 ? sh[1] : 1, 8), false, false,
+                         "mean and inverse deviation"});
   }
 
   // Fused attention (flash, memory-efficient) keeps q, k, v, the output and the log-sum-exp; the
@@ -317,6 +354,8 @@ SavedActivations saved_activations(const StepContext& s) {
   size_t layers = static_cast<size_t>(s.config.layers);
   out.node_bytes.assign(g.nodes.size(), 0);
   out.node_what.assign(g.nodes.size(), "");
+  out.node_param_bytes.assign(g.nodes.size(), 0);
+  out.node_grad_bytes.assign(g.nodes.size(), 0);
   out.layer_bytes.assign(layers, 0);
   out.layer_input_bytes.assign(layers, 0);
   out.layer_recompute_only.assign(layers, 0);
@@ -351,9 +390,9 @@ SavedActivations saved_activations(const StepContext& s) {
     // Weights: gradients (and autocast's copies) per layer; shared weights once.
     int64_t copies = 0, grads = 0;
     for (int t : n.inputs)
-      if (t >= 0 && is_weight(g, t) && g.tensors[t].is_param && is_float(g.tensors[t].dtype) &&
-          g.tensors[t].name.find(".rotary_emb.") == std::string::npos) {
-        if (n.op_type == "MatMul" || n.op_type == "FusedMatMul")
+      if (t >= 0 && s.trainable[t]) {
+        if (n.op_type == "MatMul" || n.op_type == "FusedMatMul" || n.op_type == "Gemm" ||
+            n.op_type == "Conv")
           copies += rules.copy_bytes(t);  // grouped_mm: not autocast
         if (!param_seen[t]) {
           param_seen[t] = true;
@@ -364,6 +403,11 @@ SavedActivations saved_activations(const StepContext& s) {
       }
     out.node_bytes[i] = bytes;
     out.node_what[i] = what;
+    out.node_param_bytes[i] = grads;
+    for (int t : {n.output(0), n.input(0)})
+      if (t >= 0 && g.tensors[t].shape && is_float(g.tensors[t].dtype) && !is_weight(g, t) &&
+          g.tensors[t].role != TensorRole::input)
+        out.node_grad_bytes[i] += checked_mul(rules.elements(t), r.bytes[t], "gradient bytes");
     if (layer >= 0) {
       size_t l = static_cast<size_t>(layer);
       out.layer_bytes[l] += bytes;
@@ -375,6 +419,7 @@ SavedActivations saved_activations(const StepContext& s) {
     } else if (!seen_layer) {
       out.before_layers += bytes;
       out.embed_param_bytes += grads;
+      out.head_copy_bytes += copies;  // a graph without layers: every node is "before" them
     } else {
       out.after_layers += bytes;
       out.head_copy_bytes += copies;
@@ -435,10 +480,7 @@ void memory_timeline(const StepContext& s, const SavedActivations& saved, Traini
     std::vector<bool> seen(s.graph.tensors.size(), false);
     for (const Node& n : s.graph.nodes)
       for (int w : n.inputs) {
-        if (w < 0 || seen[w] || !is_weight(s.graph, w) || !s.graph.tensors[w].is_param ||
-            !is_float(s.graph.tensors[w].dtype) ||
-            s.graph.tensors[w].name.find(".rotary_emb.") != std::string::npos)
-          continue;
+        if (w < 0 || seen[w] || !s.trainable[w]) continue;
         seen[w] = true;
         const Shape& sh = *s.graph.tensors[w].shape;
         int64_t cols = sh.empty() ? 1 : sh.back(),
@@ -501,6 +543,29 @@ void memory_timeline(const StepContext& s, const SavedActivations& saved, Traini
   int64_t copies_bwd = full ? saved.head_copy_bytes : all_copies;
   moment("loss backward", 0, copies_bwd, checked_add(at_loss, logits_fp32),
          checked_mul(logits_fp32, 2));
+  if (layers == 0) {
+    // No layers to group by (an ONNX graph): the backward node by node, each freeing what its
+    // forward saved once it has run; the moment with the most memory is the one shown.
+    int64_t acts = at_loss, g = 0, best = -1;
+    size_t at = 0;
+    for (size_t i = saved.node_bytes.size(); i-- > 0;) {
+      int64_t total = checked_add(checked_add(acts, g), saved.node_grad_bytes[i]);
+      if (total > best) {
+        best = total;
+        at = i;
+      }
+      acts -= saved.node_bytes[i];
+      g = checked_add(g, grad_share(saved.node_param_bytes[i]));
+    }
+    int64_t before = at_loss, grads_before = 0;
+    for (size_t i = saved.node_bytes.size(); i-- > at + 1;) {
+      before -= saved.node_bytes[i];
+      grads_before = checked_add(grads_before, grad_share(saved.node_param_bytes[i]));
+    }
+    if (!saved.node_bytes.empty())
+      moment(fmt::format("backward, {}", s.graph.nodes[at].name), grads_before, copies_bwd, before,
+             saved.node_grad_bytes[at]);
+  }
   int64_t grads = grad_share(saved.head_param_bytes);
   int64_t acts = through;
   for (size_t k = layers; k-- > 0;) {

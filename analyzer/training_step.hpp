@@ -23,7 +23,11 @@ struct StepContext {
   int64_t output_bytes = 4;   // a GEMM's output
   bool autocast = false;
   std::string attention_backend;  // flash, efficient, math
+  // Per tensor: a weight the optimizer updates (float, learnable; not RoPE's tables nor batch
+  // norm's running statistics).
+  std::vector<bool> trainable;
 };
+std::vector<bool> trainable_weights(const Graph& g);
 
 // Per node: bytes autograd saves (tensors shared by several ops once) and in words what.
 struct SavedActivations {
@@ -39,6 +43,9 @@ struct SavedActivations {
   std::vector<int64_t> layer_transient;         // the backward's transient buffers in that layer
   std::vector<int64_t> layer_copy_bytes;        // autocast weight copies its GEMMs use
   std::vector<int64_t> layer_param_bytes;       // its weights' gradients
+  // Per node: its weights' gradients, and the gradients of its output and activation input (the
+  // backward's transients while it runs); the timeline of a graph without layers walks them.
+  std::vector<int64_t> node_param_bytes, node_grad_bytes;
   int64_t before_layers = 0, after_layers = 0;  // embeddings; final norm and lm_head input
   int64_t head_copy_bytes = 0, head_param_bytes = 0, embed_param_bytes = 0;
   int64_t logits_elements = 0;             // B*S*V (this GPU's vocabulary shard)

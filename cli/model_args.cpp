@@ -73,6 +73,19 @@ void choose_dtypes(const ModelArgs& args, const TransformerConfig& c, LoweringOp
   l.kv = !args.kv_dtype.empty() ? dtype_flag("--kv-dtype", args.kv_dtype, false) : wide ? l.activations : plain;
 }
 
+TrainingOptions training_options(const ModelArgs& args) {
+  TrainingOptions t;
+  t.precision = parse_train_precision(args.precision);
+  t.optimizer = parse_optimizer(args.optimizer);
+  t.recompute = parse_recompute(args.recompute);
+  t.grad_accum = args.grad_accum;
+  if (args.zero < 0 || args.zero > 3) throw InputError(fmt::format("--zero {}: expected 0, 1, 2 or 3", args.zero));
+  t.zero = static_cast<int>(args.zero);
+  t.dp = args.dp;
+  t.sp = args.sp;
+  return t;
+}
+
 Analysis analyze_config(const ModelArgs& args, Graph* inferred, std::shared_ptr<const Device> calibrated) {
   if (!args.dims.empty()) throw InputError("--dim applies to ONNX models; a config takes --batch/--seq/--context");
   if (!args.dtype.empty()) throw InputError("--dtype applies to ONNX models; a config takes --weights/--activations/--kv-dtype");
@@ -101,16 +114,7 @@ Analysis analyze_config(const ModelArgs& args, Graph* inferred, std::shared_ptr<
     if (inferred) throw InputError("profile replays inference: --phase train is for analyze");
     if (!args.weights.empty() || !args.activations.empty() || !args.kv_dtype.empty())
       throw InputError("--phase train takes --precision, not --weights/--activations/--kv-dtype");
-    TrainingOptions t;
-    t.precision = parse_train_precision(args.precision);
-    t.optimizer = parse_optimizer(args.optimizer);
-    t.recompute = parse_recompute(args.recompute);
-    t.grad_accum = args.grad_accum;
-    if (args.zero < 0 || args.zero > 3) throw InputError(fmt::format("--zero {}: expected 0, 1, 2 or 3", args.zero));
-    t.zero = static_cast<int>(args.zero);
-    t.dp = args.dp;
-    t.sp = args.sp;
-    return analyze_training(c, o, t);
+    return analyze_training(c, o, training_options(args));
   }
   choose_dtypes(args, c, l);
   if (o.workload == Workload::generate && inferred)
@@ -118,12 +122,17 @@ Analysis analyze_config(const ModelArgs& args, Graph* inferred, std::shared_ptr<
   return analyze_transformer(c, o, inferred);
 }
 
-void reject_config_flags(const CLI::App& cmd) {
-  for (const char* flag : {"--phase", "--seq", "--context", "--prompt", "--gen", "--attention", "--weights",
-                           "--group-size", "--activations", "--kv-dtype", "--tp", "--precision", "--optimizer",
-                           "--recompute", "--grad-accum", "--zero", "--dp", "--sp"})
+// An ONNX model takes --phase train and its training flags; the rest are a config's.
+void reject_config_flags(const CLI::App& cmd, bool train) {
+  for (const char* flag : {"--seq", "--context", "--prompt", "--gen", "--attention", "--weights", "--group-size",
+                           "--activations", "--kv-dtype", "--tp", "--sp"})
     if (cmd.count(flag)) throw InputError(fmt::format("{} applies to transformer configs (config.json), not ONNX models", flag));
+  if (train) return;
+  if (cmd.count("--phase")) throw InputError("--phase applies to transformer configs (config.json); an ONNX model takes --phase train only");
+  for (const char* flag : {"--precision", "--optimizer", "--recompute", "--grad-accum", "--zero", "--dp"})
+    if (cmd.count(flag)) throw InputError(fmt::format("{} applies to --phase train", flag));
 }
+
 
 std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& specs) {
   std::map<std::string, int64_t> dims;
@@ -157,7 +166,11 @@ Analysis analyze_model(const ModelArgs& args, const CLI::App& cmd, Graph* inferr
   opt.calibrated = calibrated;
   opt.strict = args.strict;
   opt.precision = forced_precision(args);
+  bool train = args.phase == "train";
+  if (train && inferred) throw InputError("profile replays inference: --phase train is for analyze");
+  if (train && opt.precision) throw InputError("--phase train takes --precision, not --dtype");
   try {
+    if (train) return analyze_training_onnx(args.model, load, opt, training_options(args));
     return analyze_onnx(args.model, load, opt, inferred);
   } catch (const InputError& e) {
     std::string what = e.what();
@@ -225,7 +238,7 @@ Analysis build_analysis(const ModelArgs& args, const CLI::App& cmd, Graph* infer
         if (cmd.count(flag)) throw InputError(fmt::format("{} applies to --phase train", flag));
     return analyze_config(args, inferred, calibrated);
   }
-  reject_config_flags(cmd);
+  reject_config_flags(cmd, cmd.count("--phase") && args.phase == "train");
   return analyze_model(args, cmd, inferred, calibrated);
 }
 

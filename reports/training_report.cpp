@@ -186,9 +186,16 @@ void write_training(std::ostream& out, const json& r, int top_n) {
                                 "profile has no eager_host: calibrate, then "
                                 "scripts/eager_host_per_kernel.py)",
                                 with_commas(t.at("kernels").get<int64_t>())));
-  fmt::print(out, "  throughput  {} tokens a step, {:.0f} tokens/s; attention: SDPA {}\n",
-             with_commas(t.at("tokens_per_step").get<int64_t>()),
-             t.at("tokens_per_s").get<double>(), t.at("attention_backend").get<std::string>());
+  // An ONNX graph has samples, no sequence and no SDPA of its own (seq 0).
+  bool graph = t.at("seq").get<int64_t>() == 0;
+  if (graph)
+    fmt::print(out, "  throughput  {} samples a step, {:.0f} samples/s\n",
+               with_commas(t.at("tokens_per_step").get<int64_t>()),
+               t.at("tokens_per_s").get<double>());
+  else
+    fmt::print(out, "  throughput  {} tokens a step, {:.0f} tokens/s; attention: SDPA {}\n",
+               with_commas(t.at("tokens_per_step").get<int64_t>()),
+               t.at("tokens_per_s").get<double>(), t.at("attention_backend").get<std::string>());
   fmt::print(
       out, "  FLOPs       {} executed; matrix (dense attention, FlopCounterMode's convention) {}\n",
       human_count(t.at("flops").get<double>()),
@@ -204,17 +211,21 @@ void write_training(std::ostream& out, const json& r, int top_n) {
                       : ""));
   out << wrap(
       "  activations ",
-      fmt::format(
-          "saved at the loss {} (fp32 logits {} each); per layer, Korthikanti et al.'s figure {}",
-          gib(t.at("saved_activation_bytes")), gib(t.at("logits_fp32_bytes")),
-          gib(t.at("korthikanti_layer_bytes"))));
+      fmt::format("saved at the loss {} (fp32 logits {} each){}",
+                  gib(t.at("saved_activation_bytes")), gib(t.at("logits_fp32_bytes")),
+                  graph ? std::string()
+                        : "; per layer, Korthikanti et al.'s figure " +
+                              gib(t.at("korthikanti_layer_bytes"))));
   out << wrap("  peak        ",
               fmt::format("{} at \"{}\" of {}: {}", gib(t.at("peak_memory_bytes")),
                           t.at("peak_moment").get<std::string>(), gib(t.at("device_memory_bytes")),
                           t.at("fits").get<bool>() ? "fits" : "does NOT fit"));
-  fmt::print(out, "  largest     batch {} at seq {}; seq {} at batch {}\n",
-             t.at("max_batch").get<int64_t>(), t.at("seq").get<int64_t>(),
-             t.at("max_seq").get<int64_t>(), t.at("batch").get<int64_t>());
+  if (graph)
+    fmt::print(out, "  largest     batch {}\n", t.at("max_batch").get<int64_t>());
+  else
+    fmt::print(out, "  largest     batch {} at seq {}; seq {} at batch {}\n",
+               t.at("max_batch").get<int64_t>(), t.at("seq").get<int64_t>(),
+               t.at("max_seq").get<int64_t>(), t.at("batch").get<int64_t>());
   fmt::print(out, "\nMemory through the step (cuBLAS workspaces {} in every moment)\n",
              gib(t.at("timeline").at(0).at("workspace")));
   fmt::print(out, "  {:<28}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n", "moment", "total",

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -354,4 +355,63 @@ TEST_CASE("training: the GPU queues behind the host, by hand", "[training]") {
   CHECK(analyze_training(training_config("mixtral-4l"), o, t).training->host_syncs == 24);
   t.precision = TrainPrecision::bf16;
   CHECK(analyze_training(training_config("mixtral-4l"), o, t).training->host_syncs == 0);
+}
+
+TEST_CASE("training: an ONNX ResNet-50 (BatchNorm kept) against real PyTorch steps on an H100",
+          "[training][onnx]") {
+  // scripts/training_references_onnx.py: torchvision's ResNet-50 in train mode, the model the graph
+  // was exported from (scripts/export_samples.py).
+  json refs = read_json("tests/data/reference/training/h100-train-onnx.json");
+  REQUIRE(refs.at("cases").size() == 4);
+  AnalysisOptions options;
+  options.calibrated = std::make_shared<const Device>(
+      calibrated_device(read_device_profile(data_path("data/profiles/h100-sxm.json"))));
+  for (const json& c : refs.at("cases")) {
+    LoadOptions load;
+    load.batch = c.at("batch").get<int64_t>();
+    TrainingOptions t;
+    t.precision = parse_train_precision(c.at("precision"));
+    t.optimizer = parse_optimizer(c.at("optimizer"));
+    Analysis a = analyze_training_onnx(
+        data_path("tests/data/onnx/" + c.at("onnx").get<std::string>() + ".onnx"), load, options, t);
+    const TrainingSummary& s = *a.training;
+    INFO(c.at("case").get<std::string>() << ": peak " << s.peak_memory_bytes << " vs "
+                                         << c.at("peak_bytes").get<int64_t>());
+    // Batch norm's running statistics are buffers: no gradient, no optimizer state.
+    CHECK(s.params == c.at("params").get<int64_t>());
+    CHECK(relative(static_cast<double>(s.peak_memory_bytes), c.at("peak_bytes").get<double>()) <
+          0.05);
+    // FlopCounterMode: every convolution's forward, weight gradient and data gradient (none for
+    // the first, whose input is the image), and the classifier's three GEMMs.
+    CHECK(relative(static_cast<double>(s.gemm_dense_flops),
+                   c.at("gemm_dense_flops").get<double>()) < 0.02);
+    CHECK(s.peak_moment.rfind("backward, ", 0) == 0);
+  }
+}
+
+TEST_CASE("training: an ONNX graph's bad training flags are one line and exit 2", "[training][cli]") {
+  std::filesystem::path dir = scratch_dir("training-onnx");
+  std::string bin = ROOFLENS_BIN;
+  std::string resnet = data_path("samples/resnet50-opset17.onnx");
+  CliRun ok = run_cli(bin + " analyze " + resnet + " --phase train --batch 8 --precision bf16-mixed", dir);
+  CHECK(ok.code == 0);
+  CHECK(ok.out.find("Training step (bf16-mixed, adamw, recompute none)") != std::string::npos);
+  std::istringstream lines(ok.out);
+  for (std::string line; std::getline(lines, line);) CHECK(line.size() <= 100);
+  for (const std::string& bad :
+       {std::string("--phase train --precision bf16"), std::string("--phase train --recompute full"),
+        std::string("--phase train --seq 128"), std::string("--phase train --dtype bf16"),
+        std::string("--phase decode"), std::string("--optimizer sgd"),
+        std::string("--phase train --optimizer lion")}) {
+    CliRun r = run_cli(bin + " analyze " + resnet + " " + bad, dir);
+    INFO(bad << ": " << r.err);
+    CHECK(r.code == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  // A graph without weights has nothing to train.
+  ModelBuilder b;
+  b.input("x", DType::f32, {4, 8}).node("Relu", {"x"}, {"y"}).output("y");
+  CliRun none = run_cli(bin + " analyze " + b.save() + " --phase train", dir);
+  CHECK(none.code == 2);
+  CHECK(none.err.find("no float parameters to train") != std::string::npos);
 }
