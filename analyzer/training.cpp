@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include "analyzer/checked.hpp"
 #include "analyzer/errors.hpp"
@@ -335,6 +337,31 @@ void moe_experts(const MoeDims& d, Precision p, const Device& device, Work& f, W
   }
 }
 
+// Training-mode batch norm from the profile's measured tables (scripts/batch_norm_training.py:
+// PyTorch's NCHW kernels reach a fraction of HBM bandwidth), forward and backward seconds; beyond
+// the grid, the nearest edge scaled by the elements. nullopt without the tables.
+std::optional<std::pair<double, double>> batch_norm_training_time(const Shape& x, Precision p,
+                                                                  const Device& device) {
+  if (!device.perf || x.size() < 2) return std::nullopt;
+  std::string dtype = p == Precision::fp32 ? "fp32" : "bf16";
+  auto fwd = device.perf->tables.find("train.batch_norm." + dtype);
+  auto bwd = device.perf->tables.find("train.batch_norm_backward." + dtype);
+  if (fwd == device.perf->tables.end() || bwd == device.perf->tables.end()) return std::nullopt;
+  double hw = 1;
+  for (size_t i = 2; i < x.size(); ++i) hw *= static_cast<double>(x[i]);
+  std::vector<double> at{static_cast<double>(x[0]), static_cast<double>(x[1]), hw};
+  auto one = [&](const PerfTable& t) -> std::optional<double> {
+    if (auto v = t.lookup(at)) return v;
+    std::vector<double> edge = t.clamp(at);
+    auto v = t.lookup(edge);
+    if (!v) return std::nullopt;
+    return *v * (at[0] * at[1] * at[2]) / (edge[0] * edge[1] * edge[2]);
+  };
+  auto f = one(fwd->second), b = one(bwd->second);
+  if (!f || !b) return std::nullopt;
+  return std::pair{*f, *b};
+}
+
 void cost_rows(const StepContext& s, const Device& device, const SavedActivations& saved,
                TrainingSummary& out, std::vector<NodeLaunches>& launches) {
   const Analysis& f = s.forward;
@@ -362,10 +389,25 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
                           : n.op == "Conv" && n.precision == Precision::fp32 ? Precision::tf32
                                                                              : n.precision;
     bool experts = n.op == "com.microsoft.MoE" && c.kernel.moe && c.macs;
-    if (experts)
+    std::optional<std::pair<double, double>> batch_norm;
+    if (n.op == "BatchNormalization") {
+      int x = s.graph.nodes[i].input(0);
+      if (x >= 0 && s.graph.tensors[x].shape)
+        batch_norm = batch_norm_training_time(*s.graph.tensors[x].shape, precision, device);
+    }
+    if (experts) {
       moe_experts(*c.kernel.moe, precision, device, forward, back);
-    else if (!k.replaces)
+    } else if (batch_norm) {
+      // PyTorch's own kernels for a bf16 input (statistics, transform) or cuDNN's; and the
+      // num_batches_tracked increment.
+      forward.add_seconds(batch_norm->first);
+      forward.add_small(precision == Precision::fp32 ? 1 : 2, device);
+      back.add_seconds(batch_norm->second);
+      forward.flops = c.flops;
+      forward.bytes = c.bytes();
+    } else if (!k.replaces) {
       forward.add(c, precision, device);
+    }
     for (const Pass& p : k.forward) forward.add(pass_cost(p), Precision::fp32, device);
     for (const Pass& p : k.backward) back.add(pass_cost(p), Precision::fp32, device);
     r.forward_s = forward.seconds;
@@ -374,6 +416,9 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
     bool attention = n.op == "Attention";
     if (k.replaces) {
       // the eager kernels above are the node's whole backward
+    } else if (batch_norm) {
+      back.flops = checked_mul(c.flops, 2, "backward FLOPs");
+      back.bytes = scaled_memory_cost(c, 2).bytes();
     } else if (n.op == "Conv" && c.macs) {
       // cuDNN's data and weight gradients, each as heavy as the forward; the data gradient is not
       // computed for the graph's own input (FlopCounterMode counts the same).

@@ -76,6 +76,8 @@ class Eager {
       k.backward = {{elements(x), bytes(x), bytes(x)}};  // the parts' gradients concatenated
     } else if (op == "MoE") {
       moe(n, k);
+    } else if (op == "Conv" && g_.tensors[x].shape->size() == 4) {
+      nchw_conversions(n, k);
     } else if (op == "Attention" && s_.autocast) {
       // SDPA is on autocast's bf16 list: q, k, v in another dtype (RoPE's fp32 under autocast) are
       // cast first, and their gradients cast back.
@@ -196,6 +198,20 @@ class Eager {
     bool fp32 = ab == 4;
     k.forward_syncs = fp32 ? 2 : 0;
     k.backward_syncs = fp32 ? 4 : 0;
+  }
+
+  // cuDNN's convolution kernels work in NHWC: for NCHW tensors it converts the input and the
+  // output in the forward, and the output's gradient, the input (for the weight gradient) and
+  // the input's gradient in the backward (the nchwToNhwc / nhwcToNchw kernels of the ResNet-50
+  // traces, about four per convolution).
+  void nchw_conversions(const Node& n, EagerKernels& k) {
+    int x = n.input(0), y = n.output(0);
+    Pass in{elements(x), bytes(x), bytes(x)}, out{elements(y), bytes(y), bytes(y)};
+    k.forward.push_back(in);
+    k.forward.push_back(out);
+    k.backward.push_back(out);
+    k.backward.push_back(in);
+    if (g_.tensors[x].role != TensorRole::input) k.backward.push_back(in);
   }
 
   // Separate q, k, v projections viewed as heads and transposed (Llama-style): the gradients
