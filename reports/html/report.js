@@ -55,7 +55,7 @@
     const Tr = R.training;
     card("training peak", `${bytes(Tr.peak_memory_bytes)} of ${bytes(Tr.device_memory_bytes)}`,
       `at ${Tr.peak_moment}; model state ${bytes(Tr.model_state_bytes)}: ` + (Tr.fits ? "fits" : "does not fit"), !Tr.fits);
-    card("step", time(Tr.step_time_s), `${Tr.precision}, ${Tr.optimizer}, recompute ${Tr.recompute}: ${Tr.tokens_per_s.toFixed(0)} tokens/s; ` +
+    card("step", time(Tr.step_time_s), `${Tr.precision}, ${Tr.optimizer}, recompute ${Tr.recompute}: ${Tr.tokens_per_s.toFixed(0)} ${Tr.seq ? "tokens" : "samples"}/s; ` +
       `kernels ${time(Tr.gpu_busy_s)}` + (Tr.host_modelled ? `, GPU waiting on the host ${time(Tr.gpu_wait_s)}` : ", host not modelled") +
       `; matrix FLOPs ${si(Tr.gemm_dense_flops, "FLOP")}`);
   } else card("memory", `${bytes(M.total_bytes)} of ${bytes(M.device_memory_bytes)}`,
