@@ -90,7 +90,6 @@ def run_case(name):
     import torch
     import transformers
     import torch.utils.flop_counter as flop_counter
-    from torch.utils.flop_counter import FlopCounterMode
 
     # The counter's SDPA formulas assert as many KV heads as query heads; sdpa with enable_gqa
     # (grouped-query attention under bf16) shares each KV head among a group of query heads, and
@@ -117,6 +116,46 @@ def run_case(name):
             loss = model(input_ids=x, labels=x, use_cache=False).loss
         loss.backward()
 
+    at_rest, peak, times, counter = measure_step(forward_backward, opt)
+    counted = counter.get_total_flops()
+    by_module = {m: {str(op): int(n) for op, n in ops.items()} for m, ops in counter.get_flop_counts().items()}
+    params = sum(p.numel() for p in model.parameters())
+    param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    # Experts run through grouped_mm are not counted (issue 17; on CPU transformers 5.17 the counter
+    # saw 0.2% of them): the experts modules' count is replaced by the count by hand. Each routed
+    # token runs the gate, up and down projections of its expert.
+    expert_flops_by_hand = 0
+    experts_counted = None
+    if model_type == "mixtral":
+        experts_counted = sum(n for m, ops in by_module.items() if m.endswith(".experts") for n in ops.values())
+        routed = batch * seq * config.num_experts_per_tok
+        forward = 2 * 3 * config.hidden_size * config.intermediate_size * routed * config.num_hidden_layers
+        passes = 3 + (1 if ckpt else 0)  # forward, backward (twice the forward), recomputed forward
+        expert_flops_by_hand = forward * passes
+    return {
+        "case": name, "model": model_key, "config": {"model_type": model_type, **fields}, "batch": batch, "seq": seq,
+        "precision": precision, "gradient_checkpointing": ckpt, "optimizer": optimizer,
+        "params": params, "param_bytes": param_bytes,
+        "at_rest_bytes": at_rest, "peak_bytes": peak,
+        "step_time_s": times[len(times) // 2], "step_times_s": times,
+        "flop_counter_flops": counted,
+        "experts_counted_flops": experts_counted, "expert_flops_by_hand": expert_flops_by_hand,
+        "gemm_dense_flops": counted - (experts_counted or 0) + expert_flops_by_hand,
+        "experts_implementation": getattr(config, "_experts_implementation", None),
+        "flops_by_module": {m: ops for m, ops in by_module.items() if m.count(".") <= 1 or m.endswith(".experts")},
+        "torch": torch.__version__, "transformers": transformers.__version__,
+        "gpu": torch.cuda.get_device_name(),
+    }
+
+
+def measure_step(forward_backward, opt, before_flops=None):
+    """A step is forward_backward(); opt.step(); opt.zero_grad(set_to_none=True). Step 1 allocates
+    the optimizer's states; memory at rest after it; step 2's max_memory_allocated is the peak;
+    TIMED_STEPS more with CUDA events, sorted; `before_flops(step)` may run more steps (a profiled
+    one); then forward_backward under FlopCounterMode. Returns (at_rest, peak, times, counter)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
     def step():
         forward_backward()
         opt.step()
@@ -137,40 +176,13 @@ def run_case(name):
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) / 1e3)
+    if before_flops:
+        before_flops(step)
     counter = FlopCounterMode(display=False)
     with counter:
         forward_backward()
     opt.zero_grad(set_to_none=True)
-    counted = counter.get_total_flops()
-    by_module = {m: {str(op): int(n) for op, n in ops.items()} for m, ops in counter.get_flop_counts().items()}
-    params = sum(p.numel() for p in model.parameters())
-    param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
-    # Experts run through grouped_mm are not counted (issue 17; on CPU transformers 5.17 the counter
-    # saw 0.2% of them): the experts modules' count is replaced by the count by hand. Each routed
-    # token runs the gate, up and down projections of its expert.
-    expert_flops_by_hand = 0
-    experts_counted = None
-    if model_type == "mixtral":
-        experts_counted = sum(n for m, ops in by_module.items() if m.endswith(".experts") for n in ops.values())
-        routed = batch * seq * config.num_experts_per_tok
-        forward = 2 * 3 * config.hidden_size * config.intermediate_size * routed * config.num_hidden_layers
-        passes = 3 + (1 if ckpt else 0)  # forward, backward (twice the forward), recomputed forward
-        expert_flops_by_hand = forward * passes
-    times.sort()
-    return {
-        "case": name, "model": model_key, "config": {"model_type": model_type, **fields}, "batch": batch, "seq": seq,
-        "precision": precision, "gradient_checkpointing": ckpt, "optimizer": optimizer,
-        "params": params, "param_bytes": param_bytes,
-        "at_rest_bytes": at_rest, "peak_bytes": peak,
-        "step_time_s": times[len(times) // 2], "step_times_s": times,
-        "flop_counter_flops": counted,
-        "experts_counted_flops": experts_counted, "expert_flops_by_hand": expert_flops_by_hand,
-        "gemm_dense_flops": counted - (experts_counted or 0) + expert_flops_by_hand,
-        "experts_implementation": getattr(config, "_experts_implementation", None),
-        "flops_by_module": {m: ops for m, ops in by_module.items() if m.count(".") <= 1 or m.endswith(".experts")},
-        "torch": torch.__version__, "transformers": transformers.__version__,
-        "gpu": torch.cuda.get_device_name(),
-    }
+    return at_rest, peak, sorted(times), counter
 
 
 def run_each_case(script, run_case, summary, doc):

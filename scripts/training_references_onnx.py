@@ -19,7 +19,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from training_references import TIMED_STEPS, run_each_case  # noqa: E402
+from training_references import measure_step, run_each_case  # noqa: E402
 
 # name: (ONNX graph under tests/data/onnx, batch, precision, optimizer)
 CASES = {
@@ -34,7 +34,6 @@ def run_case(name):
     import torch
     import torch.nn.functional as F
     import torchvision
-    from torch.utils.flop_counter import FlopCounterMode
 
     graph, batch, precision, optimizer = CASES[name]
     torch.manual_seed(0)
@@ -49,38 +48,17 @@ def run_case(name):
             loss = F.cross_entropy(model(x), y)
         loss.backward()
 
-    def step():
-        forward_backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
-    step()
-    torch.cuda.synchronize()
-    at_rest = torch.cuda.memory_allocated()
-    torch.cuda.reset_peak_memory_stats()
-    step()
-    torch.cuda.synchronize()
-    peak = torch.cuda.max_memory_allocated()
-    times = []
-    for _ in range(TIMED_STEPS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        step()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    trace = os.environ.get("BREAKDOWN_TRACES")
-    if trace:  # one more step with CPU ops and kernels, for attributing kernels to ops offline
+    def profiled(step):  # one more step with CPU ops and kernels, for attributing kernels offline
+        trace = os.environ.get("BREAKDOWN_TRACES")
+        if not trace:
+            return
         from torch.profiler import ProfilerActivity, profile
         with profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
             step()
             torch.cuda.synchronize()
         prof.export_chrome_trace(os.path.join(trace, name + ".json"))
-    counter = FlopCounterMode(display=False)
-    with counter:
-        forward_backward()
-    opt.zero_grad(set_to_none=True)
-    times.sort()
+
+    at_rest, peak, times, counter = measure_step(forward_backward, opt, profiled)
     return {
         "case": name, "onnx": graph, "batch": batch, "precision": precision, "optimizer": optimizer,
         "params": sum(p.numel() for p in params), "at_rest_bytes": at_rest, "peak_bytes": peak,
