@@ -77,15 +77,20 @@ OptimizerKind parse_optimizer(const std::string& name) {
 namespace training {
 namespace {
 
-void validate(const TransformerConfig& c, const TransformerOptions& o, const TrainingOptions& t) {
-  const LoweringOptions& l = o.lowering;
-  if (l.batch <= 0 || l.seq <= 0)
-    throw InputError(fmt::format("{}: --batch and --seq must be positive", c.path));
+// What a step takes from any model: micro-batches, ZeRO stage, data-parallel GPUs.
+void validate_step(const TrainingOptions& t) {
   if (t.grad_accum <= 0)
     throw InputError(fmt::format("--grad-accum {}: must be positive", t.grad_accum));
   if (t.zero < 0 || t.zero > 3)
     throw InputError(fmt::format("--zero {}: expected 0, 1, 2 or 3", t.zero));
   if (t.dp <= 0) throw InputError(fmt::format("--dp {}: must be positive", t.dp));
+}
+
+void validate(const TransformerConfig& c, const TransformerOptions& o, const TrainingOptions& t) {
+  const LoweringOptions& l = o.lowering;
+  if (l.batch <= 0 || l.seq <= 0)
+    throw InputError(fmt::format("{}: --batch and --seq must be positive", c.path));
+  validate_step(t);
   if (t.sp && l.tp <= 1)
     throw InputError("--sp shards along the sequence beside tensor parallelism: it needs --tp > 1");
   if (t.sp && l.seq % l.tp != 0)
@@ -633,19 +638,23 @@ int64_t peak_at(const TransformerConfig& c, const TransformerOptions& o, const T
   return m.peak_memory_bytes;
 }
 
+// Every activation term is linear in the batch: the peaks at the batch and at twice it give the
+// line, and where it meets the device's memory.
+void largest_batch(int64_t peak_at_double, TrainingSummary& out) {
+  int64_t device = out.device_bytes, b = out.batch, p1 = out.peak_memory_bytes;
+  int64_t per = peak_at_double - p1;
+  if (per <= 0) return;
+  int64_t base = p1 - per;  // the peak at batch 0
+  out.max_batch = device > base ? static_cast<int64_t>(static_cast<double>(device - base) /
+                                                       static_cast<double>(per) *
+                                                       static_cast<double>(b))
+                                : 0;
+}
+
 void largest_fit(const TransformerConfig& c, const TransformerOptions& o, const TrainingOptions& t,
                  TrainingSummary& out) {
-  int64_t device = out.device_bytes, b = out.batch, seq = out.seq;
-  // Every activation term is linear in the batch: two points give the line.
-  int64_t p1 = out.peak_memory_bytes, p2 = peak_at(c, o, t, 2 * b, seq);
-  int64_t per = p2 - p1;
-  if (per > 0) {
-    int64_t base = p1 - per;  // the peak at batch 0 (per b sequences)
-    out.max_batch = device > base
-                        ? static_cast<int64_t>(static_cast<double>(device - base) /
-                                               static_cast<double>(per) * static_cast<double>(b))
-                        : 0;
-  }
+  int64_t device = out.device_bytes, b = out.batch;
+  largest_batch(peak_at(c, o, t, 2 * b, out.seq), out);
   // Sequence: search (attention's math path grows with its square).
   int64_t limit = c.context_limit() > 0 ? c.context_limit() : 1 << 20;
   int64_t step = t.sp ? o.lowering.tp : 1;
@@ -801,11 +810,7 @@ Analysis analyze_training_onnx(const std::string& path, const LoadOptions& load,
   if (t.recompute != Recompute::none)
     throw InputError(
         "--recompute needs a transformer's layers (a config); an ONNX graph trains without it");
-  if (t.grad_accum <= 0)
-    throw InputError(fmt::format("--grad-accum {}: must be positive", t.grad_accum));
-  if (t.zero < 0 || t.zero > 3)
-    throw InputError(fmt::format("--zero {}: expected 0, 1, 2 or 3", t.zero));
-  if (t.dp <= 0) throw InputError(fmt::format("--dp {}: must be positive", t.dp));
+  validate_step(t);
   if (t.sp) throw InputError("--sp applies to transformer configs with --tp");
   // Under autocast the convolutions and GEMMs run in bf16 and so, as cuDNN returns its input's
   // dtype, do the ops between them: the forward is analyzed at bf16.
@@ -832,22 +837,12 @@ Analysis analyze_training_onnx(const std::string& path, const LoadOptions& load,
   std::vector<bool> trainable = trainable_weights(fwd.graph);
   if (std::find(trainable.begin(), trainable.end(), true) == trainable.end()) throw InputError(fmt::format("{}: no float parameters to train", path));
   std::shared_ptr<TrainingSummary> out = summary_at(fwd);
-  out->seq = 0;
-  out->tokens_per_step = checked_mul(out->batch, t.grad_accum * t.dp, "samples");
-  out->tokens_per_s =
-      out->step_time_s > 0 ? static_cast<double>(out->tokens_per_step) / out->step_time_s : 0;
-  // Every activation is linear in the batch: the peak at twice the batch gives the line.
-  int64_t b = out->batch, p1 = out->peak_memory_bytes, per = 0;
+  out->seq = 0;  // samples: tokens_per_step (batch x 1) counts them already
   try {
-    per = summary_at(forward_at(2 * b))->peak_memory_bytes - p1;
+    largest_batch(summary_at(forward_at(2 * out->batch))->peak_memory_bytes, *out);
   } catch (const InputError&) {
     out->notes.push_back("largest batch: not found (the graph fixes its batch inside)");
   }
-  if (per > 0)
-    out->max_batch = out->device_bytes > p1 - per
-                         ? static_cast<int64_t>(static_cast<double>(out->device_bytes - (p1 - per)) /
-                                                static_cast<double>(per) * static_cast<double>(b))
-                         : 0;
   note_fit(*out);
   return with_training(std::move(fwd.analysis), out);
 }

@@ -546,25 +546,22 @@ void memory_timeline(const StepContext& s, const SavedActivations& saved, Traini
   if (layers == 0) {
     // No layers to group by (an ONNX graph): the backward node by node, each freeing what its
     // forward saved once it has run; the moment with the most memory is the one shown.
-    int64_t acts = at_loss, g = 0, best = -1;
+    int64_t acts = at_loss, g = 0, best = -1, best_acts = 0, best_grads = 0;
     size_t at = 0;
     for (size_t i = saved.node_bytes.size(); i-- > 0;) {
       int64_t total = checked_add(checked_add(acts, g), saved.node_grad_bytes[i]);
       if (total > best) {
         best = total;
         at = i;
+        best_acts = acts;
+        best_grads = g;
       }
       acts -= saved.node_bytes[i];
       g = checked_add(g, grad_share(saved.node_param_bytes[i]));
     }
-    int64_t before = at_loss, grads_before = 0;
-    for (size_t i = saved.node_bytes.size(); i-- > at + 1;) {
-      before -= saved.node_bytes[i];
-      grads_before = checked_add(grads_before, grad_share(saved.node_param_bytes[i]));
-    }
     if (!saved.node_bytes.empty())
-      moment(fmt::format("backward, {}", s.graph.nodes[at].name), grads_before, copies_bwd, before,
-             saved.node_grad_bytes[at]);
+      moment(fmt::format("backward, {}", s.graph.nodes[at].name), best_grads, copies_bwd,
+             best_acts, saved.node_grad_bytes[at]);
   }
   int64_t grads = grad_share(saved.head_param_bytes);
   int64_t acts = through;
