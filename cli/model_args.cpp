@@ -122,6 +122,12 @@ Analysis analyze_config(const ModelArgs& args, Graph* inferred, std::shared_ptr<
   return analyze_transformer(c, o, inferred);
 }
 
+// The training flags a model of either kind takes only with --phase train (--sp: configs only).
+void reject_training_flags(const CLI::App& cmd) {
+  for (const char* flag : {"--precision", "--optimizer", "--recompute", "--grad-accum", "--zero", "--dp", "--sp"})
+    if (cmd.count(flag)) throw InputError(fmt::format("{} applies to --phase train", flag));
+}
+
 // An ONNX model takes --phase train and its training flags; the rest are a config's.
 void reject_config_flags(const CLI::App& cmd, bool train) {
   for (const char* flag : {"--seq", "--context", "--prompt", "--gen", "--attention", "--weights", "--group-size",
@@ -129,10 +135,8 @@ void reject_config_flags(const CLI::App& cmd, bool train) {
     if (cmd.count(flag)) throw InputError(fmt::format("{} applies to transformer configs (config.json), not ONNX models", flag));
   if (train) return;
   if (cmd.count("--phase")) throw InputError("--phase applies to transformer configs (config.json); an ONNX model takes --phase train only");
-  for (const char* flag : {"--precision", "--optimizer", "--recompute", "--grad-accum", "--zero", "--dp"})
-    if (cmd.count(flag)) throw InputError(fmt::format("{} applies to --phase train", flag));
+  reject_training_flags(cmd);
 }
-
 
 std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& specs) {
   std::map<std::string, int64_t> dims;
@@ -174,7 +178,8 @@ Analysis analyze_model(const ModelArgs& args, const CLI::App& cmd, Graph* inferr
     return analyze_onnx(args.model, load, opt, inferred);
   } catch (const InputError& e) {
     std::string what = e.what();
-    if (!load.batch || what.find("--batch") != std::string::npos) throw;
+    // A flag's own error ("--precision bf16: ...") is not the graph's: nothing to add.
+    if (!load.batch || what.rfind("--", 0) == 0 || what.find("--batch") != std::string::npos) throw;
     // A graph that fixes its batch inside (a Reshape to [1, ...]) cannot be rewritten from its inputs.
     throw InputError(fmt::format("{} (after --batch {} rewrote the inputs: the model may fix its batch inside, e.g. in a "
                                  "Reshape's shape)", what, *load.batch));
@@ -233,9 +238,7 @@ Analysis build_analysis(const ModelArgs& args, const CLI::App& cmd, Graph* infer
     calibrated = std::make_shared<const Device>(calibrated_device(read_device_profile(args.device_profile)));
   }
   if (is_config_path(args.model)) {
-    if (args.phase != "train")
-      for (const char* flag : {"--precision", "--optimizer", "--recompute", "--grad-accum", "--zero", "--dp", "--sp"})
-        if (cmd.count(flag)) throw InputError(fmt::format("{} applies to --phase train", flag));
+    if (args.phase != "train") reject_training_flags(cmd);
     return analyze_config(args, inferred, calibrated);
   }
   reject_config_flags(cmd, cmd.count("--phase") && args.phase == "train");

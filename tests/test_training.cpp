@@ -412,6 +412,11 @@ TEST_CASE("training: an ONNX graph's bad training flags are one line and exit 2"
     CHECK(r.code == 2);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
+  // A flag's error stays the flag's with --batch too (not blamed on the batch rewrite).
+  CliRun flag = run_cli(bin + " analyze " + resnet + " --batch 8 --phase train --precision bf16", dir);
+  CHECK(flag.code == 2);
+  CHECK(flag.err.find("--precision bf16: an ONNX graph trains in its own dtypes") != std::string::npos);
+  CHECK(flag.err.find("rewrote the inputs") == std::string::npos);
   // A graph without weights has nothing to train.
   ModelBuilder b;
   b.input("x", DType::f32, {4, 8}).node("Relu", {"x"}, {"y"}).output("y");
