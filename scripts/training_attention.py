@@ -9,26 +9,19 @@ to this file by test_training.cpp.
   scripts/training_attention.py OUT.json
 """
 import json
+import os
 import statistics
 import sys
 
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from training_references import cuda_event_times  # noqa: E402
+
 
 def timed(fn, reps=20, warm=5):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        out.append(s.elapsed_time(e) / 1e3)
-    return statistics.median(out)
+    return statistics.median(cuda_event_times(fn, reps, warm))
 
 
 def main():

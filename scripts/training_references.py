@@ -148,6 +148,25 @@ def run_case(name):
     }
 
 
+def cuda_event_times(fn, reps, warm=0):
+    """fn's wall time on the GPU's stream (CUDA events around each call), `reps` calls after
+    `warm` untimed ones, in seconds."""
+    import torch
+
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return times
+
+
 def measure_step(forward_backward, opt, before_flops=None):
     """A step is forward_backward(); opt.step(); opt.zero_grad(set_to_none=True). Step 1 allocates
     the optimizer's states; memory at rest after it; step 2's max_memory_allocated is the peak;
@@ -168,14 +187,7 @@ def measure_step(forward_backward, opt, before_flops=None):
     step()
     torch.cuda.synchronize()
     peak = torch.cuda.max_memory_allocated()
-    times = []
-    for _ in range(TIMED_STEPS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        step()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
+    times = cuda_event_times(step, TIMED_STEPS)
     if before_flops:
         before_flops(step)
     counter = FlopCounterMode(display=False)
