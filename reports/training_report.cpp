@@ -41,7 +41,7 @@ json training_json(const TrainingSummary& t, const Analysis& a) {
                      {"bytes", s.bytes},
                      {"seconds", s.seconds},
                      {"launches", s.launches},
-                     {"host_s", s.host_s},
+                     {"host_s", t.host_modelled ? json(s.host_s) : json(nullptr)},
                      {"note", s.note}});
   json timeline = json::array();
   for (const MemoryMoment& m : t.timeline)
@@ -93,8 +93,9 @@ json training_json(const TrainingSummary& t, const Analysis& a) {
               {"optimizer_s", t.optimizer_s},
               {"communication_s", t.communication_s},
               {"gpu_busy_s", t.gpu_busy_s},
-              {"host_s", t.host_s},
-              {"gpu_wait_s", t.gpu_wait_s},
+              // Not modelled (no eager_host in the profile): no figure, not a zero.
+              {"host_s", t.host_modelled ? json(t.host_s) : json(nullptr)},
+              {"gpu_wait_s", t.host_modelled ? json(t.gpu_wait_s) : json(nullptr)},
               {"kernels", t.kernels},
               {"host_syncs", t.host_syncs},
               {"host_modelled", t.host_modelled},
@@ -159,9 +160,12 @@ void write_training(std::ostream& out, const json& r, int top_n) {
                step > 0 ? 100 * s.at("seconds").get<double>() / step : 0);
   out << "\n"
       << wrap("  step        ",
-              fmt::format("{} = kernels {} + GPU waiting on the host {}", human_time(step),
-                          human_time(t.at("gpu_busy_s").get<double>()),
-                          human_time(t.at("gpu_wait_s").get<double>())))
+              t.at("host_modelled").get<bool>()
+                  ? fmt::format("{} = kernels {} + GPU waiting on the host {}", human_time(step),
+                                human_time(t.at("gpu_busy_s").get<double>()),
+                                human_time(t.at("gpu_wait_s").get<double>()))
+                  : fmt::format("{} = the kernels back to back (the host not modelled)",
+                                human_time(step)))
       << wrap("  kernels     ",
               fmt::format("{} = forward {} + backward {} + recompute {} + loss {} + optimizer {}{}",
                           human_time(t.at("gpu_busy_s").get<double>()),

@@ -210,6 +210,11 @@ TEST_CASE("training: the CLI's JSON, a step that does not fit, and bad input", "
                           "flops", "gemm_dense_flops", "step_time_s"})
     CHECK(j.at("training").contains(key));
   CHECK(SchemaCheck(read_json("docs/result.schema.json")).check(j).empty());
+  // No device profile, no eager host costs: the host's time and the GPU's wait are not figures.
+  CHECK_FALSE(j.at("training").at("host_modelled").get<bool>());
+  CHECK(j.at("training").at("host_s").is_null());
+  CHECK(j.at("training").at("gpu_wait_s").is_null());
+  CHECK(ok.out.find("the kernels back to back (the host not modelled)") != std::string::npos);
   CHECK(ok.out.find("Training step (bf16-mixed, adamw, recompute none)") != std::string::npos);
   // The terminal report fits 100 columns.
   std::istringstream lines(ok.out);
