@@ -53,4 +53,18 @@ struct NodeCost {
   int64_t bytes() const { return read_act + read_weight + written; }
 };
 
+// A GEMM's compute side, assembled in this one place (ONNX rules, training's backward and
+// attention math): FLOPs, MACs, thread blocks and the kernel class, up to kGemvMaxRows rows a
+// GEMV that streams its weights, above a tiled matrix-unit kernel. Callers add the bytes.
+inline NodeCost gemm_cost(const GemmDims& g, bool tensor_cores) {
+  NodeCost c;
+  c.macs = gemm_macs(g);
+  c.flops = gemm_flops(g);
+  c.parallel_tiles = gemm_tiles(g);
+  c.tensor_cores = tensor_cores;
+  c.tiled = g.m > kGemvMaxRows;
+  c.kernel.gemm = g;
+  return c;
+}
+
 }  // namespace rooflens

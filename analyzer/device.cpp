@@ -59,4 +59,21 @@ const Device& find_device(const std::string& name) {
   throw InputError(fmt::format("unknown device '{}'; known: {} (see `rooflens devices`)", name, fmt::join(ids, ", ")));
 }
 
+ComputeUnit compute_unit(const Device& d, Precision p, bool tensor_cores) {
+  std::string key(precision_name(p));
+  if (tensor_cores && p != Precision::fp32) {
+    auto it = d.tensor_flops.find(key);
+    if (it == d.tensor_flops.end())
+      throw InputError(fmt::format("device {} has no {} tensor-core rate; choose another --dtype or device", d.id, key));
+    return {"tensor " + key, it->second};
+  }
+  // CUDA cores: half types at their own rate where published; fp8/int8 element-wise work runs
+  // after conversion, at the fp16 rate; anything unpublished falls back to the fp32 rate.
+  std::string k = key == "tf32" ? "fp32" : (key == "fp8" || key == "int8") ? "fp16" : key;
+  auto it = d.cuda_core_flops.find(k);
+  if (it == d.cuda_core_flops.end()) it = d.cuda_core_flops.find("fp32");
+  if (it != d.cuda_core_flops.end()) return {"cuda " + it->first, it->second};
+  throw InputError(fmt::format("device {} lists no CUDA-core rate", d.id));
+}
+
 }  // namespace rooflens

@@ -50,6 +50,13 @@ struct Device {
   std::optional<EagerHostCosts> eager_host;  // calibrated profiles that measured it
 };
 
+// The unit and rate a node computes at; InputError when the device lacks that precision.
+struct ComputeUnit {
+  std::string name;
+  double flops;
+};
+ComputeUnit compute_unit(const Device& d, Precision p, bool tensor_cores);
+
 const std::vector<Device>& builtin_devices();
 // By id or alias, case-insensitive; InputError listing the known ids otherwise.
 const Device& find_device(const std::string& name);

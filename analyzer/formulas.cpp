@@ -18,6 +18,12 @@ int64_t gemm_tiles(const GemmDims& d) {
   return checked_mul(checked_mul(d.batch, checked_mul(ceil_div(d.m, 64), ceil_div(d.n, 64))), split_k);
 }
 
+double roofline_seconds(double flops, double bytes, double compute_roof, double bandwidth,
+                        double wave_fraction) {
+  double t_compute = flops > 0 ? flops / compute_roof / wave_fraction : 0;
+  return std::max(t_compute, bytes / bandwidth);
+}
+
 int64_t conv_macs(int64_t batch, int64_t out_channels, int64_t out_spatial, int64_t in_per_group,
                   int64_t kernel_elements) {
   int64_t outputs = checked_mul(checked_mul(batch, out_channels, "conv size"), out_spatial, "conv size");

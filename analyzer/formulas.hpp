@@ -109,6 +109,12 @@ double expected_distinct_experts(int64_t experts, int64_t k, int64_t tokens);
 inline constexpr double kCollectiveStepLatency = 1.0e-6;  // seconds per ring step (NVLink order)
 double ring_allreduce_seconds(int64_t bytes, int64_t ranks, double link_bandwidth);
 
+// The roofline's time: the slower of computing `flops` at `compute_roof` FLOP/s (on a fraction
+// `wave_fraction` of the SMs: below one wave the compute roof shrinks) and moving `bytes` at
+// `bandwidth` bytes/s.
+double roofline_seconds(double flops, double bytes, double compute_roof, double bandwidth,
+                        double wave_fraction = 1);
+
 // Thread blocks of an element-wise style kernel: 2048 elements (256 threads x 8) per block.
 int64_t elementwise_tiles(int64_t elements);
 
@@ -117,6 +123,9 @@ int64_t elementwise_tiles(int64_t elements);
 
 // Backward of y = x W: dX = dY W^T and dW = X^T dY, each as many FLOPs as the forward.
 inline constexpr int64_t kBackwardGemmFactor = 2;
+// Backward of a memory-bound op (element-wise, norm, batch norm): it reads the output's gradient
+// and the saved input and writes the input's gradient, about twice the forward's work.
+inline constexpr int64_t kBackwardMemoryFactor = 2;
 // A fused attention's backward (flash, memory-efficient) runs five matrix products (S = QK^T
 // again, dP = dO V^T, dV = P^T dO, dQ = dS K, dK = dS^T Q) against the forward's two: 2.5x the
 // forward's matrix FLOPs (FlopCounterMode's sdpa backward counts the same five, dense). The math

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "analyzer/roofline.hpp"
+#include "analyzer/formulas.hpp"
 
 namespace rooflens {
 
@@ -125,22 +125,32 @@ std::optional<PerfQuery> perf_query(const NodeCost& c, Precision p) {
 
 GridWork grid_work(const std::string& table, const std::vector<double>& x) {
   std::vector<std::string> k = key_parts(table);
+  auto dim = [](double v) { return static_cast<int64_t>(std::llround(v)); };
   GridWork w;
   if (k[0] == "gemm") {
     w.precision = *precision_from_name(k[1]);
     double m = x[1], n = x[2], kk = x[3], eb = static_cast<double>(element_bytes(w.precision));
-    w.flops = 2 * m * n * kk;
+    w.flops = static_cast<double>(gemm_flops(GemmDims{1, dim(m), dim(n), dim(kk)}));
     w.bytes = (m * kk + n * kk) * eb + m * n * (w.precision == Precision::fp8 ? 2 : eb);
     w.tensor_cores = w.precision != Precision::fp32;
   } else if (k[0] == "attn_prefill") {
     double d = x[0], heads = x[1], s = x[2];
-    double pairs = k[2] == "causal" ? s * (s + 1) / 2 : s * s;
-    w.flops = heads * pairs * (4 * d + 1 + kSoftmaxFlopsPerElement);
+    AttentionDims a;
+    a.q_heads = a.kv_heads = dim(heads);
+    a.q_len = a.kv_len = dim(s);
+    a.head_dim_qk = a.head_dim_v = dim(d);
+    a.causal = k[2] == "causal";
+    w.flops = static_cast<double>(attention_core(a).flops);
     w.bytes = 4 * heads * s * d * 2;
     w.tensor_cores = true;
   } else if (k[0] == "attn_decode") {
     double d = x[0], g = x[1], kvh = x[2], ctx = x[3];
-    w.flops = kvh * g * ctx * (4 * d + 1 + kSoftmaxFlopsPerElement);
+    AttentionDims a;
+    a.kv_heads = dim(kvh);
+    a.q_heads = dim(kvh * g);
+    a.kv_len = dim(ctx);
+    a.head_dim_qk = a.head_dim_v = dim(d);
+    w.flops = static_cast<double>(attention_core(a).flops);
     w.bytes = 2 * kvh * ctx * d * 2 + 2 * kvh * g * d * 2;
     w.tensor_cores = true;
   } else if (k[0] == "conv") {
@@ -148,7 +158,7 @@ GridWork grid_work(const std::string& table, const std::vector<double>& x) {
     auto [kernel, stride] = conv_kernel_stride(k[2]).value_or(std::pair<int64_t, int64_t>{1, 1});
     double pix = x[0], out = x[1], in = x[2], eb = static_cast<double>(element_bytes(w.precision));
     auto kk = static_cast<double>(kernel * kernel), ss = static_cast<double>(stride * stride);
-    w.flops = 2 * pix * out * in * kk;
+    w.flops = 2 * static_cast<double>(conv_macs(1, dim(out), dim(pix), dim(in), kernel * kernel));
     w.bytes = (pix * ss * in + pix * out + out * in * kk) * eb;
     w.tensor_cores = w.precision != Precision::fp32;
   } else if (k[0] == "mem" && x.size() == 3) {
@@ -157,6 +167,11 @@ GridWork grid_work(const std::string& table, const std::vector<double>& x) {
     w.bytes = x[0];
   }
   return w;
+}
+
+double ideal_seconds(const GridWork& w, const Device& d) {
+  double roof = w.flops > 0 ? compute_unit(d, w.precision, w.tensor_cores).flops : 0;
+  return roofline_seconds(w.flops, w.bytes, roof, d.hbm_bandwidth);
 }
 
 std::vector<TableGrid> calibration_grids(bool quick) {
@@ -202,8 +217,7 @@ std::vector<TableGrid> calibration_grids(bool quick) {
 bool grid_point_wanted(const std::string& table, const std::vector<double>& x, const Device& d, double budget_s, int64_t memory_bytes) {
   GridWork w = grid_work(table, x);
   if (w.bytes > static_cast<double>(memory_bytes)) return false;
-  double t = w.bytes / d.hbm_bandwidth;
-  if (w.flops > 0) t = std::max(t, w.flops / compute_unit(d, w.precision, w.tensor_cores).flops);
+  double t = ideal_seconds(w, d);
   // Unaligned GEMMs run kernels several times slower than the roofline says.
   if (table.rfind("gemm.", 0) == 0 && x[0] < 8) t *= 5;
   return t <= budget_s;

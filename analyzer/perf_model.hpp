@@ -44,6 +44,8 @@ struct GridWork {
   Precision precision = Precision::bf16;
 };
 GridWork grid_work(const std::string& table, const std::vector<double>& x);
+// The roofline's time of that work on `d`'s roofs: how a time beyond the grid is scaled.
+double ideal_seconds(const GridWork& w, const Device& d);
 
 // What calibrate measures.
 struct TableGrid {

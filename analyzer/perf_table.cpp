@@ -65,6 +65,21 @@ std::vector<double> PerfTable::clamp(const std::vector<double>& x) const {
   return c;
 }
 
+std::optional<double> PerfTable::extrapolate(const std::vector<double>& x,
+                                             const std::function<double(const std::vector<double>&)>& work) const {
+  std::vector<double> edge = clamp(x);
+  auto at_edge = lookup(edge);
+  if (!at_edge) {
+    auto nearest = nearest_measured(edge);
+    if (!nearest) return std::nullopt;
+    edge = *nearest;
+    at_edge = lookup(edge);
+  }
+  double work_edge = work(edge);
+  if (!at_edge || !(work_edge > 0)) return std::nullopt;
+  return *at_edge * work(x) / work_edge;
+}
+
 std::optional<std::vector<double>> PerfTable::nearest_measured(const std::vector<double>& x) const {
   if (x.size() != grid.size() || seconds.size() != size()) return std::nullopt;
   std::optional<std::vector<double>> best;

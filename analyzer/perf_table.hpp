@@ -4,6 +4,7 @@
 // `rooflens calibrate` on the harness's kernels and stored in the device profile. Lookups
 // interpolate between the measured neighbours in log space (times follow power laws in the
 // dims: a GEMM twice as wide takes about twice as long), never beyond the grid.
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -27,6 +28,12 @@ struct PerfTable {
   // the axes that name another kernel rather than a size ("align", the head dim "d"); nullopt
   // when none was measured.
   std::optional<std::vector<double>> nearest_measured(const std::vector<double>& x) const;
+  // The time at x beyond the grid, or inside it where a neighbour was not measured: the time at
+  // the clamped point (or, unmeasured, the nearest measured one) scaled by work(x) / work(that
+  // point), `work` being any quantity the time is proportional to (the roofline's ideal time,
+  // elements). nullopt when no point was measured or the work there is not positive.
+  std::optional<double> extrapolate(const std::vector<double>& x,
+                                    const std::function<double(const std::vector<double>&)>& work) const;
   // The same table without one measured point (leave-one-out validation).
   PerfTable without(size_t flat) const;
 };

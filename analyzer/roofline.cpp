@@ -30,23 +30,6 @@ std::string_view source_name(PredictionSource s) {
   return "roofline";
 }
 
-ComputeUnit compute_unit(const Device& d, Precision p, bool tensor_cores) {
-  std::string key(precision_name(p));
-  if (tensor_cores && p != Precision::fp32) {
-    auto it = d.tensor_flops.find(key);
-    if (it == d.tensor_flops.end())
-      throw InputError(fmt::format("device {} has no {} tensor-core rate; choose another --dtype or device", d.id, key));
-    return {"tensor " + key, it->second};
-  }
-  // CUDA cores: half types at their own rate where published; fp8/int8 element-wise work runs
-  // after conversion, at the fp16 rate; anything unpublished falls back to the fp32 rate.
-  std::string k = key == "tf32" ? "fp32" : (key == "fp8" || key == "int8") ? "fp16" : key;
-  auto it = d.cuda_core_flops.find(k);
-  if (it == d.cuda_core_flops.end()) it = d.cuda_core_flops.find("fp32");
-  if (it != d.cuda_core_flops.end()) return {"cuda " + it->first, it->second};
-  throw InputError(fmt::format("device {} lists no CUDA-core rate", d.id));
-}
-
 double link_bandwidth(const Device& d) {
   if (d.nvlink_bandwidth) return *d.nvlink_bandwidth / 2;  // NVIDIA quotes both directions together
   if (d.pcie_bandwidth) return *d.pcie_bandwidth;
@@ -54,14 +37,6 @@ double link_bandwidth(const Device& d) {
 }
 
 namespace {
-
-// The time of the roofline ideal of a table point on this device.
-double ideal_seconds(const std::string& table, const std::vector<double>& x, const Device& d) {
-  GridWork w = grid_work(table, x);
-  double t = w.bytes / d.hbm_bandwidth;
-  if (w.flops > 0) t = std::max(t, w.flops / compute_unit(d, w.precision, w.tensor_cores).flops);
-  return t;
-}
 
 std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const Device& d, std::string& table, PredictionSource& source) {
   if (!d.perf) return std::nullopt;
@@ -81,22 +56,29 @@ std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const 
   const PerfTable& t = it->second;
   for (size_t a = 0; a < t.axes.size(); ++a)
     if (t.axes[a] == "align" && q->x[a] < t.grid[a].front()) return std::nullopt;
-  std::vector<double> edge = t.clamp(q->x);
-  auto at_edge = t.lookup(edge);
-  if (!at_edge) {
-    auto nearest = t.nearest_measured(edge);
-    if (!nearest) return std::nullopt;
-    edge = *nearest;
-    at_edge = t.lookup(edge);
-  }
-  double ideal_edge = ideal_seconds(q->table, edge, d);
-  if (!at_edge || !(ideal_edge > 0)) return std::nullopt;
+  auto fitted = t.extrapolate(q->x, [&](const std::vector<double>& x) { return ideal_seconds(grid_work(q->table, x), d); });
+  if (!fitted) return std::nullopt;
   table = q->table;
   source = PredictionSource::fitted;
-  return *at_edge * ideal_seconds(q->table, q->x, d) / ideal_edge;
+  return fitted;
 }
 
 }  // namespace
+
+BoundClass classify(int64_t flops, int64_t bytes, double seconds, Precision p, bool tensor_cores, const Device& d) {
+  BoundClass out;
+  if (!(seconds > 0)) return out;
+  // Against the hardware's peaks (the spec roofs, which Nsight Compute reports against; a
+  // calibrated device's achievable roofs are lower).
+  const Device& peak = d.spec ? *d.spec : d;
+  double compute_s = flops > 0 ? static_cast<double>(flops) / compute_unit(peak, p, tensor_cores).flops : 0;
+  double memory_s = static_cast<double>(bytes) / peak.hbm_bandwidth;
+  out.roof_fraction = std::max(compute_s, memory_s) / seconds;
+  // Below the threshold of both roofs the kernel was limited by neither: by latency.
+  if (out.roof_fraction < kLatencyThreshold) out.bound = Bound::latency;
+  else out.bound = compute_s >= memory_s ? Bound::compute : Bound::memory;
+  return out;
+}
 
 RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d) {
   RooflinePoint r;
@@ -124,16 +106,13 @@ RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d)
   // time is not scaled. Both choices fitted the H100 timeline better (docs/profile.md).
   // A tiled kernel's floor also holds its first tile loads before any MMA and its epilogue.
   double floor = c.tiled && d.gemm_floor_s > 0 ? d.gemm_floor_s : d.launch_floor_s;
-  r.predicted = std::max(r.t_compute / r.wave_fraction, r.t_memory) + floor;
+  r.predicted = roofline_seconds(static_cast<double>(c.flops), static_cast<double>(bytes), unit.flops, d.hbm_bandwidth,
+                                 r.wave_fraction) +
+                floor;
   if (auto measured = predict_from_tables(c, p, d, r.table, r.source)) r.predicted = *measured;
-  // Nsight Compute's rule on the fractions of the hardware's peaks (the spec roofs, which ncu
-  // reports against; a calibrated device's achievable roofs are lower) the prediction implies.
-  const Device& peak = d.spec ? *d.spec : d;
-  double peak_compute = static_cast<double>(c.flops) / compute_unit(peak, p, c.tensor_cores).flops;
-  double peak_memory = static_cast<double>(bytes) / peak.hbm_bandwidth;
-  r.roof_fraction = std::max(peak_compute, peak_memory) / r.predicted;
-  if (r.roof_fraction < kLatencyThreshold) r.bound = Bound::latency;
-  else r.bound = peak_compute >= peak_memory ? Bound::compute : Bound::memory;
+  BoundClass cls = classify(c.flops, bytes, r.predicted, p, c.tensor_cores, d);
+  r.roof_fraction = cls.roof_fraction;
+  r.bound = cls.bound;
   return r;
 }
 

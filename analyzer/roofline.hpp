@@ -33,14 +33,16 @@ struct RooflinePoint {
   std::string table;        // the table's key, for measured-table and fitted predictions
 };
 
-// The unit and rate a node computes at; InputError when the device lacks that precision.
-struct ComputeUnit {
-  std::string name;
-  double flops;
-};
-ComputeUnit compute_unit(const Device& d, Precision p, bool tensor_cores);
-
 RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d);
+
+// Nsight Compute's rule, for a predicted time and a measured one alike: the larger of the
+// fractions of the compute and memory peaks (spec) that `flops` and `bytes` in `seconds` reach;
+// below kLatencyThreshold latency-bound, else bound by the larger.
+struct BoundClass {
+  double roof_fraction = 0;
+  Bound bound = Bound::none;
+};
+BoundClass classify(int64_t flops, int64_t bytes, double seconds, Precision p, bool tensor_cores, const Device& d);
 
 // Bytes/s per direction between GPUs: NVLink where the device has it, else PCIe.
 double link_bandwidth(const Device& d);

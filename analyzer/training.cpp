@@ -169,18 +169,12 @@ std::vector<NodeCost> gemm_backward(const NodeCost& f, int64_t out_bytes, int64_
   std::vector<NodeCost> out;
   for (int which = 0; which < 2; ++which) {
     const GemmDims& g = which == 0 ? dgrad : wgrad;
-    NodeCost c;
-    c.macs = gemm_macs(g);
-    c.flops = gemm_flops(g);
+    NodeCost c = gemm_cost(g, f.tensor_cores);
     int64_t a = checked_mul(g.batch, checked_mul(g.m, g.k)),
             b = checked_mul(weight && which == 0 ? 1 : g.batch, checked_mul(g.k, g.n));
     c.read_act = checked_mul(checked_add(a, b), out_bytes);
     c.written = checked_mul(checked_mul(g.batch, checked_mul(g.m, g.n)),
                             which == 1 && weight ? grad_bytes : out_bytes);
-    c.tensor_cores = f.tensor_cores;
-    c.tiled = true;
-    c.parallel_tiles = gemm_tiles(g);
-    c.kernel.gemm = g;
     c.kernel.gemm_b_shared = which == 0 && weight;
     out.push_back(c);
   }
@@ -247,17 +241,11 @@ constexpr int kEfficientAttentionBackwardExtra = 4;
 constexpr int kEmbeddingBackwardExtra = 30;
 
 NodeCost batched_gemm_cost(const GemmDims& g, int64_t element_bytes, bool tensor_cores) {
-  NodeCost c;
-  c.macs = gemm_macs(g);
-  c.flops = gemm_flops(g);
+  NodeCost c = gemm_cost(g, tensor_cores);
   c.read_act = checked_mul(
       checked_mul(g.batch, checked_add(checked_mul(g.m, g.k), checked_mul(g.k, g.n))),
       element_bytes, "attention bytes");
   c.written = checked_mul(checked_mul(g.batch, checked_mul(g.m, g.n)), element_bytes);
-  c.tensor_cores = tensor_cores;
-  c.tiled = true;
-  c.parallel_tiles = gemm_tiles(g);
-  c.kernel.gemm = g;
   return c;
 }
 
@@ -338,7 +326,7 @@ void moe_experts(const MoeDims& d, Precision p, const Device& device, Work& f, W
       b.add_seconds(tb);
     }
     f.flops = checked_add(f.flops, checked_mul(gemm_flops(fwd), d.experts));
-    b.flops = checked_add(b.flops, checked_mul(2 * gemm_flops(fwd), d.experts));
+    b.flops = checked_add(b.flops, checked_mul(kBackwardGemmFactor * gemm_flops(fwd), d.experts));
   }
 }
 
@@ -357,10 +345,7 @@ std::optional<std::pair<double, double>> batch_norm_training_time(const Shape& x
   std::vector<double> at{static_cast<double>(x[0]), static_cast<double>(x[1]), hw};
   auto one = [&](const PerfTable& t) -> std::optional<double> {
     if (auto v = t.lookup(at)) return v;
-    std::vector<double> edge = t.clamp(at);
-    auto v = t.lookup(edge);
-    if (!v) return std::nullopt;
-    return *v * (at[0] * at[1] * at[2]) / (edge[0] * edge[1] * edge[2]);
+    return t.extrapolate(at, [](const std::vector<double>& x) { return x[0] * x[1] * x[2]; });
   };
   auto f = one(fwd->second), b = one(bwd->second);
   if (!f || !b) return std::nullopt;
@@ -422,8 +407,8 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
     if (k.replaces) {
       // the eager kernels above are the node's whole backward
     } else if (batch_norm) {
-      back.flops = checked_mul(c.flops, 2, "backward FLOPs");
-      back.bytes = scaled_memory_cost(c, 2).bytes();
+      back.flops = checked_mul(c.flops, kBackwardMemoryFactor, "backward FLOPs");
+      back.bytes = scaled_memory_cost(c, kBackwardMemoryFactor).bytes();
     } else if (n.op == "Conv" && c.macs) {
       // cuDNN's data and weight gradients, each as heavy as the forward; the data gradient is not
       // computed for the graph's own input (FlopCounterMode counts the same).
@@ -431,12 +416,13 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
       bool input_grad = x >= 0 && s.graph.tensors[x].role != TensorRole::input;
       if (input_grad) back.add(c, precision, device);
       back.add(c, precision, device);
-      r.gemm_dense_flops = checked_mul(*c.macs, 2 * (input_grad ? 3 : 2), "matrix FLOPs");
+      int64_t gradients = input_grad ? kBackwardGemmFactor : kBackwardGemmFactor - 1;
+      r.gemm_dense_flops = checked_mul(*c.macs, 2 * (1 + gradients), "matrix FLOPs");
     } else if (c.kernel.gemm &&
                (n.op == "MatMul" || n.op == "com.microsoft.FusedMatMul" || n.op == "Gemm")) {
       for (const NodeCost& b : gemm_backward(c, s.output_bytes, s.param_bytes))
         back.add(b, n.precision, device);
-      r.gemm_dense_flops = checked_mul(*c.macs, 2 * 3, "matrix FLOPs");
+      r.gemm_dense_flops = checked_mul(*c.macs, 2 * (1 + kBackwardGemmFactor), "matrix FLOPs");
     } else if (attention && c.kernel.attention) {
       // The backward at the forward's achieved rate (the forward's time may come from a measured
       // table; no table times the backward), scaled by the matrix products it runs.
@@ -476,7 +462,7 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
       r.gemm_dense_flops = checked_add(
           dense, static_cast<int64_t>(static_cast<double>(dense) * factor), "matrix FLOPs");
     } else if (experts) {
-      r.gemm_dense_flops = checked_mul(*c.macs, 2 * 3, "matrix FLOPs");
+      r.gemm_dense_flops = checked_mul(*c.macs, 2 * (1 + kBackwardGemmFactor), "matrix FLOPs");
     } else if (n.family == OpFamily::communication) {
       back.add(c, n.precision, device);  // the input gradient's all-reduce
     } else if (n.op == "Gather" && s.graph.nodes[i].input(0) >= 0 &&
@@ -488,7 +474,7 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
       back.add(b, n.precision, device);
       back.add_small(kEmbeddingBackwardExtra, device);
     } else if (c.bytes() > 0) {
-      back.add(scaled_memory_cost(c, 2), n.precision, device);
+      back.add(scaled_memory_cost(c, kBackwardMemoryFactor), n.precision, device);
     }
     if (n.op == "LayerNormalization") back.add_small(kLayerNormBackwardExtra, device);
     forward.mark_syncs(k.forward_syncs);
@@ -497,7 +483,7 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
     r.backward_s = back.seconds;
     r.backward_flops = back.flops;
     r.backward_bytes = back.bytes;
-    if (k.replaces) r.backward_flops = checked_mul(c.flops, 2, "backward FLOPs");
+    if (k.replaces) r.backward_flops = checked_mul(c.flops, kBackwardMemoryFactor, "backward FLOPs");
     bool recompute = r.layer >= 0 && ((full && saved.recomputed[i]) ||
                                       (selective && attention && s.attention_backend == "math"));
     if (recompute) {

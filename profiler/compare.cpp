@@ -10,16 +10,10 @@ void complete_measurement(const NodeResult& node, const Device& device, Measurem
   if (m.status != ReplayStatus::measured || t <= 0) return;
   m.achieved_flops = static_cast<double>(node.cost.flops) / t;
   m.achieved_bytes_per_s = static_cast<double>(node.cost.bytes()) / t;
-  // Against the hardware's peaks, as Nsight Compute measures and as the prediction's class is decided.
-  const Device& peak = device.spec ? *device.spec : device;
-  double compute_roof = node.cost.flops > 0 ? compute_unit(peak, node.precision, node.cost.tensor_cores).flops : 0;
-  double compute_fraction = compute_roof > 0 ? m.achieved_flops / compute_roof : 0;
-  double memory_fraction = peak.hbm_bandwidth > 0 ? m.achieved_bytes_per_s / peak.hbm_bandwidth : 0;
-  m.roof_fraction = std::max(compute_fraction, memory_fraction);
-  // The same rule the prediction uses (roofline.hpp): below the threshold of both roofs the
-  // layer was limited by neither, i.e. by latency.
-  if (m.roof_fraction < kLatencyThreshold) m.measured_class = Bound::latency;
-  else m.measured_class = compute_fraction >= memory_fraction ? Bound::compute : Bound::memory;
+  // The rule the prediction's class follows, on the measured time.
+  BoundClass cls = classify(node.cost.flops, node.cost.bytes(), t, node.precision, node.cost.tensor_cores, device);
+  m.roof_fraction = cls.roof_fraction;
+  m.measured_class = cls.bound;
   m.error = (node.roof.predicted - t) / t;
 }
 

@@ -1,5 +1,7 @@
 #include "profiler/module_compare.hpp"
 
+#include "analyzer/layer_names.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -41,15 +41,6 @@ bool within(const std::string& path, const std::string& ancestor) {
   return path.size() == ancestor.size() || path[ancestor.size()] == '.';
 }
 
-std::string fold_layer_numbers(const std::string& path) {
-  std::string out;
-  for (const std::string& part : split_path(path)) {
-    if (!out.empty()) out += '.';
-    out += all_digits(part) ? "*" : part;
-  }
-  return out;
-}
-
 ModelModules::ModelModules(const Analysis& a, const Graph& g) {
   modules_[""].path = "";
   chains_.resize(a.nodes.size());

@@ -19,8 +19,6 @@ std::string last_component(const std::string& path);           // "a.b" -> "b"
 int path_depth(const std::string& path);                       // "" -> 0, "a.b" -> 2
 // True when `ancestor` is `path` or one of its dotted prefixes ("" is everyone's).
 bool within(const std::string& path, const std::string& ancestor);
-// Numeric components as '*': "model.layers.12.mlp" -> "model.layers.*.mlp" (the block view).
-std::string fold_layer_numbers(const std::string& path);
 // Shown for the root module, whose path is empty.
 inline constexpr const char* kRootLabel = "(model)";
 inline std::string display_path(const std::string& path) { return path.empty() ? kRootLabel : path; }

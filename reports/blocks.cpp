@@ -2,6 +2,7 @@
 #include <cctype>
 #include <map>
 
+#include "analyzer/layer_names.hpp"
 #include "reports/format.hpp"
 #include "reports/sink.hpp"
 
@@ -11,8 +12,8 @@ std::vector<BlockRow> fold_blocks(const Analysis& a) {
   std::map<std::pair<std::string, std::string>, BlockRow> rows;
   for (const NodeResult& n : a.nodes) {
     if (n.status != NodeStatus::costed) continue;
-    BlockRow& r = rows[{fold_name(n.name), n.op}];
-    r.block = fold_name(n.name);
+    BlockRow& r = rows[{fold_layer_numbers(n.name), n.op}];
+    r.block = fold_layer_numbers(n.name);
     r.op = n.op;
     ++r.count;
     r.flops += n.cost.flops;

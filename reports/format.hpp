@@ -22,7 +22,5 @@ std::string fit_op(const std::string& op, size_t width);
 // `label` then `text`, broken at spaces into lines of at most `width` columns, the lines after the
 // first indented as far as the label reaches; each line ends with '\n'.
 std::string wrap(const std::string& label, const std::string& text, size_t width = 100);
-// "model.layers.12.mlp.down_proj" -> "model.layers.*.mlp.down_proj": numbers as '*'.
-std::string fold_name(const std::string& name);
 
 }  // namespace rooflens::reports

@@ -1,5 +1,6 @@
 #include <nlohmann/json.hpp>
 
+#include "analyzer/layer_names.hpp"
 #include "reports/compare_report.hpp"
 #include "reports/profile_report.hpp"
 #include "reports/result_json.hpp"
@@ -56,6 +57,7 @@ json device_with_spec(const Device& d, const std::string& requested) {
 json node_json(const NodeResult& n) {
   json j{{"index", n.index},
          {"name", n.name},
+         {"block", fold_layer_numbers(n.name)},
          {"module", n.module.empty() ? json(nullptr) : json(n.module)},
          {"op", n.op},
          {"family", n.family ? json(std::string(family_name(*n.family))) : json(nullptr)},

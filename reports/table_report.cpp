@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "analyzer/errors.hpp"
+#include "analyzer/layer_names.hpp"
 #include "reports/format.hpp"
 #include "reports/profile_report.hpp"
 #include "reports/result_json.hpp"
@@ -61,7 +62,7 @@ void header(std::ostream& out, const json& r) {
       ++caches;
       continue;
     }
-    std::string name = fold_name(in.at("name").get<std::string>());
+    std::string name = fold_layer_numbers(in.at("name").get<std::string>());
     std::string type = in.at("dtype").get<std::string>() + shape_text(in.at("shape"));
     auto same = std::find_if(inputs.begin(), inputs.end(), [&](auto& x) { return std::get<0>(x) == name && std::get<1>(x) == type; });
     if (same != inputs.end() && name != in.at("name")) ++std::get<2>(*same);

@@ -68,9 +68,7 @@ NodeCost cost_matmul(const CostContext& ctx) {
     s.dims.m = checked_mul(s.dims.m, s.dims.batch, "GEMM size");
     s.dims.batch = 1;
   }
-  NodeCost c;
-  c.macs = gemm_macs(s.dims);
-  c.flops = gemm_flops(s.dims);
+  NodeCost c = gemm_cost(s.dims, true);
   if (n.domain == "com.microsoft" && n.attr_float("alpha", 1.0) != 1.0) c.flops = checked_add(c.flops, ctx.out_elements(0));
   // Weight-only quantization (lowered configs): integer weights with their scales as a third
   // input; dequantizing is one multiply per weight element.
@@ -78,12 +76,7 @@ NodeCost cost_matmul(const CostContext& ctx) {
     c.flops = checked_add(c.flops, ctx.in_elements(1));
   ctx.read_all_inputs(c);
   ctx.write_all_outputs(c);
-  c.parallel_tiles = gemm_tiles(s.dims);
-  c.tensor_cores = true;
-  c.kernel.gemm = s.dims;
   c.kernel.gemm_b_shared = b_shared;
-  // Up to kGemvMaxRows rows the GEMM streams its weights as a GEMV does; above, a tiled kernel.
-  c.tiled = s.dims.m > kGemvMaxRows;
   c.kernel.gemm_b_transposed = fused_trans(n, "transB");
   return c;
 }
@@ -107,9 +100,7 @@ void infer_gemm(InferContext& ctx) {
 NodeCost cost_gemm(const CostContext& ctx) {
   const Node& n = ctx.node();
   GemmDims d = gemm_dims(n, ctx.in_shape(0), ctx.in_shape(1));
-  NodeCost c;
-  c.macs = gemm_macs(d);
-  c.flops = gemm_flops(d);
+  NodeCost c = gemm_cost(d, true);
   int64_t mn = checked_mul(d.m, d.n);
   if (n.attr_float("alpha", 1.0) != 1.0) c.flops += mn;
   if (ctx.has_input(2)) {
@@ -118,10 +109,6 @@ NodeCost cost_gemm(const CostContext& ctx) {
   }
   ctx.read_all_inputs(c);
   ctx.write_all_outputs(c);
-  c.parallel_tiles = gemm_tiles(d);
-  c.tensor_cores = true;
-  c.tiled = d.m > kGemvMaxRows;
-  c.kernel.gemm = d;
   c.kernel.gemm_b_shared = true;
   c.kernel.gemm_b_transposed = n.attr_int("transB", 0) != 0;
   return c;

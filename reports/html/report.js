@@ -24,7 +24,9 @@
     if (s >= 1e-3) return (s * 1e3).toFixed(2) + " ms";
     return (s * 1e6).toFixed(1) + " \u00b5s";
   };
-  const block = (name) => name.replace(/(^|[._/])\d+(?=[._/]|$)/g, "$1*");
+  // Layer numbers folded by the analyzer (the JSON's `block`); results saved before it was written
+  // search by name alone.
+  const block = (n) => n.block || n.name;
 
   const nodes = R.nodes;
   const costed = nodes.filter((n) => n.status === "costed");
@@ -225,7 +227,7 @@
   const MAX_ROWS = 600;
   function renderTable() {
     const q = $("filter-text").value.toLowerCase(), op = opSel.value, cl = clsSel.value;
-    let rows = nodes.filter((n) => (!q || n.name.toLowerCase().includes(q) || block(n.name).toLowerCase().includes(q)) &&
+    let rows = nodes.filter((n) => (!q || n.name.toLowerCase().includes(q) || block(n).toLowerCase().includes(q)) &&
       (!op || n.op === op) && (!cl || (n.bound || n.status) === cl));
     const key = cols[sortCol][1];
     rows.sort((a, b) => { const x = key(a), y = key(b); return (x < y ? -1 : x > y ? 1 : 0) * sortDir; });
