@@ -16,8 +16,8 @@
 #include <fstream>
 #include <vector>
 
-#include "analyzer/analysis.hpp"
-#include "bench/decoder_model.hpp"
+#include "analyzer/analysis/analysis.hpp"
+#include "tests/support/decoder_model.hpp"
 
 namespace fs = std::filesystem;
 using namespace rooflens;

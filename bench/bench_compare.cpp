@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "bench/child_process.hpp"
-#include "bench/synthetic_timeline.hpp"
-#include "profiler/trace_io.hpp"
+#include "tests/support/synthetic_timeline.hpp"
+#include "profiler/trace/trace_io.hpp"
 
 namespace fs = std::filesystem;
 using rooflens::bench::SyntheticTimeline;

@@ -11,15 +11,15 @@
 #include <functional>
 #include <vector>
 
-#include "analyzer/measurement.hpp"
+#include "analyzer/analysis/measurement.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/gemv.hpp"
 #include "kernels/memory_kernels.hpp"
-#include "profiler/calibrate.hpp"
-#include "profiler/cupti_session.hpp"
-#include "profiler/gpu.hpp"
+#include "profiler/gpu/calibrate.hpp"
+#include "profiler/gpu/cupti_session.hpp"
+#include "profiler/gpu/gpu_info.hpp"
 
 using namespace rooflens;
 using rooflens::kernels::EwOp;

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "analyzer/training.hpp"
+#include "analyzer/training/training.hpp"
 
 using namespace rooflens;
 

@@ -10,7 +10,7 @@
 #include <functional>
 #include <vector>
 
-#include "analyzer/transformer_analysis.hpp"
+#include "analyzer/transformers/analyze_transformer.hpp"
 
 using namespace rooflens;
 

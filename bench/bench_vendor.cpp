@@ -14,7 +14,7 @@
 #include <string>
 
 #include "kernels/cuda_check.hpp"
-#include "profiler/layer_timer.hpp"
+#include "profiler/gpu/layer_timer.hpp"
 
 using namespace rooflens;
 using namespace rooflens::replay;

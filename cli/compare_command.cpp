@@ -5,9 +5,9 @@
 #include <iostream>
 #include <sstream>
 
-#include "analyzer/errors.hpp"
-#include "profiler/module_compare.hpp"
-#include "profiler/trace_io.hpp"
+#include "analyzer/core/errors.hpp"
+#include "profiler/timeline/module_compare.hpp"
+#include "profiler/trace/trace_io.hpp"
 #include "reports/atomic_file.hpp"
 #include "reports/compare_report.hpp"
 #include "reports/format.hpp"

@@ -8,8 +8,8 @@
 #include <map>
 #include <sstream>
 
-#include "analyzer/analysis.hpp"
-#include "analyzer/errors.hpp"
+#include "analyzer/analysis/analysis.hpp"
+#include "analyzer/core/errors.hpp"
 #include "cli/compare_command.hpp"
 #include "cli/model_args.hpp"
 #include "cli/profile_command.hpp"

@@ -8,10 +8,10 @@
 #include <map>
 #include <sstream>
 
-#include "analyzer/errors.hpp"
-#include "analyzer/training.hpp"
-#include "analyzer/transformer_analysis.hpp"
-#include "analyzer/transformer_quantization.hpp"
+#include "analyzer/core/errors.hpp"
+#include "analyzer/training/training.hpp"
+#include "analyzer/transformers/analyze_transformer.hpp"
+#include "analyzer/transformers/quantization.hpp"
 #include "reports/atomic_file.hpp"
 #include "reports/result_json.hpp"
 #include "reports/saved_result.hpp"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/analysis.hpp"
+#include "analyzer/analysis/analysis.hpp"
 
 namespace rooflens::cli {
 

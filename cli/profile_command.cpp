@@ -6,13 +6,13 @@
 #include <csignal>
 #include <iostream>
 
-#include "analyzer/errors.hpp"
+#include "analyzer/core/errors.hpp"
 #include "reports/atomic_file.hpp"
 #include "reports/saved_result.hpp"
 #include "reports/sink.hpp"
 
-#include "profiler/gpu_module.hpp"
-#include "profiler/trace_io.hpp"
+#include "profiler/gpu/gpu_module.hpp"
+#include "profiler/trace/trace_io.hpp"
 
 namespace rooflens::cli {
 

@@ -12,10 +12,10 @@
 #include <filesystem>
 #include <iostream>
 
-#include "analyzer/errors.hpp"
-#include "profiler/compressed_text.hpp"
-#include "profiler/record_parts.hpp"
-#include "profiler/trace_io.hpp"
+#include "analyzer/core/errors.hpp"
+#include "profiler/trace/compressed_text.hpp"
+#include "profiler/trace/record_parts.hpp"
+#include "profiler/trace/trace_io.hpp"
 #include "reports/atomic_file.hpp"
 #include "reports/format.hpp"
 

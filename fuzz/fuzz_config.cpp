@@ -6,9 +6,9 @@
 #include <sstream>
 #include <string>
 
-#include "analyzer/errors.hpp"
-#include "analyzer/training.hpp"
-#include "analyzer/transformer_analysis.hpp"
+#include "analyzer/core/errors.hpp"
+#include "analyzer/training/training.hpp"
+#include "analyzer/transformers/analyze_transformer.hpp"
 #include "reports/sink.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

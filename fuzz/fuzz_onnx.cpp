@@ -6,8 +6,8 @@
 #include <sstream>
 #include <string>
 
-#include "analyzer/analysis.hpp"
-#include "analyzer/errors.hpp"
+#include "analyzer/analysis/analysis.hpp"
+#include "analyzer/core/errors.hpp"
 #include "reports/sink.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

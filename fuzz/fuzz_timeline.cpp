@@ -6,10 +6,10 @@
 #include <sstream>
 #include <string>
 
-#include "analyzer/errors.hpp"
-#include "analyzer/transformer_analysis.hpp"
-#include "profiler/module_compare.hpp"
-#include "profiler/trace_io.hpp"
+#include "analyzer/core/errors.hpp"
+#include "analyzer/transformers/analyze_transformer.hpp"
+#include "profiler/timeline/module_compare.hpp"
+#include "profiler/trace/trace_io.hpp"
 #include "reports/compare_report.hpp"
 #include "reports/result_json.hpp"
 

@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "analyzer/dtype.hpp"
-#include "analyzer/formulas.hpp"
+#include "analyzer/core/dtype.hpp"
+#include "analyzer/core/formulas.hpp"
 
 namespace rooflens::kernels {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/dtype.hpp"
-#include "analyzer/formulas.hpp"
+#include "analyzer/core/dtype.hpp"
+#include "analyzer/core/formulas.hpp"
 
 namespace rooflens::kernels::cudnn {
 

@@ -4,7 +4,7 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
-#include "analyzer/dtype.hpp"
+#include "analyzer/core/dtype.hpp"
 #include "kernels/cuda_check.hpp"
 
 namespace rooflens::kernels {

@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 
-#include "analyzer/dtype.hpp"
-#include "analyzer/formulas.hpp"
+#include "analyzer/core/dtype.hpp"
+#include "analyzer/core/formulas.hpp"
 
 namespace rooflens::kernels {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "analyzer/dtype.hpp"
+#include "analyzer/core/dtype.hpp"
 #include "replay/ops.hpp"
 
 namespace rooflens::kernels {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "analyzer/errors.hpp"
-#include "analyzer/perf_model.hpp"
+#include "analyzer/core/errors.hpp"
+#include "analyzer/hw/perf_model.hpp"
 
 namespace rooflens::replay {
 

@@ -1,5 +1,5 @@
 #pragma once
-// The replay plan calibrate times for a point of a performance table (analyzer/perf_model.hpp):
+// The replay plan calibrate times for a point of a performance table (analyzer/hw/perf_model.hpp):
 // the kernel a node with those coordinates runs, on synthetic buffers.
 #include <string>
 #include <vector>

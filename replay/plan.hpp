@@ -8,8 +8,8 @@
 #include <variant>
 #include <vector>
 
-#include "analyzer/analysis.hpp"
-#include "analyzer/graph.hpp"
+#include "analyzer/analysis/analysis.hpp"
+#include "analyzer/ir/graph.hpp"
 #include "replay/ops.hpp"
 
 namespace rooflens::replay {

@@ -7,7 +7,7 @@
 #include <functional>
 #include <numeric>
 
-#include "analyzer/checked.hpp"
+#include "analyzer/core/checked.hpp"
 
 namespace rooflens::replay {
 

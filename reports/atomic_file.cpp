@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "analyzer/errors.hpp"
+#include "analyzer/core/errors.hpp"
 
 namespace rooflens::reports {
 

@@ -2,7 +2,7 @@
 #include <cctype>
 #include <map>
 
-#include "analyzer/layer_names.hpp"
+#include "analyzer/core/layer_names.hpp"
 #include "reports/format.hpp"
 #include "reports/sink.hpp"
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <map>
 
-#include "profiler/attribution.hpp"
+#include "profiler/timeline/attribution.hpp"
 #include "reports/result_json.hpp"
 #include "reports/saved_result.hpp"
 

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <map>
 
-#include "profiler/module_paths.hpp"
-#include "profiler/trace_json.hpp"
+#include "profiler/timeline/module_paths.hpp"
+#include "profiler/trace/trace_json.hpp"
 #include "reports/format.hpp"
 
 namespace rooflens::reports {

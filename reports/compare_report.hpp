@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
-#include "profiler/module_compare.hpp"
-#include "profiler/records.hpp"
+#include "profiler/timeline/module_compare.hpp"
+#include "profiler/trace/records.hpp"
 
 namespace rooflens::reports {
 

@@ -1,6 +1,6 @@
 #include <nlohmann/json.hpp>
 
-#include "analyzer/layer_names.hpp"
+#include "analyzer/core/layer_names.hpp"
 #include "reports/compare_report.hpp"
 #include "reports/profile_report.hpp"
 #include "reports/result_json.hpp"

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
-#include "analyzer/analysis.hpp"
+#include "analyzer/analysis/analysis.hpp"
 
 namespace rooflens::reports {
 

@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "analyzer/errors.hpp"
+#include "analyzer/core/errors.hpp"
 #include "reports/format.hpp"
 #include "reports/sink.hpp"
 

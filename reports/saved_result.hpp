@@ -5,8 +5,8 @@
 #include <ostream>
 #include <string>
 
-#include "analyzer/analysis.hpp"
-#include "profiler/records.hpp"
+#include "analyzer/analysis/analysis.hpp"
+#include "profiler/trace/records.hpp"
 
 namespace rooflens::reports {
 

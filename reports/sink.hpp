@@ -2,7 +2,7 @@
 // One interface for every output. A sink receives a finished Analysis and only formats it.
 #include <ostream>
 
-#include "analyzer/analysis.hpp"
+#include "analyzer/analysis/analysis.hpp"
 
 namespace rooflens::reports {
 

@@ -7,8 +7,8 @@
 #include <map>
 #include <tuple>
 
-#include "analyzer/errors.hpp"
-#include "analyzer/layer_names.hpp"
+#include "analyzer/core/errors.hpp"
+#include "analyzer/core/layer_names.hpp"
 #include "reports/format.hpp"
 #include "reports/profile_report.hpp"
 #include "reports/result_json.hpp"

@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
-#include "analyzer/analysis.hpp"
-#include "analyzer/training.hpp"
+#include "analyzer/analysis/analysis.hpp"
+#include "analyzer/training/training.hpp"
 
 namespace rooflens::reports {
 

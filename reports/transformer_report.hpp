@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
-#include "analyzer/transformer_analysis.hpp"
+#include "analyzer/transformers/analyze_transformer.hpp"
 
 namespace rooflens::reports {
 

@@ -3,7 +3,7 @@
 with and without dropout, on a grid of shapes (issue 17: attention's backward and dropout in the
 step time). Per shape: forward and forward+backward medians (CUDA events, 20 runs after 5) and
 the backward's ratio to the forward. Which kernel ran is not recorded (no profiler here). The
-medians over the shapes are the constants of analyzer/formulas.hpp (AttentionTrainingTime), held
+medians over the shapes are the constants of analyzer/core/formulas.hpp (AttentionTrainingTime), held
 to this file by test_training.cpp.
 
   scripts/training_attention.py OUT.json

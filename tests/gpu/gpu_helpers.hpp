@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "analyzer/formulas.hpp"
+#include "analyzer/core/formulas.hpp"
 
-#include "analyzer/dtype.hpp"
+#include "analyzer/core/dtype.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/memory_kernels.hpp"
 

@@ -6,7 +6,7 @@
 
 #include <cstdio>
 
-#include "profiler/cupti_session.hpp"
+#include "profiler/gpu/cupti_session.hpp"
 
 int main(int argc, char** argv) {
   int count = 0;

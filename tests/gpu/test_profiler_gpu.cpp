@@ -6,13 +6,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "analyzer/transformer_analysis.hpp"
+#include "analyzer/transformers/analyze_transformer.hpp"
 #include "kernels/calibrate_kernels.hpp"
-#include "profiler/attribution.hpp"
-#include "profiler/calibrate.hpp"
-#include "profiler/cupti_session.hpp"
-#include "profiler/harness.hpp"
-#include "analyzer/perf_model.hpp"
+#include "profiler/timeline/attribution.hpp"
+#include "profiler/gpu/calibrate.hpp"
+#include "profiler/gpu/cupti_session.hpp"
+#include "profiler/gpu/harness.hpp"
+#include "analyzer/hw/perf_model.hpp"
 
 using namespace rooflens;
 using namespace rooflens::profiler;

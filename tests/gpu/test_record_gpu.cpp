@@ -12,7 +12,7 @@
 #include <unordered_map>
 
 #include "bench/beside_binary.hpp"
-#include "profiler/trace_io.hpp"
+#include "profiler/trace/trace_io.hpp"
 
 using namespace rooflens::profiler;
 namespace fs = std::filesystem;

@@ -10,7 +10,7 @@
 #include "gpu_helpers.hpp"
 #include "kernels/cudnn_runtime.hpp"
 #include "kernels/replay.hpp"
-#include "profiler/gpu.hpp"
+#include "profiler/gpu/gpu_info.hpp"
 
 using namespace gpu_test;
 using namespace rooflens;

@@ -1,0 +1,86 @@
+#pragma once
+// The device database (data/devices.json, compiled in): spec roofs with a source per number.
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzer/core/dtype.hpp"
+#include "analyzer/hw/perf_table.hpp"
+
+namespace rooflens {
+
+// The host's time in eager PyTorch training, measured on the machine a profile was calibrated on
+// (scripts/eager_host_per_kernel.py; docs/training.md): per kernel a phase launches, and per
+// optimizer step. The training step's timeline queues the GPU behind it.
+struct EagerHostCosts {
+  double forward_kernel_s = 0, backward_kernel_s = 0;
+  // Under gradient checkpointing (the backward includes the recomputed forward's kernels).
+  double checkpointed_forward_kernel_s = 0, checkpointed_backward_kernel_s = 0;
+  double adamw_fixed_s = 0, adamw_tensor_s = 0;  // foreach AdamW: per step, per parameter tensor
+  double sgd_fixed_s = 0, sgd_tensor_s = 0;
+  std::string source;
+};
+
+struct Device {
+  std::string id, name;
+  std::vector<std::string> aliases;
+  int64_t sm_count = 0;
+  int64_t memory_bytes = 0;
+  double hbm_bandwidth = 0;             // bytes/s
+  std::optional<int64_t> l2_bytes;      // nullopt: not published
+  std::optional<double> nvlink_bandwidth;  // both directions together, as NVIDIA quotes it
+  std::optional<double> pcie_bandwidth;    // per direction
+  double launch_floor_s = 0;
+  // The shortest tiled matrix-unit GEMM: the launch plus the first tiles' loads before any MMA
+  // and the epilogue after the last. 0: not measured, tiled kernels use launch_floor_s.
+  double gemm_floor_s = 0;
+  std::map<std::string, double> tensor_flops;     // tf32, bf16, fp16, fp8, int8
+  std::map<std::string, double> cuda_core_flops;  // fp64, fp32, fp16, bf16
+  std::map<std::string, std::string> sources;
+  std::string roofs = "spec";  // "spec" or "calibrated"
+  std::optional<double> l2_bandwidth;      // measured by `rooflens calibrate`; no spec figure exists
+  std::shared_ptr<const Device> spec;      // calibrated devices: the spec roofs they replace
+  std::string profile_gpu;                 // calibrated: the GPU name the driver reported
+  double profile_sm_clock_mhz = 0;         // calibrated: SM clock while measuring
+  // Calibrated: kernel times measured over shape grids (perf_model.hpp); predictions use them
+  // where a node's shape lies inside one.
+  std::shared_ptr<const PerfDatabase> perf;
+  std::optional<EagerHostCosts> eager_host;  // calibrated profiles that measured it
+};
+
+// The unit and rate a node computes at; InputError when the device lacks that precision.
+struct ComputeUnit {
+  std::string name;
+  double flops;
+};
+ComputeUnit compute_unit(const Device& d, Precision p, bool tensor_cores);
+
+const std::vector<Device>& builtin_devices();
+// By id or alias, case-insensitive; InputError listing the known ids otherwise.
+const Device& find_device(const std::string& name);
+// The device database entry for a driver-reported name ("NVIDIA H100 80GB HBM3"); nullopt
+// when none matches.
+std::optional<Device> device_for_gpu_name(const std::string& gpu_name, int64_t sm_count);
+
+// A measured device profile (`rooflens calibrate`): achievable roofs of one GPU.
+struct DeviceProfile {
+  std::string base_device;  // id in the database
+  std::string gpu;
+  double sm_clock_mhz = 0;
+  double hbm_bandwidth = 0, l2_bandwidth = 0;
+  std::map<std::string, double> tensor_flops, cuda_core_flops;  // only what was measured
+  double launch_floor_s = 0;       // shortest kernel on the timeline
+  double gemm_floor_s = 0;         // shortest tiled GEMM; 0 in profiles written before it was measured
+  double launch_interval_s = 0;    // back-to-back launches, per launch
+  std::map<std::string, std::string> method;  // how each figure was measured
+  PerfDatabase tables;                        // empty in profiles written before schema 2
+  std::optional<EagerHostCosts> eager_host;   // scripts/eager_host_per_kernel.py --pool adds it
+};
+std::string device_profile_json(const DeviceProfile& p);  // schema "rooflens-device-profile" 1
+DeviceProfile read_device_profile(const std::string& path);  // InputError on a bad file
+// The spec device with the measured roofs in place; unmeasured roofs stay spec.
+Device calibrated_device(const DeviceProfile& p);
+
+}  // namespace rooflens

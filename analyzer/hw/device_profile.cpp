@@ -1,0 +1,199 @@
+// Device profiles: what `rooflens calibrate` measured, as JSON, and the calibrated Device.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "analyzer/hw/device.hpp"
+#include "analyzer/core/errors.hpp"
+
+namespace rooflens {
+
+namespace {
+std::string lowered(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+// Current schema: 2 adds the measured tables; 1 (roofs and floors only) still loads.
+constexpr int kProfileSchema = 2;
+
+nlohmann::json tables_json(const PerfDatabase& db) {
+  nlohmann::json tables = nlohmann::json::object();
+  for (const auto& [key, t] : db.tables) {
+    nlohmann::json seconds = nlohmann::json::array();
+    // Four significant digits: below the run-to-run spread of any kernel, and short in JSON.
+    for (double v : t.seconds) seconds.push_back(v > 0 ? nlohmann::json(std::stod(fmt::format("{:.4g}", v))) : nlohmann::json());
+    tables[key] = {{"axes", t.axes}, {"grid", t.grid}, {"seconds", seconds}};
+  }
+  return tables;
+}
+
+// A table as stored; InputError naming the table and what is wrong with it.
+PerfTable table_from_json(const std::string& path, const std::string& key, const nlohmann::json& j) {
+  PerfTable t;
+  t.axes = j.at("axes").get<std::vector<std::string>>();
+  t.grid = j.at("grid").get<std::vector<std::vector<double>>>();
+  auto bad = [&](const std::string& what) { return InputError(fmt::format("{}: table {}: {}", path, key, what)); };
+  if (t.axes.empty() || t.axes.size() != t.grid.size() || t.axes.size() > 6) throw bad("axes and grid disagree");
+  for (const auto& g : t.grid) {
+    if (g.empty()) throw bad("an axis without values");
+    for (size_t i = 0; i < g.size(); ++i)
+      if (!(g[i] > 0) || !std::isfinite(g[i]) || (i > 0 && !(g[i] > g[i - 1]))) throw bad("axis values must be positive and ascending");
+  }
+  const nlohmann::json& s = j.at("seconds");
+  if (!s.is_array() || s.size() != t.size()) throw bad(fmt::format("{} times for a grid of {}", s.size(), t.size()));
+  t.seconds.reserve(s.size());
+  for (const auto& v : s) {
+    if (v.is_null()) {
+      t.seconds.push_back(std::numeric_limits<double>::quiet_NaN());  // not measured
+      continue;
+    }
+    double x = v.get<double>();
+    if (!(x > 0) || !std::isfinite(x) || x > 100) throw bad(fmt::format("time {} is not a measured kernel time", x));
+    t.seconds.push_back(x);
+  }
+  return t;
+}
+}  // namespace
+
+std::optional<Device> device_for_gpu_name(const std::string& gpu_name, int64_t sm_count) {
+  std::string n = lowered(gpu_name);
+  // Driver names: "NVIDIA H100 80GB HBM3" (SXM, 132 SMs), "NVIDIA H100 PCIe" (114 SMs),
+  // "NVIDIA H200", "NVIDIA A100-SXM4-80GB", "NVIDIA L4", "NVIDIA GeForce RTX 4090".
+  auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
+  const char* id = nullptr;
+  if (has("h200")) id = "H200";
+  else if (has("h100")) id = has("pcie") || sm_count == 114 ? "H100-PCIe" : "H100-SXM";
+  else if (has("a100")) id = has("40gb") || has("pcie") ? "A100-PCIe-40GB" : "A100-SXM-80GB";
+  else if (has("l40s")) id = "L40S";
+  else if (has(" l4")) id = "L4";
+  else if (has("4090")) id = "RTX4090";
+  else if (has("b200")) id = "B200";
+  if (!id) return std::nullopt;
+  return find_device(id);
+}
+
+std::string device_profile_json(const DeviceProfile& p) {
+  nlohmann::json j;
+  j["schema"] = "rooflens-device-profile";
+  j["schema_version"] = kProfileSchema;
+  j["base_device"] = p.base_device;
+  j["gpu"] = p.gpu;
+  j["sm_clock_mhz"] = p.sm_clock_mhz;
+  j["hbm_bandwidth"] = p.hbm_bandwidth;
+  j["l2_bandwidth"] = p.l2_bandwidth;
+  j["tensor_flops"] = p.tensor_flops;
+  j["cuda_core_flops"] = p.cuda_core_flops;
+  j["launch_floor_s"] = p.launch_floor_s;
+  if (p.gemm_floor_s > 0) j["gemm_floor_s"] = p.gemm_floor_s;
+  j["launch_interval_s"] = p.launch_interval_s;
+  j["method"] = p.method;
+  if (!p.tables.empty()) {
+    j["tables"] = tables_json(p.tables);
+    nlohmann::json v = nlohmann::json::object();
+    for (const auto& [k, val] : p.tables.validation)
+      v[k] = {{"shapes", val.shapes}, {"median_abs_error", val.median_abs}, {"p90_abs_error", val.p90_abs}};
+    j["validation"] = v;
+  }
+  if (p.eager_host) {
+    const EagerHostCosts& e = *p.eager_host;
+    j["eager_host"] = {{"forward_kernel_s", e.forward_kernel_s},
+                       {"backward_kernel_s", e.backward_kernel_s},
+                       {"checkpointed_forward_kernel_s", e.checkpointed_forward_kernel_s},
+                       {"checkpointed_backward_kernel_s", e.checkpointed_backward_kernel_s},
+                       {"adamw_fixed_s", e.adamw_fixed_s},
+                       {"adamw_tensor_s", e.adamw_tensor_s},
+                       {"sgd_fixed_s", e.sgd_fixed_s},
+                       {"sgd_tensor_s", e.sgd_tensor_s},
+                       {"source", e.source}};
+  }
+  // Compact: the tables hold thousands of numbers.
+  return j.dump(-1) + "\n";
+}
+
+DeviceProfile read_device_profile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(fmt::format("{}: cannot open device profile", path));
+  try {
+    auto j = nlohmann::json::parse(in);
+    if (j.value("schema", "") != "rooflens-device-profile")
+      throw InputError(fmt::format("{}: not a rooflens device profile (schema \"rooflens-device-profile\")", path));
+    int version = j.at("schema_version").get<int>();
+    if (version < 1 || version > kProfileSchema)
+      throw InputError(fmt::format("{}: device profile schema version {} (this rooflens reads 1 to {})", path, version, kProfileSchema));
+    DeviceProfile p;
+    p.base_device = j.at("base_device").get<std::string>();
+    p.gpu = j.at("gpu").get<std::string>();
+    p.sm_clock_mhz = j.at("sm_clock_mhz").get<double>();
+    p.hbm_bandwidth = j.at("hbm_bandwidth").get<double>();
+    p.l2_bandwidth = j.at("l2_bandwidth").get<double>();
+    p.tensor_flops = j.at("tensor_flops").get<std::map<std::string, double>>();
+    p.cuda_core_flops = j.at("cuda_core_flops").get<std::map<std::string, double>>();
+    p.launch_floor_s = j.at("launch_floor_s").get<double>();
+    p.launch_interval_s = j.value("launch_interval_s", 0.0);
+    p.gemm_floor_s = j.value("gemm_floor_s", 0.0);
+    if (!(p.gemm_floor_s >= 0) || p.gemm_floor_s > 1) throw InputError(fmt::format("{}: gemm_floor_s must be a positive figure", path));
+    p.method = j.value("method", std::map<std::string, std::string>{});
+    auto positive = [&](double v, const char* what) {
+      if (!(v > 0) || v > 1e18) throw InputError(fmt::format("{}: {} must be a positive figure", path, what));
+    };
+    positive(p.hbm_bandwidth, "hbm_bandwidth");
+    positive(p.launch_floor_s, "launch_floor_s");
+    for (const auto* m : {&p.tensor_flops, &p.cuda_core_flops})
+      for (const auto& [k, v] : *m) positive(v, k.c_str());
+    if (j.contains("tables"))
+      for (const auto& [key, t] : j.at("tables").items()) p.tables.tables[key] = table_from_json(path, key, t);
+    if (j.contains("validation"))
+      for (const auto& [key, v] : j.at("validation").items())
+        p.tables.validation[key] = {v.at("shapes").get<int>(), v.at("median_abs_error").get<double>(), v.at("p90_abs_error").get<double>()};
+    if (j.contains("eager_host")) {
+      const auto& e = j.at("eager_host");
+      EagerHostCosts h;
+      std::pair<double*, const char*> fields[] = {
+          {&h.forward_kernel_s, "forward_kernel_s"},
+          {&h.backward_kernel_s, "backward_kernel_s"},
+          {&h.checkpointed_forward_kernel_s, "checkpointed_forward_kernel_s"},
+          {&h.checkpointed_backward_kernel_s, "checkpointed_backward_kernel_s"},
+          {&h.adamw_fixed_s, "adamw_fixed_s"},
+          {&h.adamw_tensor_s, "adamw_tensor_s"},
+          {&h.sgd_fixed_s, "sgd_fixed_s"},
+          {&h.sgd_tensor_s, "sgd_tensor_s"}};
+      for (auto [field, key] : fields) {
+        *field = e.at(key).get<double>();
+        if (!(*field >= 0) || *field > 1)
+          throw InputError(fmt::format("{}: eager_host.{} must be seconds between 0 and 1", path, key));
+      }
+      h.source = e.value("source", "");
+      p.eager_host = h;
+    }
+    find_device(p.base_device);  // must exist
+    return p;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: not a device profile: {}", path, e.what()));
+  }
+}
+
+Device calibrated_device(const DeviceProfile& p) {
+  Device spec = find_device(p.base_device);
+  Device d = spec;
+  d.spec = std::make_shared<const Device>(spec);
+  d.roofs = "calibrated";
+  d.hbm_bandwidth = p.hbm_bandwidth;
+  if (p.l2_bandwidth > 0) d.l2_bandwidth = p.l2_bandwidth;
+  for (const auto& [k, v] : p.tensor_flops) d.tensor_flops[k] = v;
+  for (const auto& [k, v] : p.cuda_core_flops) d.cuda_core_flops[k] = v;
+  d.launch_floor_s = p.launch_floor_s;
+  d.gemm_floor_s = p.gemm_floor_s;
+  d.profile_gpu = p.gpu;
+  d.profile_sm_clock_mhz = p.sm_clock_mhz;
+  for (const auto& [k, v] : p.method) d.sources[k] = "measured: " + v;
+  if (!p.tables.empty()) d.perf = std::make_shared<const PerfDatabase>(p.tables);
+  d.eager_host = p.eager_host;
+  return d;
+}
+
+}  // namespace rooflens

@@ -1,0 +1,226 @@
+#include "analyzer/hw/perf_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "analyzer/core/formulas.hpp"
+
+namespace rooflens {
+
+namespace {
+
+// Times of fp16 kernels are bf16's on the tensor cores this is measured on: tables are
+// measured in bf16 and fp16 nodes read them (the key says which).
+std::string tensor_dtype_key(Precision p) {
+  if (p == Precision::fp16 || p == Precision::bf16) return "bf16";
+  return std::string(precision_name(p));
+}
+
+int64_t element_bytes(Precision p) { return storage_bytes(storage_dtype(p), 1); }
+
+std::vector<double> ladder(double from, double to, double factor) {
+  std::vector<double> v;
+  for (double x = from; x <= to * 1.0000001; x *= factor) v.push_back(x);
+  return v;
+}
+
+std::optional<std::string> conv_class(const ConvDims& c) {
+  if (c.transpose || c.groups != 1 || c.kernel.size() != 2) return std::nullopt;
+  if (c.kernel[0] != c.kernel[1] || c.strides[0] != c.strides[1]) return std::nullopt;
+  for (int64_t d : c.dilations)
+    if (d != 1) return std::nullopt;
+  int64_t k = c.kernel[0], s = c.strides[0];
+  bool patch = k == s && (k == 14 || k == 16) && c.pads == std::vector<int64_t>(c.pads.size(), 0);  // ViT patch embedding
+  if ((k == 1 && (s == 1 || s == 2)) || (k == 3 && (s == 1 || s == 2)) || (k == 7 && s == 2) || patch) return fmt::format("k{}s{}", k, s);
+  return std::nullopt;
+}
+
+// Table key parts: "gemm.bf16" -> {"gemm", "bf16"}.
+std::vector<std::string> key_parts(const std::string& key) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t dot = key.find('.'); dot != std::string::npos; start = dot + 1, dot = key.find('.', start)) parts.push_back(key.substr(start, dot - start));
+  parts.push_back(key.substr(start));
+  return parts;
+}
+
+}  // namespace
+
+std::optional<std::pair<int64_t, int64_t>> conv_kernel_stride(const std::string& cls) {
+  auto s = cls.find('s');
+  if (cls.size() < 4 || cls[0] != 'k' || s == std::string::npos) return std::nullopt;
+  try {
+    return std::pair<int64_t, int64_t>{std::stoll(cls.substr(1, s - 1)), std::stoll(cls.substr(s + 1))};
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+int64_t gemm_alignment(int64_t n, int64_t k) {
+  for (int64_t a : {128, 64, 16, 8, 4, 2})
+    if (n % a == 0 && k % a == 0) return a;
+  return 1;
+}
+
+std::optional<PerfQuery> perf_query(const NodeCost& c, Precision p) {
+  const KernelShape& ks = c.kernel;
+  if (c.collective_ranks > 1 || ks.moe) return std::nullopt;
+  if (ks.attention) {
+    const AttentionDims& d = *ks.attention;
+    if (ks.gemm || d.head_dim_qk != d.head_dim_v || (p != Precision::bf16 && p != Precision::fp16)) return std::nullopt;
+    std::string dt = tensor_dtype_key(p);
+    auto dd = static_cast<double>(d.head_dim_qk);
+    if (d.q_len == 1)
+      return PerfQuery{"attn_decode." + dt, {dd, static_cast<double>(d.q_heads / std::max<int64_t>(d.kv_heads, 1)),
+                                             static_cast<double>(d.batch * d.kv_heads), static_cast<double>(d.kv_len)}};
+    // The square self-attention that executes as many scores per head.
+    auto pairs = static_cast<double>(attention_pairs(d.q_len, d.kv_len, d.causal, d.window));
+    double seq = d.causal ? (std::sqrt(1 + 8 * pairs) - 1) / 2 : std::sqrt(pairs);
+    return PerfQuery{fmt::format("attn_prefill.{}.{}", dt, d.causal ? "causal" : "full"),
+                     {dd, static_cast<double>(d.batch * d.q_heads), seq}};
+  }
+  if (ks.conv) {
+    const ConvDims& cv = *ks.conv;
+    auto cls = conv_class(cv);
+    if (!cls || p == Precision::fp8 || p == Precision::int8) return std::nullopt;
+    double pixels = static_cast<double>(cv.batch);
+    for (int64_t o : cv.out_spatial) pixels *= static_cast<double>(o);
+    return PerfQuery{fmt::format("conv.{}.{}", tensor_dtype_key(p), *cls),
+                     {pixels, static_cast<double>(cv.out_channels), static_cast<double>(cv.in_channels)}};
+  }
+  if (ks.gemm) {
+    const GemmDims& g = *ks.gemm;
+    if (p == Precision::int8) return std::nullopt;
+    // Weight-only quantized GEMMs (int4/int8 weights dequantized in the kernel) are other kernels.
+    double dense_weight = static_cast<double>(g.n) * static_cast<double>(g.k) * static_cast<double>(element_bytes(p));
+    if (c.read_weight > 0 && static_cast<double>(c.read_weight) < 0.75 * dense_weight && ks.gemm_b_shared) return std::nullopt;
+    return PerfQuery{"gemm." + tensor_dtype_key(p), {static_cast<double>(gemm_alignment(g.n, g.k)), static_cast<double>(g.batch * g.m),
+                                                     static_cast<double>(g.n), static_cast<double>(g.k)}};
+  }
+  auto bytes = static_cast<double>(c.bytes());
+  auto rows_cols = [&](const char* table) -> std::optional<PerfQuery> {
+    if (ks.rows <= 0 || ks.cols <= 0) return std::nullopt;
+    // Row kernels stream bytes: a row of fp32 costs what a row twice as long in bf16 does. Rows
+    // that are not whole 16-byte vectors take the kernels' scalar path.
+    int64_t row_bytes = ks.cols * element_bytes(p);
+    double cols = static_cast<double>(row_bytes) / 2;
+    return PerfQuery{table, {row_bytes % 16 == 0 ? 8.0 : 1.0, static_cast<double>(ks.rows), cols}};
+  };
+  if (bytes <= 0) return std::nullopt;
+  switch (ks.memory) {
+    case MemoryKernel::none: return std::nullopt;
+    case MemoryKernel::elementwise: return PerfQuery{"mem.elementwise", {bytes}};
+    case MemoryKernel::broadcast: return PerfQuery{"mem.broadcast", {bytes}};
+    case MemoryKernel::transpose: return PerfQuery{"mem.transpose", {bytes}};
+    case MemoryKernel::copy: return PerfQuery{"mem.copy", {bytes}};
+    case MemoryKernel::gather: return PerfQuery{"mem.gather", {bytes}};
+    case MemoryKernel::norm: return rows_cols("mem.norm");
+    case MemoryKernel::softmax: return rows_cols("mem.softmax");
+    case MemoryKernel::reduce: return rows_cols("mem.reduce");
+  }
+  return std::nullopt;
+}
+
+GridWork grid_work(const std::string& table, const std::vector<double>& x) {
+  std::vector<std::string> k = key_parts(table);
+  auto dim = [](double v) { return static_cast<int64_t>(std::llround(v)); };
+  GridWork w;
+  if (k[0] == "gemm") {
+    w.precision = *precision_from_name(k[1]);
+    double m = x[1], n = x[2], kk = x[3], eb = static_cast<double>(element_bytes(w.precision));
+    w.flops = static_cast<double>(gemm_flops(GemmDims{1, dim(m), dim(n), dim(kk)}));
+    w.bytes = (m * kk + n * kk) * eb + m * n * (w.precision == Precision::fp8 ? 2 : eb);
+    w.tensor_cores = w.precision != Precision::fp32;
+  } else if (k[0] == "attn_prefill") {
+    double d = x[0], heads = x[1], s = x[2];
+    AttentionDims a;
+    a.q_heads = a.kv_heads = dim(heads);
+    a.q_len = a.kv_len = dim(s);
+    a.head_dim_qk = a.head_dim_v = dim(d);
+    a.causal = k[2] == "causal";
+    w.flops = static_cast<double>(attention_core(a).flops);
+    w.bytes = 4 * heads * s * d * 2;
+    w.tensor_cores = true;
+  } else if (k[0] == "attn_decode") {
+    double d = x[0], g = x[1], kvh = x[2], ctx = x[3];
+    AttentionDims a;
+    a.kv_heads = dim(kvh);
+    a.q_heads = dim(kvh * g);
+    a.kv_len = dim(ctx);
+    a.head_dim_qk = a.head_dim_v = dim(d);
+    w.flops = static_cast<double>(attention_core(a).flops);
+    w.bytes = 2 * kvh * ctx * d * 2 + 2 * kvh * g * d * 2;
+    w.tensor_cores = true;
+  } else if (k[0] == "conv") {
+    w.precision = *precision_from_name(k[1]);
+    auto [kernel, stride] = conv_kernel_stride(k[2]).value_or(std::pair<int64_t, int64_t>{1, 1});
+    double pix = x[0], out = x[1], in = x[2], eb = static_cast<double>(element_bytes(w.precision));
+    auto kk = static_cast<double>(kernel * kernel), ss = static_cast<double>(stride * stride);
+    w.flops = 2 * static_cast<double>(conv_macs(1, dim(out), dim(pix), dim(in), kernel * kernel));
+    w.bytes = (pix * ss * in + pix * out + out * in * kk) * eb;
+    w.tensor_cores = w.precision != Precision::fp32;
+  } else if (k[0] == "mem" && x.size() == 3) {
+    w.bytes = 2 * x[1] * x[2] * 2;
+  } else {
+    w.bytes = x[0];
+  }
+  return w;
+}
+
+double ideal_seconds(const GridWork& w, const Device& d) {
+  double roof = w.flops > 0 ? compute_unit(d, w.precision, w.tensor_cores).flops : 0;
+  return roofline_seconds(w.flops, w.bytes, roof, d.hbm_bandwidth);
+}
+
+std::vector<TableGrid> calibration_grids(bool quick) {
+  std::vector<TableGrid> out;
+  auto pow2 = [](double from, double to) { return ladder(from, to, 2); };
+  if (quick) {
+    out.push_back({"gemm.bf16", {"align", "m", "n", "k"}, {{1, 128}, {1, 8, 64, 512, 4096}, {256, 1024, 4096, 16384, 65536}, {256, 1024, 4096, 16384}}});
+    out.push_back({"attn_prefill.bf16.causal", {"d", "heads", "seq"}, {{64, 128}, {4, 64}, {256, 1024, 4096}}});
+    out.push_back({"attn_decode.bf16", {"d", "group", "kv_heads", "context"}, {{64, 128}, {1, 8}, {1, 16, 256}, {512, 4096, 32768}}});
+    for (const char* cls : {"k1s1", "k3s1"})
+      out.push_back({fmt::format("conv.bf16.{}", cls), {"pixels", "out", "in"}, {{49, 784, 12544}, {64, 256, 1024}, {64, 256, 1024}}});
+    out.push_back({"mem.elementwise", {"bytes"}, {ladder(4096, 1 << 30, 4)}});
+    out.push_back({"mem.norm", {"align", "rows", "cols"}, {{8}, {1, 64, 4096}, {256, 4096}}});
+    return out;
+  }
+  // In order of how much time of common models they predict: a run cut short by its deadline
+  // loses the least.
+  std::vector<double> m = pow2(1, 16384), n = pow2(128, 131072), k = pow2(128, 32768);
+  out.push_back({"gemm.bf16", {"align", "m", "n", "k"}, {{1, 8, 128}, m, n, k}});
+  for (const char* mode : {"causal", "full"})
+    out.push_back({fmt::format("attn_prefill.bf16.{}", mode), {"d", "heads", "seq"}, {{64, 128}, ladder(1, 256, 4), pow2(128, 16384)}});
+  out.push_back({"attn_decode.bf16", {"d", "group", "kv_heads", "context"}, {{64, 128}, {1, 4, 8}, ladder(1, 1024, 4), ladder(256, 65536, 4)}});
+  std::vector<double> pixels = ladder(49, 200704, 4), channels = ladder(64, 4096, 4);
+  auto convs = [&](const char* p, bool patches) {
+    for (const char* cls : {"k1s1", "k1s2", "k3s1", "k3s2"})
+      out.push_back({fmt::format("conv.{}.{}", p, cls), {"pixels", "out", "in"}, {pixels, channels, channels}});
+    out.push_back({fmt::format("conv.{}.k7s2", p), {"pixels", "out", "in"}, {pixels, channels, {3, 16, 64}}});
+    if (patches)  // ViT patch embeddings: RGB in, a few hundred to a few thousand patches per image
+      for (const char* cls : {"k14s14", "k16s16"})
+        out.push_back({fmt::format("conv.{}.{}", p, cls), {"pixels", "out", "in"}, {ladder(49, 200704, 4), {256, 1024, 4096}, {3}}});
+  };
+  convs("bf16", true);
+  for (const char* cls : {"elementwise", "broadcast", "transpose", "copy", "gather"})
+    out.push_back({fmt::format("mem.{}", cls), {"bytes"}, {pow2(4096, 1 << 30)}});
+  for (const char* cls : {"norm", "softmax", "reduce"})
+    out.push_back({fmt::format("mem.{}", cls), {"align", "rows", "cols"}, {{1, 8}, ladder(1, 65536, 4), ladder(64, 16384, 4)}});
+  for (const char* p : {"fp8", "tf32", "fp32"}) out.push_back({fmt::format("gemm.{}", p), {"align", "m", "n", "k"}, {{128}, m, n, k}});
+  convs("fp32", false);
+  convs("tf32", false);
+  return out;
+}
+
+bool grid_point_wanted(const std::string& table, const std::vector<double>& x, const Device& d, double budget_s, int64_t memory_bytes) {
+  GridWork w = grid_work(table, x);
+  if (w.bytes > static_cast<double>(memory_bytes)) return false;
+  double t = ideal_seconds(w, d);
+  // Unaligned GEMMs run kernels several times slower than the roofline says.
+  if (table.rfind("gemm.", 0) == 0 && x[0] < 8) t *= 5;
+  return t <= budget_s;
+}
+
+}  // namespace rooflens

@@ -1,0 +1,61 @@
+#pragma once
+// Which measured table predicts a node and at which coordinates, and the grids `rooflens
+// calibrate` measures: one place for both, so that a node's coordinates and the shapes calibrate
+// times mean the same thing.
+//
+// Tables and their axes (all coordinates > 0; times are the harness's: L2 cold, CUPTI kernel time):
+//   gemm.<precision>            align, m, n, k         align: largest of 128..1 dividing n and k
+//   attn_prefill.<dtype>.causal d, heads, seq          heads = batch * q_heads; seq: the square
+//   attn_prefill.<dtype>.full                          self-attention with the same executed scores
+//   attn_decode.<dtype>         d, group, kv_heads, context   kv_heads = batch * kv heads
+//   conv.<precision>.<k1s1|k1s2|k3s1|k3s2|k7s2|k14s14|k16s16>  pixels, out, in
+//                                                      pixels = batch * output pixels
+//   mem.<elementwise|broadcast|transpose|copy|gather>  bytes
+//   mem.<norm|softmax|reduce>   align, rows, cols      cols in bf16 elements (wider dtypes scaled);
+//                                                      align 8: rows of whole 16-byte vectors, else 1
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzer/core/cost.hpp"
+#include "analyzer/hw/device.hpp"
+#include "analyzer/core/dtype.hpp"
+
+namespace rooflens {
+
+struct PerfQuery {
+  std::string table;
+  std::vector<double> x;
+};
+// nullopt: no table models this node's kernel; it is predicted from the roofline.
+std::optional<PerfQuery> perf_query(const NodeCost& c, Precision p);
+
+// The largest of 128, 64, 16, 8, 4, 2, 1 that divides both n and k: the leading dims of the
+// product as deployments lay it out ([m, k] activations, [n, k] weights, [m, n] output).
+int64_t gemm_alignment(int64_t n, int64_t k);
+
+// "k3s2" -> {3, 2}; nullopt for a name that is not a convolution class.
+std::optional<std::pair<int64_t, int64_t>> conv_kernel_stride(const std::string& cls);
+
+// FLOPs and bytes of one table point, to scale a time beyond the grid by the roofline.
+struct GridWork {
+  double flops = 0, bytes = 0;
+  bool tensor_cores = false;
+  Precision precision = Precision::bf16;
+};
+GridWork grid_work(const std::string& table, const std::vector<double>& x);
+// The roofline's time of that work on `d`'s roofs: how a time beyond the grid is scaled.
+double ideal_seconds(const GridWork& w, const Device& d);
+
+// What calibrate measures.
+struct TableGrid {
+  std::string key;
+  std::vector<std::string> axes;
+  std::vector<std::vector<double>> grid;
+};
+std::vector<TableGrid> calibration_grids(bool quick);
+// Whether calibrate times this point: its estimated run on `d` fits the budget (seconds per run)
+// and its buffers fit in `memory_bytes`.
+bool grid_point_wanted(const std::string& table, const std::vector<double>& x, const Device& d, double budget_s, int64_t memory_bytes);
+
+}  // namespace rooflens

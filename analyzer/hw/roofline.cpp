@@ -1,0 +1,119 @@
+#include "analyzer/hw/roofline.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "analyzer/core/errors.hpp"
+#include "analyzer/core/formulas.hpp"
+#include "analyzer/hw/perf_model.hpp"
+
+namespace rooflens {
+
+std::string_view bound_name(Bound b) {
+  switch (b) {
+    case Bound::compute: return "compute";
+    case Bound::memory: return "memory";
+    case Bound::latency: return "latency";
+    case Bound::communication: return "comm";
+    case Bound::none: return "-";
+  }
+  return "-";
+}
+
+std::string_view source_name(PredictionSource s) {
+  switch (s) {
+    case PredictionSource::measured_table: return "measured table";
+    case PredictionSource::fitted: return "fitted";
+    case PredictionSource::roofline: return "roofline";
+  }
+  return "roofline";
+}
+
+double link_bandwidth(const Device& d) {
+  if (d.nvlink_bandwidth) return *d.nvlink_bandwidth / 2;  // NVIDIA quotes both directions together
+  if (d.pcie_bandwidth) return *d.pcie_bandwidth;
+  throw InputError(fmt::format("device {} lists no GPU-to-GPU link bandwidth", d.id));
+}
+
+namespace {
+
+std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const Device& d, std::string& table, PredictionSource& source) {
+  if (!d.perf) return std::nullopt;
+  auto q = perf_query(c, p);
+  if (!q) return std::nullopt;
+  auto it = d.perf->tables.find(q->table);
+  if (it == d.perf->tables.end()) return std::nullopt;
+  if (auto t = it->second.lookup(q->x)) {
+    table = q->table;
+    source = PredictionSource::measured_table;
+    return t;
+  }
+  // Beyond the grid, or inside it where a neighbour was not measured (calibrate's deadline or its
+  // time cap): the time at the grid's edge, or at the nearest measured point, scaled as the
+  // roofline scales. Not below the lowest measured alignment class: unaligned kernels are other,
+  // slower kernels (GPT-2's odd-vocabulary lm_head at 8k tokens is 6x its roofline).
+  const PerfTable& t = it->second;
+  for (size_t a = 0; a < t.axes.size(); ++a)
+    if (t.axes[a] == "align" && q->x[a] < t.grid[a].front()) return std::nullopt;
+  auto fitted = t.extrapolate(q->x, [&](const std::vector<double>& x) { return ideal_seconds(grid_work(q->table, x), d); });
+  if (!fitted) return std::nullopt;
+  table = q->table;
+  source = PredictionSource::fitted;
+  return fitted;
+}
+
+}  // namespace
+
+BoundClass classify(int64_t flops, int64_t bytes, double seconds, Precision p, bool tensor_cores, const Device& d) {
+  BoundClass out;
+  if (!(seconds > 0)) return out;
+  // Against the hardware's peaks (the spec roofs, which Nsight Compute reports against; a
+  // calibrated device's achievable roofs are lower).
+  const Device& peak = d.spec ? *d.spec : d;
+  double compute_s = flops > 0 ? static_cast<double>(flops) / compute_unit(peak, p, tensor_cores).flops : 0;
+  double memory_s = static_cast<double>(bytes) / peak.hbm_bandwidth;
+  out.roof_fraction = std::max(compute_s, memory_s) / seconds;
+  // Below the threshold of both roofs the kernel was limited by neither: by latency.
+  if (out.roof_fraction < kLatencyThreshold) out.bound = Bound::latency;
+  else out.bound = compute_s >= memory_s ? Bound::compute : Bound::memory;
+  return out;
+}
+
+RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d) {
+  RooflinePoint r;
+  if (c.collective_ranks > 1) {
+    r.unit = d.nvlink_bandwidth ? "nvlink" : "pcie";
+    r.predicted = ring_allreduce_seconds(c.collective_bytes, c.collective_ranks, link_bandwidth(d));
+    r.roof_fraction = 1;
+    r.bound = Bound::communication;
+    return r;
+  }
+  int64_t bytes = c.bytes();
+  r.intensity = bytes > 0 ? static_cast<double>(c.flops) / static_cast<double>(bytes) : 0;
+  if (c.flops == 0 && bytes == 0) return r;  // nothing runs on the GPU
+  ComputeUnit unit = compute_unit(d, p, c.tensor_cores);
+  r.compute_roof = unit.flops;
+  r.unit = unit.name;
+  r.t_compute = static_cast<double>(c.flops) / unit.flops;
+  r.t_memory = static_cast<double>(bytes) / d.hbm_bandwidth;
+  int64_t tiles = c.parallel_tiles > 0 ? c.parallel_tiles : elementwise_tiles(std::max<int64_t>(c.written / 2, 1));
+  r.wave_fraction = std::min(1.0, static_cast<double>(tiles) / static_cast<double>(d.sm_count));
+  // The floor adds to the roofline time rather than bounding it: every kernel pays its launch,
+  // first-byte latency and drain once, whatever it streams (the latency + bytes/bandwidth model
+  // of a transfer). Too few blocks to fill the SMs shrink the compute roof; memory-bound kernels
+  // (GEMV, split-KV decode, element-wise) size their grids to fill the chip, so their memory
+  // time is not scaled. Both choices fitted the H100 timeline better (docs/profile.md).
+  // A tiled kernel's floor also holds its first tile loads before any MMA and its epilogue.
+  double floor = c.tiled && d.gemm_floor_s > 0 ? d.gemm_floor_s : d.launch_floor_s;
+  r.predicted = roofline_seconds(static_cast<double>(c.flops), static_cast<double>(bytes), unit.flops, d.hbm_bandwidth,
+                                 r.wave_fraction) +
+                floor;
+  if (auto measured = predict_from_tables(c, p, d, r.table, r.source)) r.predicted = *measured;
+  BoundClass cls = classify(c.flops, bytes, r.predicted, p, c.tensor_cores, d);
+  r.roof_fraction = cls.roof_fraction;
+  r.bound = cls.bound;
+  return r;
+}
+
+}  // namespace rooflens

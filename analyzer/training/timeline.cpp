@@ -1,0 +1,95 @@
+// The training step in the order eager PyTorch issues it, and the GPU queued behind the host.
+//
+// Eager PyTorch launches a kernel only after Python, the dispatcher and autograd have done their
+// work for it. Where that host time is longer than the kernels already queued take to run, the
+// GPU waits: small models, small batches, MoE routing's many tiny kernels, checkpointing (which
+// issues the forward again inside the backward). A device-to-host copy (.item(), .tolist(),
+// torch._grouped_mm's fp32 fallback reading its offsets) makes the host wait for the GPU to
+// drain, so the queue starts empty after it. docs/training.md gives the model and its checks.
+#include <algorithm>
+
+#include "analyzer/training/step.hpp"
+
+namespace rooflens::training {
+namespace {
+
+class Queue {
+ public:
+  void issue(const Launch& l, double host_s) {
+    host_ += host_s;
+    if (l.sync) {
+      host_ = std::max(host_, gpu_);
+      ++syncs_;
+    }
+    gpu_ = std::max(gpu_, host_) + l.gpu_s;
+    busy_ += l.gpu_s;
+    ++kernels_;
+  }
+  void issue_all(const std::vector<Launch>& ls, double host_s) {
+    for (const Launch& l : ls) issue(l, host_s);
+  }
+  // A row outside the graph: `launches` equal kernels; host_total spread over them, or
+  // host_per_kernel each.
+  void issue_row(const StepRow& r, double host_per_kernel) {
+    int64_t n = std::max<int64_t>(1, r.launches);
+    double host = r.host_s > 0 ? r.host_s / static_cast<double>(n) : host_per_kernel;
+    for (int64_t i = 0; i < n; ++i) issue(Launch{r.seconds / static_cast<double>(n), false}, host);
+  }
+  double host() const { return host_; }
+  double gpu() const { return gpu_; }
+  double busy() const { return busy_; }
+  int64_t kernels() const { return kernels_; }
+  int64_t syncs() const { return syncs_; }
+
+ private:
+  double host_ = 0, gpu_ = 0, busy_ = 0;
+  int64_t kernels_ = 0, syncs_ = 0;
+};
+
+}  // namespace
+
+void step_timeline(const StepContext& s, const SavedActivations& saved,
+                   const std::vector<NodeLaunches>& nodes, const Device& device,
+                   TrainingSummary& out) {
+  bool full = s.train.recompute == Recompute::full;
+  double hf = 0, hb = 0;
+  if (device.eager_host) {
+    const EagerHostCosts& e = *device.eager_host;
+    hf = full ? e.checkpointed_forward_kernel_s : e.forward_kernel_s;
+    hb = full ? e.checkpointed_backward_kernel_s : e.backward_kernel_s;
+  }
+  Queue q;
+  size_t n = nodes.size();
+  for (int64_t micro = 0; micro < s.train.grad_accum; ++micro) {
+    for (size_t i = 0; i < n; ++i) q.issue_all(nodes[i].forward, hf);
+    for (const StepRow& r : out.steps)
+      if (r.phase == "forward") q.issue_row(r, hf);
+    for (const StepRow& r : out.steps)
+      if (r.phase == "backward") q.issue_row(r, hf);
+    // Backward in reverse; a checkpointed layer runs its forward again when autograd first
+    // reaches it (the first of its saved tensors unpacked).
+    int recomputing = -1;
+    for (size_t j = n; j-- > 0;) {
+      int layer = s.layer_of[j];
+      if (full && layer >= 0 && layer != recomputing) {
+        recomputing = layer;
+        for (size_t i = 0; i < n; ++i)
+          if (s.layer_of[i] == layer && saved.recomputed[i]) q.issue_all(nodes[i].forward, hb);
+      }
+      q.issue_all(nodes[j].backward, hb);
+    }
+  }
+  for (const StepRow& r : out.steps)
+    if (r.phase == "communication") q.issue_row(r, 0);
+  for (const StepRow& r : out.steps)
+    if (r.phase == "optimizer") q.issue_row(r, 0);
+  out.host_modelled = device.eager_host.has_value();
+  out.host_s = out.host_modelled ? q.host() : 0;
+  out.gpu_busy_s = q.busy();
+  out.step_time_s = q.gpu();
+  out.gpu_wait_s = out.step_time_s - out.gpu_busy_s;
+  out.kernels = q.kernels();
+  out.host_syncs = q.syncs();
+}
+
+}  // namespace rooflens::training

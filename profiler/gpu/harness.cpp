@@ -1,0 +1,259 @@
+#include "profiler/gpu/harness.hpp"
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+
+#include "analyzer/core/errors.hpp"
+#include "kernels/cudnn_runtime.hpp"
+#include "kernels/replay.hpp"
+#include "profiler/timeline/attribution.hpp"
+#include "profiler/measure/prediction_error.hpp"
+#include "profiler/gpu/cupti_session.hpp"
+#include "profiler/gpu/gpu_info.hpp"
+#include "replay/plan.hpp"
+
+namespace rooflens::profiler {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct NvtxDomain {
+  nvtxDomainHandle_t handle = nvtxDomainCreateA("rooflens");
+  ~NvtxDomain() { nvtxDomainDestroy(handle); }
+  void push(const std::string& name) const {
+    nvtxEventAttributes_t attr{};
+    attr.version = NVTX_VERSION;
+    attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    attr.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    attr.message.ascii = name.c_str();
+    nvtxDomainRangePushEx(handle, &attr);
+  }
+  void pop() const { nvtxDomainRangePop(handle); }
+};
+
+bool is_out_of_memory(const std::string& what) { return what.find("out of memory") != std::string::npos; }
+
+// One profile run: what every layer's replay shares (the stream, cuBLASLt, the L2 flush, cuDNN,
+// CUPTI or CUDA events), set up once, and each layer measured in nvbench's order: check that it
+// fits, initialize (plan the kernels, warm up), run trials until the stop rule holds, summarize.
+class ProfileRun {
+ public:
+  ProfileRun(const ProfileOptions& opt, const std::string& roofs, Trace* keep);
+  // The node's measurement, or its reason for having none.
+  Measurement measure(const NodeResult& node, const replay::ReplayDecision& d, const Device& device);
+  // The run's summary once every layer is done (validity from CUPTI's drops and cross-checks).
+  ProfileSummary finish(const Analysis& a, Clock::time_point wall_start);
+  bool interrupted() const { return opt_.interrupted && opt_.interrupted->load(); }
+  void mark_incomplete() { summary_.complete = false; }
+
+ private:
+  // nullptr and m skipped when the layer cannot run (memory, an unsupported plan).
+  std::unique_ptr<kernels::LayerReplay> initialize(const NodeResult& node, const replay::ReplayPlan& plan, Measurement& m);
+  // kHarnessBatch samples back to back; with CUDA events, their times in event_ms.
+  void run_batch(const NodeResult& node, kernels::LayerReplay& replay, int& sample, std::vector<float>& event_ms);
+  // The batch's kernel time per sample from CUPTI's records (kept for --trace).
+  void collect_cupti(const NodeResult& node, Measurement& m, std::vector<double>& samples, std::vector<std::string>& names,
+                     std::map<std::string, int>& names_seen);
+  bool enough(const std::vector<double>& samples, int sample, Clock::time_point layer_start) const;
+
+  const ProfileOptions& opt_;
+  Trace* keep_;
+  GpuInfo gpu_ = query_gpu();
+  ProfileSummary summary_;
+  std::unique_ptr<CuptiSession> cupti_;
+  NvtxDomain nvtx_;
+  CudaStream stream_;
+  kernels::CublasLt lt_;
+  L2Flush flush_{gpu_.l2_bytes, gpu_.sm_count};
+  CudaEvent ev_start_, ev_end_;
+  std::map<std::string, int> choices_;
+  kernels::ReplayContext ctx_;
+};
+
+ProfileRun::ProfileRun(const ProfileOptions& opt, const std::string& roofs, Trace* keep) : opt_(opt), keep_(keep) {
+  summary_.gpu = gpu_.name;
+  summary_.l2 = opt.cold_l2 ? "cold" : "hot";
+  summary_.roofs = roofs;
+  summary_.sm_clock_mhz = measure_sm_clock_mhz();
+  if (!opt.force_events) {
+    cupti_ = std::make_unique<CuptiSession>();
+    if (!cupti_->ok()) {
+      summary_.timing = "cuda-events";
+      summary_.timing_note = cupti_->failure();
+      cupti_.reset();
+    }
+  } else {
+    summary_.timing = "cuda-events";
+    summary_.timing_note = "--timing events";
+  }
+  const kernels::cudnn::Runtime& cudnn = kernels::cudnn::Runtime::load(opt.cudnn_dir);
+  summary_.cudnn = cudnn.status();
+  ctx_.lt = &lt_;
+  ctx_.sm_count = gpu_.sm_count;
+  ctx_.cudnn = cudnn.plugin();
+  ctx_.cudnn_status = cudnn.status();
+  ctx_.choices = &choices_;
+  // Candidates (cuBLASLt algorithms, cuDNN engines, our kernels) are timed as a sample is: after
+  // the same L2 flush (CUPTI's records of this set-up work are dropped below).
+  ctx_.time = candidate_timer(opt.cold_l2 ? &flush_ : nullptr, stream_.handle, 3, cupti_.get());
+  if (cupti_) cupti_->flush();  // set-up records are not part of any layer
+}
+
+std::unique_ptr<kernels::LayerReplay> ProfileRun::initialize(const NodeResult& node, const replay::ReplayPlan& plan,
+                                                             Measurement& m) {
+  int64_t need = plan.buffer_bytes();
+  int64_t free = free_device_memory();
+  if (need > free * 9 / 10) {
+    m.status = ReplayStatus::skipped;
+    m.reason = fmt::format("needs {:.1f} GiB of GPU memory, {:.1f} GiB free", need / 1073741824.0, free / 1073741824.0);
+    return nullptr;
+  }
+  std::unique_ptr<kernels::LayerReplay> replay;
+  try {
+    replay = std::make_unique<kernels::LayerReplay>(plan, ctx_, stream_.handle);
+    replay->launch(stream_.handle);  // warm-up: first call untimed, the kernel already chosen
+    replay->launch(stream_.handle);
+    ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(stream_.handle));
+    m.library = replay->label().library;
+    m.algorithm = replay->label().detail;
+    m.choice = replay->label().note;
+  } catch (const kernels::CudaError& e) {
+    cudaGetLastError();  // clear a non-sticky error (out of memory) before going on
+    if (is_out_of_memory(e.what()) || dynamic_cast<const kernels::ReplayUnsupported*>(&e)) {
+      m.status = ReplayStatus::skipped;
+      m.reason = e.what();
+      cudaDeviceSynchronize();
+      return nullptr;
+    }
+    throw kernels::CudaError(fmt::format("layer {}: {}", node.name, e.what()));
+  }
+  if (cupti_) cupti_->flush();  // drop the set-up and warm-up records
+  return replay;
+}
+
+void ProfileRun::run_batch(const NodeResult& node, kernels::LayerReplay& replay, int& sample, std::vector<float>& event_ms) {
+  for (int b = 0; b < kHarnessBatch; ++b, ++sample) {
+    if (opt_.cold_l2) flush_.run(stream_.handle);
+    if (cupti_) cupti_->push_external(external_id(node.index, sample));
+    nvtx_.push(range_name(node.name, sample));
+    ROOFLENS_CUDA_CHECK(cudaEventRecord(ev_start_.handle, stream_.handle));
+    try {
+      replay.launch(stream_.handle);
+    } catch (const kernels::CudaError& e) {
+      throw kernels::CudaError(fmt::format("layer {}: {}", node.name, e.what()));
+    }
+    ROOFLENS_CUDA_CHECK(cudaEventRecord(ev_end_.handle, stream_.handle));
+    nvtx_.pop();
+    if (cupti_) cupti_->pop_external();
+    if (!cupti_) {
+      ROOFLENS_CUDA_CHECK(cudaEventSynchronize(ev_end_.handle));
+      float ms = 0;
+      ROOFLENS_CUDA_CHECK(cudaEventElapsedTime(&ms, ev_start_.handle, ev_end_.handle));
+      event_ms.push_back(ms);
+    }
+  }
+  ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(stream_.handle));
+}
+
+void ProfileRun::collect_cupti(const NodeResult& node, Measurement& m, std::vector<double>& samples,
+                               std::vector<std::string>& names, std::map<std::string, int>& names_seen) {
+  Trace t = cupti_->flush();
+  summary_.dropped_records += t.dropped;
+  Attribution at = attribute(t, {{node.index, node.name}});
+  if (at.nvtx_mismatches > 0 && summary_.invalid_reason.empty())
+    summary_.invalid_reason = fmt::format("NVTX cross-check failed: {}", at.problems.front());
+  for (auto& [key, st] : at.samples) {
+    if (key.first != node.index) continue;
+    samples.push_back(st.gpu_ns * 1e-9);
+    m.kernels = st.kernels;
+    for (const std::string& n : st.names)
+      if (names_seen[n]++ == 0) names.push_back(n);
+  }
+  if (keep_) {
+    auto append = [](auto& dst, auto& src) { dst.insert(dst.end(), src.begin(), src.end()); };
+    append(keep_->activities, t.activities);
+    append(keep_->api_calls, t.api_calls);
+    append(keep_->externals, t.externals);
+    append(keep_->ranges, t.ranges);
+    keep_->dropped += t.dropped;
+  }
+}
+
+// The stop rule: enough samples and a tight spread (or the layer's time budget spent), or the
+// most samples, or no kernel reaching the trace after two batches.
+bool ProfileRun::enough(const std::vector<double>& samples, int sample, Clock::time_point layer_start) const {
+  SampleStats st = summarize_samples(samples);
+  double elapsed = std::chrono::duration<double>(Clock::now() - layer_start).count();
+  if (st.n >= opt_.min_samples && (st.spread() < opt_.target_spread || elapsed > opt_.layer_time_limit_s)) return true;
+  return st.n >= opt_.max_samples || (samples.empty() && sample >= 2 * kHarnessBatch);
+}
+
+Measurement ProfileRun::measure(const NodeResult& node, const replay::ReplayDecision& d, const Device& device) {
+  Measurement m;
+  m.status = d.status;
+  m.reason = d.reason;
+  if (d.status != ReplayStatus::measured) return m;
+  m.replay = d.plan->description;
+  std::unique_ptr<kernels::LayerReplay> replay = initialize(node, *d.plan, m);
+  if (!replay) return m;
+  std::vector<double> samples;
+  std::map<std::string, int> names_seen;
+  std::vector<std::string> names;
+  auto layer_start = Clock::now();
+  int sample = 0;
+  do {
+    std::vector<float> event_ms;
+    run_batch(node, *replay, sample, event_ms);
+    if (cupti_) collect_cupti(node, m, samples, names, names_seen);
+    else
+      for (float ms : event_ms) samples.push_back(ms * 1e-3);
+  } while (!enough(samples, sample, layer_start));
+  if (samples.empty()) {
+    m.status = ReplayStatus::skipped;
+    m.reason = "no kernel of this layer reached the trace";
+  } else {
+    m.time = summarize_samples(samples);
+    m.kernel_names = names;
+    complete_measurement(node, device, m);
+  }
+  return m;
+}
+
+ProfileSummary ProfileRun::finish(const Analysis& a, Clock::time_point wall_start) {
+  if (summary_.dropped_records > 0) {
+    summary_.valid = false;
+    summary_.invalid_reason = fmt::format("CUPTI dropped {} records: the measurement is incomplete", summary_.dropped_records);
+  } else if (!summary_.invalid_reason.empty()) {
+    summary_.valid = false;
+  }
+  if (keep_) {
+    keep_->gpu = gpu_.name;
+    keep_->sm_clock_mhz = summary_.sm_clock_mhz;
+  }
+  summary_.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();
+  return summarize_profile(a, summary_);
+}
+
+}  // namespace
+
+void run_profile(Analysis& a, const Graph& g, std::optional<Precision> forced, const ProfileOptions& opt, Trace* keep) {
+  auto wall_start = Clock::now();
+  ProfileRun run(opt, a.device.roofs, keep);
+  std::vector<replay::ReplayDecision> decisions = replay::plan_replay(a, g, forced);
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    if (run.interrupted()) {
+      run.mark_incomplete();
+      break;
+    }
+    a.nodes[i].measured = run.measure(a.nodes[i], decisions[i], a.device);
+  }
+  a.profile = std::make_shared<const ProfileSummary>(run.finish(a, wall_start));
+}
+
+}  // namespace rooflens::profiler

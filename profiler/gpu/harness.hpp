@@ -1,0 +1,33 @@
+#pragma once
+// `rooflens profile`: replays every layer of an analysis on the GPU under CUPTI and NVTX and
+// attaches the measurements to it. CUDA-free header; the implementation is in the GPU module.
+#include <atomic>
+#include <optional>
+#include <string>
+
+#include "analyzer/analysis/analysis.hpp"
+#include "profiler/trace/records.hpp"
+
+namespace rooflens::profiler {
+
+// Samples launched between host syncs (and CUPTI flushes). calibrate measures its floors the
+// same way, so that they compare with the layers.
+constexpr int kHarnessBatch = 10;
+
+struct ProfileOptions {
+  bool cold_l2 = true;           // flush L2 before each sample (--l2 cold)
+  int min_samples = 10;
+  int max_samples = 200;
+  double target_spread = 0.01;   // stop when the relative IQR falls below this
+  double layer_time_limit_s = 0.5;
+  bool force_events = false;     // skip CUPTI (--timing events)
+  const std::atomic<bool>* interrupted = nullptr;  // set by SIGINT: stop after the current layer
+  std::string cudnn_dir;         // --cudnn: where libcudnn.so.9 is (else the usual places)
+};
+
+// Replays `a`'s nodes (planned from `inferred`) and fills every node's Measurement and
+// a.profile. `trace`, when given, receives every record (for --trace and tests/data).
+void run_profile(Analysis& a, const Graph& inferred, std::optional<Precision> forced, const ProfileOptions& options,
+                 Trace* trace);
+
+}  // namespace rooflens::profiler

@@ -1,0 +1,280 @@
+// The measured performance tables on the CPU: interpolation (exact at grid points, power laws
+// reproduced between them, nothing beyond the grid), which table a node reads and at which
+// coordinates, predictions from a table with their source, and device profiles that carry tables.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "analyzer/hw/device.hpp"
+#include "analyzer/core/errors.hpp"
+#include "analyzer/hw/perf_model.hpp"
+#include "analyzer/hw/roofline.hpp"
+#include "replay/grid_plans.hpp"
+#include "scratch_dir.hpp"
+
+using namespace rooflens;
+
+namespace {
+
+// t = 1e-9 * m * n * k / 1e3 (a compute-bound GEMM at 2 TFLOP/s of MACs, say) on a pow2 grid.
+PerfTable power_law_table() {
+  PerfTable t;
+  t.axes = {"m", "n", "k"};
+  t.grid = {{16, 64, 256, 1024}, {256, 1024, 4096}, {256, 4096}};
+  for (double m : t.grid[0])
+    for (double n : t.grid[1])
+      for (double k : t.grid[2]) t.seconds.push_back(1e-12 * m * n * k);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("table lookup: exact at grid points, exact on power laws between them, nothing beyond the grid", "[perf]") {
+  PerfTable t = power_law_table();
+  CHECK(*t.lookup({64, 1024, 4096}) == Approx(1e-12 * 64 * 1024 * 4096));
+  // Between grid points on every axis: log-linear interpolation reproduces t ~ m n k exactly.
+  CHECK(*t.lookup({100, 2000, 1000}) == Approx(1e-12 * 100 * 2000 * 1000));
+  CHECK(*t.lookup({16, 256, 256}) == Approx(1e-12 * 16 * 256 * 256));  // the lowest corner
+  CHECK(*t.lookup({1024, 4096, 4096}) == Approx(1e-12 * 1024 * 4096 * 4096));
+  CHECK_FALSE(t.lookup({8, 1024, 1024}));     // below the grid
+  CHECK_FALSE(t.lookup({64, 8192, 1024}));    // beyond it
+  CHECK_FALSE(t.lookup({64, 1024}));          // wrong rank
+  CHECK(t.clamp({8, 8192, 1000}) == std::vector<double>{16, 4096, 1000});
+  // A corner not measured: no interpolation across it.
+  PerfTable holed = t.without(t.flat_index({1, 1, 1}));
+  CHECK_FALSE(holed.lookup({100, 2000, 1000}));
+  CHECK(holed.lookup({300, 2000, 300}));  // a cell away from the hole
+}
+
+TEST_CASE("table lookup is monotonic where the measured times are", "[perf]") {
+  PerfTable t;
+  t.axes = {"bytes"};
+  t.grid = {{4096, 65536, 1048576, 16777216}};
+  t.seconds = {2.0e-6, 2.4e-6, 4.0e-6, 9.0e-6};  // a floor, then bandwidth
+  double last = 0;
+  for (double b = 4096; b <= 16777216; b *= 1.37) {
+    double v = *t.lookup({b});
+    CHECK(v >= last);
+    last = v;
+  }
+}
+
+TEST_CASE("which table a node reads: GEMM alignment classes, attention, convolution, memory kernels", "[perf]") {
+  CHECK(gemm_alignment(4096, 4096) == 128);
+  CHECK(gemm_alignment(50264, 768) == 8);
+  CHECK(gemm_alignment(50257, 768) == 1);
+  CHECK(gemm_alignment(1000, 768) == 8);
+  CHECK(gemm_alignment(11008, 4096) == 128);  // 11008 = 86 * 128
+
+  NodeCost g;
+  g.kernel.gemm = GemmDims{1, 1000, 50257, 768};
+  auto q = perf_query(g, Precision::bf16);
+  REQUIRE(q);
+  CHECK(q->table == "gemm.bf16");
+  CHECK(q->x == std::vector<double>{1, 1000, 50257, 768});
+  CHECK(perf_query(g, Precision::fp16)->table == "gemm.bf16");  // fp16 runs at bf16's speed
+  CHECK(perf_query(g, Precision::fp8)->table == "gemm.fp8");
+  CHECK_FALSE(perf_query(g, Precision::int8));
+  // Weight-only int4: the weights are a quarter of dense bf16 ones; another kernel.
+  g.kernel.gemm_b_shared = true;
+  g.read_weight = 50257 * 768 / 2;
+  CHECK_FALSE(perf_query(g, Precision::bf16));
+
+  NodeCost a;
+  a.kernel.attention = AttentionDims{2, 32, 8, 1, 4097, 128, 128, true, 0};
+  q = perf_query(a, Precision::bf16);
+  REQUIRE(q);
+  CHECK(q->table == "attn_decode.bf16");
+  CHECK(q->x == std::vector<double>{128, 4, 16, 4097});
+  // Causal prefill of 1000 tokens: 500,500 scores per head, the square causal self-attention of 1000.
+  a.kernel.attention = AttentionDims{1, 12, 12, 1000, 1000, 64, 64, true, 0};
+  q = perf_query(a, Precision::bf16);
+  CHECK(q->table == "attn_prefill.bf16.causal");
+  CHECK(q->x[1] == 12);
+  CHECK(q->x[2] == Approx(1000));
+  // A sliding window of 256 over 4096 tokens executes about as many scores as 1,400 causal ones.
+  a.kernel.attention = AttentionDims{1, 8, 8, 4096, 4096, 128, 128, true, 256};
+  double pairs = static_cast<double>(attention_pairs(4096, 4096, true, 256));
+  double s = perf_query(a, Precision::bf16)->x[2];
+  CHECK(s * (s + 1) / 2 == Approx(pairs));
+  a.kernel.attention = AttentionDims{1, 16, 1, 1, 300, 576, 512, true, 0};  // MLA: no table
+  CHECK_FALSE(perf_query(a, Precision::bf16));
+
+  NodeCost c;
+  c.kernel.conv = ConvDims{32, 256, 64, 1, {56, 56}, {1, 1}, {56, 56}, {1, 1}, {0, 0, 0, 0}, {1, 1}, false};
+  q = perf_query(c, Precision::bf16);
+  CHECK(q->table == "conv.bf16.k1s1");
+  CHECK(q->x == std::vector<double>{32.0 * 56 * 56, 64, 256});
+  c.kernel.conv->groups = 32;  // grouped: no table
+  CHECK_FALSE(perf_query(c, Precision::bf16));
+
+  NodeCost n;
+  n.read_act = 4096 * 2;
+  n.written = 4096 * 2;
+  n.kernel.memory = MemoryKernel::norm;
+  n.kernel.rows = 1;
+  n.kernel.cols = 4096;
+  CHECK(perf_query(n, Precision::bf16)->x == std::vector<double>{8, 1, 4096});
+  CHECK(perf_query(n, Precision::fp32)->x == std::vector<double>{8, 1, 8192});  // twice the bytes per row
+  n.kernel.cols = 197;  // ViT's attention rows: not whole 16-byte vectors, the scalar path
+  CHECK(perf_query(n, Precision::bf16)->x == std::vector<double>{1, 1, 197});
+  n.kernel.cols = 4096;
+  n.kernel.memory = MemoryKernel::transpose;
+  CHECK(perf_query(n, Precision::bf16)->table == "mem.transpose");
+  CHECK(perf_query(n, Precision::bf16)->x == std::vector<double>{16384});
+  n.kernel.memory = MemoryKernel::none;
+  CHECK_FALSE(perf_query(n, Precision::bf16));
+}
+
+TEST_CASE("predictions: the table inside the grid, the table scaled by the roofline beyond it, the roofline without one", "[perf]") {
+  Device d = find_device("H100-SXM");
+  NodeCost c;
+  c.kernel.gemm = GemmDims{1, 1000, 2304, 768};
+  c.flops = gemm_flops(*c.kernel.gemm);
+  c.read_act = 1000 * 768 * 2;
+  c.read_weight = 2304 * 768 * 2;
+  c.written = 1000 * 2304 * 2;
+  c.tensor_cores = true;
+  c.parallel_tiles = gemm_tiles(*c.kernel.gemm);
+  RooflinePoint spec = place_on_roofline(c, Precision::bf16, d);
+  CHECK(spec.source == PredictionSource::roofline);
+
+  PerfTable t;
+  t.axes = {"align", "m", "n", "k"};
+  t.grid = {{8, 128}, {512, 1024}, {2048, 4096}, {512, 1024}};
+  t.seconds.assign(t.size(), 7.5e-6);
+  auto db = std::make_shared<PerfDatabase>();
+  db->tables["gemm.bf16"] = t;
+  d.perf = db;
+  RooflinePoint p = place_on_roofline(c, Precision::bf16, d);
+  CHECK(p.source == PredictionSource::measured_table);
+  CHECK(p.table == "gemm.bf16");
+  CHECK(p.predicted == Approx(7.5e-6));
+  // The class follows the implied fraction of the roofs: the ideal time over 7.5 us.
+  CHECK(p.roof_fraction == Approx(std::max(p.t_compute, p.t_memory) / 7.5e-6));
+  CHECK(p.bound == (p.roof_fraction < kLatencyThreshold ? Bound::latency : Bound::compute));
+
+  // Twice the rows of the grid's largest: the edge's time, scaled as the roofline scales.
+  c.kernel.gemm->m = 2048;
+  c.flops = gemm_flops(*c.kernel.gemm);
+  p = place_on_roofline(c, Precision::bf16, d);
+  CHECK(p.source == PredictionSource::fitted);
+  GridWork edge = grid_work("gemm.bf16", {8, 1024, 2304, 768}), far = grid_work("gemm.bf16", {8, 2048, 2304, 768});
+  auto ideal = [&](const GridWork& w) {
+    return std::max(w.flops / d.tensor_flops.at("bf16"), w.bytes / d.hbm_bandwidth);
+  };
+  CHECK(p.predicted == Approx(7.5e-6 * ideal(far) / ideal(edge)));
+  // Inside the grid where a corner of the cell was not measured: the nearest measured point of
+  // the same class in log coordinates, scaled as the roofline scales. For 1500 x 2304 x 768 with
+  // m = 2048 unmeasured that is m 1024 (log distance 0.38), n 2048 (0.12), k 1024 (0.29).
+  PerfTable holes = t;
+  holes.grid[1] = {512, 1024, 2048};
+  holes.seconds.assign(holes.size(), 7.5e-6);
+  for (double n : {2048.0, 4096.0})
+    for (double k : {512.0, 1024.0})
+      for (double align : {8.0, 128.0}) {
+        std::vector<size_t> i{align == 8 ? 0u : 1u, 2, n == 2048 ? 0u : 1u, k == 512 ? 0u : 1u};
+        holes.seconds[holes.flat_index(i)] = std::numeric_limits<double>::quiet_NaN();
+      }
+  db->tables["gemm.bf16"] = holes;
+  c.kernel.gemm->m = 1500;
+  c.flops = gemm_flops(*c.kernel.gemm);
+  p = place_on_roofline(c, Precision::bf16, d);
+  CHECK(p.source == PredictionSource::fitted);
+  GridWork inside = grid_work("gemm.bf16", {8, 1500, 2304, 768}), nearest = grid_work("gemm.bf16", {8, 1024, 2048, 1024});
+  CHECK(p.predicted == Approx(7.5e-6 * ideal(inside) / ideal(nearest)));
+  db->tables["gemm.bf16"] = t;
+  // An alignment below every measured class: the roofline, not an aligned kernel's time.
+  c.kernel.gemm->n = 2305;
+  CHECK(place_on_roofline(c, Precision::bf16, d).source == PredictionSource::roofline);
+}
+
+TEST_CASE("device profiles carry their tables, and bad tables are input errors that name the table", "[perf]") {
+  auto dir = test::scratch_dir("perfprof");
+  DeviceProfile p;
+  p.base_device = "H100-SXM";
+  p.gpu = "NVIDIA H100 80GB HBM3";
+  p.hbm_bandwidth = 3.0e12;
+  p.tensor_flops["bf16"] = 7.6e14;
+  p.launch_floor_s = 1.5e-6;
+  PerfTable t = power_law_table();
+  t.seconds[3] = std::numeric_limits<double>::quiet_NaN();  // a point calibrate did not time
+  p.tables.tables["gemm.bf16"] = t;
+  p.tables.validation["gemm.bf16"] = {20, 0.031, 0.08};
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::string path = (dir / name).string();
+    std::ofstream(path) << text;
+    return path;
+  };
+  DeviceProfile back = read_device_profile(write("tables.json", device_profile_json(p)));
+  const PerfTable& b = back.tables.tables.at("gemm.bf16");
+  CHECK(b.grid == t.grid);
+  CHECK(std::isnan(b.seconds[3]));
+  CHECK(b.seconds[5] == Approx(t.seconds[5]).epsilon(1e-3));  // stored to four digits
+  CHECK(back.tables.validation.at("gemm.bf16").shapes == 20);
+  CHECK(calibrated_device(back).perf);
+
+  auto j = nlohmann::json::parse(device_profile_json(p));
+  auto bad = [&](const std::string& name, const std::function<void(nlohmann::json&)>& spoil, const std::string& needle) {
+    auto k = j;
+    spoil(k);
+    CHECK_THROWS_WITH(read_device_profile(write(name, k.dump())), Catch::Contains(needle));
+  };
+  bad("neg.json", [](auto& k) { k["tables"]["gemm.bf16"]["seconds"][0] = -1e-6; }, "table gemm.bf16");
+  bad("short.json", [](auto& k) { k["tables"]["gemm.bf16"]["seconds"].erase(0); }, "times for a grid of");
+  bad("order.json", [](auto& k) { k["tables"]["gemm.bf16"]["grid"][0] = {64, 16, 256, 1024}; }, "ascending");
+  bad("axes.json", [](auto& k) { k["tables"]["gemm.bf16"]["axes"] = {"m"}; }, "axes and grid disagree");
+  bad("missing.json", [](auto& k) { k["tables"]["gemm.bf16"].erase("seconds"); }, "not a device profile");
+  bad("future.json", [](auto& k) { k["schema_version"] = 9; }, "reads 1 to");
+  // A profile written before the tables (schema 1) still loads, without tables.
+  auto old = j;
+  old["schema_version"] = 1;
+  old.erase("tables");
+  old.erase("validation");
+  CHECK_FALSE(calibrated_device(read_device_profile(write("v1.json", old.dump()))).perf);
+}
+
+TEST_CASE("calibrate's plans for table points are the kernels a node with those coordinates runs", "[perf]") {
+  // An alignment class is measured on N next to the power of two (K, a hidden size, stays
+  // aligned) and scaled back by the work.
+  replay::GridPlan g = replay::plan_for_grid_point("gemm.bf16", {8, 64, 1024, 4096});
+  const auto& gp = g.plan.as<replay::GemmPlan>();
+  CHECK(gp.dims.n == 1032);
+  CHECK(gp.dims.k == 4096);
+  CHECK(gemm_alignment(gp.dims.n, gp.dims.k) == 8);
+  CHECK(g.scale == Approx(1024.0 / 1032.0));
+  CHECK(gemm_alignment(replay::plan_for_grid_point("gemm.bf16", {1, 64, 1024, 4096}).plan.as<replay::GemmPlan>().dims.n, 4096) == 1);
+  // The element-wise sweep runs the vector path: whole 16-byte vectors.
+  CHECK(replay::plan_for_grid_point("mem.elementwise", {4096}).plan.inputs[0].shape[0] % 8 == 0);
+  // A ViT patch embedding is a table point of its own class.
+  replay::GridPlan patch = replay::plan_for_grid_point("conv.bf16.k16s16", {196, 1024, 3});
+  NodeCost pc;
+  pc.kernel.conv = patch.plan.as<replay::ConvPlan>().conv;
+  CHECK(perf_query(pc, Precision::bf16)->x == std::vector<double>{196, 1024, 3});
+  // A decode point: 64 KV heads in all as 8 sequences of 8, each with groups of 4 query heads.
+  replay::GridPlan decode_point = replay::plan_for_grid_point("attn_decode.bf16", {128, 4, 64, 1024});
+  const auto& ap = decode_point.plan.as<replay::AttentionPlan>();
+  CHECK(ap.dims.batch * ap.dims.kv_heads == 64);
+  CHECK(ap.dims.q_heads == 4 * ap.dims.kv_heads);
+  NodeCost decode;
+  decode.kernel.attention = ap.dims;
+  CHECK(perf_query(decode, Precision::bf16)->x == std::vector<double>{128, 4, 64, 1024});
+  // A convolution point maps back to its coordinates.
+  replay::GridPlan cv = replay::plan_for_grid_point("conv.bf16.k3s2", {3136, 256, 64});
+  NodeCost conv;
+  conv.kernel.conv = cv.plan.as<replay::ConvPlan>().conv;
+  auto q = perf_query(conv, Precision::bf16);
+  CHECK(q->table == "conv.bf16.k3s2");
+  CHECK(q->x == std::vector<double>{3136, 256, 64});
+  CHECK_THROWS_AS(replay::plan_for_grid_point("gemm.bf16", {1, 2}), InputError);
+  // Every table calibrate measures has a plan for its first point.
+  for (const TableGrid& t : calibration_grids(false)) {
+    std::vector<double> first;
+    for (const auto& axis : t.grid) first.push_back(axis.front());
+    INFO(t.key);
+    CHECK_NOTHROW(replay::plan_for_grid_point(t.key, first));
+  }
+}

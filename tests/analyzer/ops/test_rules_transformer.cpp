@@ -1,0 +1,65 @@
+// Rules for what lowered transformer configs use beyond core ONNX, by hand.
+#include <catch2/catch.hpp>
+
+#include "analyzer/core/formulas.hpp"
+#include "analyzer/ir/graph_builder.hpp"
+#include "model_builder.hpp"
+
+using namespace rooflens;
+using namespace rooflens::test;
+
+TEST_CASE("Swish (SiLU) counts sigmoid and a multiply", "[rules][transformer]") {
+  GraphBuilder b("t");
+  int x = b.input("x", DType::bf16, {4, 8});
+  Analysis a = analyze_built(b, b.op("Swish", "y", {x}));
+  CHECK(a.nodes[0].cost.flops == 32 * 5);
+  CHECK(a.nodes[0].cost.bytes() == 2 * 64);
+}
+
+TEST_CASE("RotaryEmbedding rotates rot_dim of each head and reads the cache rows it uses", "[rules][transformer]") {
+  GraphBuilder b("t");
+  int x = b.input("q", DType::f16, {2, 3, 4 * 16});  // B=2, S=3, 4 heads of 16
+  int pos = b.input("pos", DType::i64, {2, 3});
+  int cos = b.weight("cos", DType::f16, {100, 4}, false), sin = b.weight("sin", DType::f16, {100, 4}, false);
+  Analysis a = analyze_built(b, b.op("RotaryEmbedding", "y", {x, pos, cos, sin},
+                                     {{"num_heads", int_attr(4)}, {"rotary_embedding_dim", int_attr(8)}}, "com.microsoft"));
+  const NodeCost& c = a.nodes[0].cost;
+  CHECK(c.flops == 6 * 4 * 8 * 3);  // 6 tokens x 4 heads x 8 rotated dims x 3
+  CHECK(c.read_act == 6 * 64 * 2 + 6 * 8);
+  CHECK(c.read_weight == 2 * 6 * 4 * 2);  // cos and sin: 6 tokens x rot/2 values
+  CHECK(c.written == 6 * 64 * 2);
+  CHECK(a.totals.params == 0);  // rope tables are not parameters
+}
+
+TEST_CASE("MoE: top-k FLOPs, and only the touched experts' weights are read", "[rules][transformer]") {
+  auto moe = [](int64_t tokens) {
+    GraphBuilder b("t");
+    int x = b.input("x", DType::bf16, {tokens, 8});
+    int probs = b.input("p", DType::bf16, {tokens, 4});
+    int fc1 = b.weight("fc1", DType::bf16, {4, 8, 16}), fc2 = b.weight("fc2", DType::bf16, {4, 16, 8});
+    int fc3 = b.weight("fc3", DType::bf16, {4, 8, 16});
+    return analyze_built(b, b.op("MoE", "y", {x, probs, fc1, -1, fc2, -1, fc3}, {{"k", int_attr(2)}}, "com.microsoft"));
+  };
+  Analysis one = moe(1);
+  const NodeCost& c = one.nodes[0].cost;
+  // Per assignment: 3 GEMMs of 8x16 (2*3*128), silu 5 + gate 1 per inter (96), weighted sum 2*8.
+  CHECK(c.flops == 2 * (768 + 96 + 16));
+  CHECK(*c.macs == 2 * 3 * 128);
+  CHECK(c.read_weight == 3 * 512 * 2 / 4 * 2);  // 2 of 4 experts touched: half of 3 x 512 x 2 bytes
+  CHECK(one.totals.params == 3 * 512);
+  // 64 tokens touch all four experts: 4 * (1 - 0.5^64).
+  CHECK(moe(64).nodes[0].cost.read_weight == 3 * 512 * 2);
+  CHECK(expected_distinct_experts(8, 2, 1) == Approx(2.0));
+}
+
+TEST_CASE("AllReduce takes the ring time over the device's link", "[rules][transformer]") {
+  GraphBuilder b("t");
+  int x = b.input("x", DType::bf16, {1, 1024, 4096});
+  Analysis a = analyze_built(b, b.op("AllReduce", "ar", {x}, {{"ranks", int_attr(4)}}, "rooflens"));
+  const NodeResult& n = a.nodes[0];
+  int64_t bytes = 1024 * 4096 * 2;
+  CHECK(n.cost.collective_bytes == bytes);
+  CHECK(n.roof.bound == Bound::communication);
+  // H100 SXM: NVLink 900 GB/s both ways = 450 GB/s each; 2*(3/4) of the data plus 6 steps of 1 us.
+  CHECK(n.roof.predicted == Approx(1.5 * bytes / 450e9 + 6e-6));
+}

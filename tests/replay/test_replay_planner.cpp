@@ -1,0 +1,178 @@
+// The replay planner on the CPU: which kernel each node gets, with which dims and buffers, and
+// a reason for every node that is not replayed.
+#include <catch2/catch.hpp>
+
+#include "analyzer/transformers/analyze_transformer.hpp"
+#include "model_builder.hpp"
+#include "replay/ops.hpp"
+#include "replay/plan.hpp"
+
+using namespace rooflens;
+using namespace rooflens::replay;
+using namespace rooflens::test;
+
+namespace {
+
+struct Planned {
+  Analysis a;
+  Graph g;
+  std::vector<ReplayDecision> d;
+  const ReplayDecision& of(const std::string& name) const {
+    for (size_t i = 0; i < a.nodes.size(); ++i)
+      if (a.nodes[i].name == name) return d[i];
+    FAIL("no node " << name);
+    throw 0;
+  }
+};
+
+Planned plan_onnx(const std::string& path, std::optional<Precision> forced = std::nullopt) {
+  Planned p;
+  AnalysisOptions o;
+  o.precision = forced;
+  p.a = analyze_onnx(path, {}, o, &p.g);
+  p.d = plan_replay(p.a, p.g, forced);
+  return p;
+}
+
+Planned plan_config(const std::string& name, Workload w, DType weights = DType::bf16) {
+  Planned p;
+  TransformerConfig c = load_transformer_config(std::string(ROOFLENS_SOURCE_DIR) + "/samples/configs/" + name + "/config.json");
+  TransformerOptions o;
+  o.workload = w;
+  o.lowering.seq = 128;
+  o.lowering.context = 512;
+  o.lowering.weights = weights;
+  o.lowering.activations = o.lowering.kv = DType::bf16;
+  p.a = analyze_transformer(c, o, &p.g);
+  p.d = plan_replay(p.a, p.g, std::nullopt);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("ResNet-50: every costed node with a kernel is planned with conv and GEMM dims as costed", "[replay]") {
+  Planned p = plan_onnx(ROOFLENS_SOURCE_DIR "/samples/resnet50-opset17.onnx");
+  int convs = 0;
+  for (size_t i = 0; i < p.a.nodes.size(); ++i) {
+    const NodeResult& n = p.a.nodes[i];
+    const ReplayDecision& d = p.d[i];
+    INFO(n.name << ": " << d.reason);
+    if (n.op == "Flatten") {
+      CHECK(d.status == ReplayStatus::no_kernel);
+      continue;
+    }
+    REQUIRE(d.status == ReplayStatus::measured);
+    if (n.op == "Conv") {
+      ++convs;
+      REQUIRE(d.plan->is<ConvPlan>());
+      CHECK(d.plan->as<ConvPlan>().conv.out_spatial == n.cost.kernel.conv->out_spatial);
+    }
+  }
+  CHECK(convs == 53);
+  // conv1: 7x7 stride 2 pad 3 over 3x224x224 -> 64x112x112, with the folded BatchNorm's bias.
+  const ConvPlan& c1 = p.of("/conv1/Conv").plan->as<ConvPlan>();
+  CHECK(c1.conv.kernel == std::vector<int64_t>{7, 7});
+  CHECK(c1.conv.pads == std::vector<int64_t>{3, 3, 3, 3});
+  CHECK_FALSE(c1.pointwise);
+  CHECK(c1.bias);
+  // Its im2col lowering: per image, 64 x (3*7*7) weights times (3*7*7) x (112*112) columns.
+  GemmDims g = conv_image_gemm(c1.conv);
+  CHECK(g.batch == 1);
+  CHECK(g.m == 64);
+  CHECK(g.n == 112 * 112);
+  CHECK(g.k == 147);
+  // layer1's first 1x1 convolution needs no im2col.
+  CHECK(p.of("/layer1/layer1.0/conv1/Conv").plan->as<ConvPlan>().pointwise);
+  // The fc layer: Gemm 1x2048 by 2048x1000 with transB, bias of 1000.
+  const GemmPlan& fc = p.of("/fc/Gemm").plan->as<GemmPlan>();
+  CHECK(fc.dims.m == 1);
+  CHECK(fc.dims.n == 1000);
+  CHECK(fc.dims.k == 2048);
+  CHECK(fc.b_shared);
+  CHECK_FALSE(fc.b_kn);  // transB: stored [n, k]
+  CHECK(fc.bias);
+  // MaxPool 3x3 stride 2 pad 1; the global average pool as a row reduction of 2048 rows of 49.
+  const Pool2d& mp = p.of("/maxpool/MaxPool").plan->as<PoolPlan>().pool;
+  CHECK(mp.kh == 3);
+  CHECK(mp.kw == 3);
+  CHECK(mp.sh == 2);
+  CHECK(mp.ph == 1);
+  CHECK(mp.max);
+  const ReducePlan& gap = p.of("/avgpool/GlobalAveragePool").plan->as<ReducePlan>();
+  CHECK(gap.rows == 2048);
+  CHECK(gap.cols == 49);
+  CHECK(gap.op == RowReduce::mean);
+  // --dtype bf16 stores every float buffer in bf16, as the prediction assumed.
+  Planned b = plan_onnx(ROOFLENS_SOURCE_DIR "/samples/resnet50-opset17.onnx", Precision::bf16);
+  CHECK(b.of("/conv1/Conv").plan->inputs[0].dtype == DType::bf16);
+  CHECK(b.of("/conv1/Conv").plan->inputs[0].bytes == 3 * 224 * 224 * 2);
+}
+
+TEST_CASE("Llama decode: split-KV attention and RMS norm and rope and embedding gather with weights as stored", "[replay]") {
+  Planned p = plan_config("llama-2-7b", Workload::decode);
+  const ReplayPlan& attn = *p.of("model.layers.0.self_attn.attn").plan;
+  REQUIRE(attn.is<AttentionPlan>());
+  CHECK(attn.as<AttentionPlan>().decode());
+  CHECK(attn.as<AttentionPlan>().dims.kv_len == 513);  // 512 cached + the new token
+  // K cache read: 1 x 32 heads x 513 x 128 bf16.
+  CHECK(attn.inputs[1].bytes == 32 * 513 * 128 * 2);
+  const NormPlan& norm = p.of("model.layers.0.input_layernorm").plan->as<NormPlan>();
+  CHECK(norm.rms);
+  CHECK_FALSE(norm.residual);
+  CHECK(norm.rows == 1);
+  CHECK(norm.cols == 4096);
+  const ReplayPlan& rope = *p.of("model.layers.0.self_attn.q_rope").plan;
+  CHECK(rope.as<RopePlan>().head_dim == 128);
+  CHECK(rope.inputs[1].index_bound == 513);  // positions index the cos/sin rows of the 513 positions the step uses
+  const ReplayPlan& emb = *p.of("model.embed_tokens").plan;
+  CHECK(emb.is<GatherPlan>());
+  CHECK(emb.inputs[1].index_bound == 32000);
+  const GemmPlan& q = p.of("model.layers.0.self_attn.q_proj").plan->as<GemmPlan>();
+  CHECK(q.dims.m == 1);
+  CHECK(q.dims.n == 4096);
+  CHECK_FALSE(q.b_kn);  // nn.Linear stores [out, in]
+}
+
+TEST_CASE("MoE, MLA and what is not replayed, each with its reason", "[replay]") {
+  Planned mix = plan_config("mixtral-8x7b", Workload::decode);
+  const MoePlan& moe = mix.of("model.layers.0.mlp.experts").plan->as<MoePlan>();
+  CHECK(moe.dims.experts == 8);
+  CHECK(moe.dims.k == 2);
+  CHECK(mix.of("model.layers.0.mlp.gate.topk").plan->as<TopKPlan>().k == 2);
+
+  Planned ds = plan_config("deepseek-v3", Workload::decode);
+  const ReplayPlan& mla = *ds.of("model.layers.0.self_attn.attn").plan;
+  CHECK(mla.as<AttentionPlan>().v_in_k);  // V is the latent prefix of K: no V buffer
+  CHECK(mla.inputs.size() == 2);
+  CHECK(mla.as<AttentionPlan>().dims.head_dim_qk == 576);
+
+  Planned q4 = plan_config("llama-2-7b", Workload::decode, DType::i4);
+  const ReplayDecision& d = q4.of("model.layers.0.mlp.down_proj");
+  CHECK(d.status == ReplayStatus::not_replayed);
+  CHECK(d.reason.find("int4") != std::string::npos);
+
+  ModelBuilder b;
+  b.input("x", DType::f32, {2, 3, 4, 5}).node("Transpose", {"x"}, {"t"}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  b.input("y", DType::f32, {2, 4, 3, 5}).node("Concat", {"t", "y"}, {"c"}, {{"axis", int64_t{3}}});
+  b.node("Hardmax", {"c"}, {"h"}).output("h").output("c");
+  Planned m = plan_onnx(b.save());
+  const CopyPlan& tr = m.d[0].plan->as<CopyPlan>();
+  // out (2,4,3,5) reads x (2,3,4,5) with strides 60, 5, 20, 1.
+  CHECK(tr.parts[0].src_strides == std::vector<int64_t>{60, 5, 20, 1});
+  CHECK(tr.elem_bytes == 4);
+  // One launch: c is [2*4*3 rows, 10 columns]; t owns the first 5 columns of each row, y the next 5.
+  const ConcatSplitPlan& cat = m.d[1].plan->as<ConcatSplitPlan>();
+  CHECK_FALSE(cat.split);
+  CHECK(cat.outer == 24);
+  CHECK(cat.part_cols == std::vector<int64_t>{5, 5});
+  CHECK(m.d[2].status == ReplayStatus::not_replayed);
+}
+
+TEST_CASE("every element-wise functor name maps, and broadcast strides follow numpy", "[replay]") {
+  for (const char* op : {"Relu", "Gelu", "Swish", "Add", "Mul", "Where", "Cast", "Clip", "Div", "Tanh"})
+    CHECK(elementwise_op_from(op).has_value());
+  CHECK_FALSE(elementwise_op_from("Mod").has_value());
+  CHECK(broadcast_strides({3, 1}, {4, 3, 8}) == std::vector<int64_t>{0, 1, 0});
+  CHECK(broadcast_strides({8}, {4, 3, 8}) == std::vector<int64_t>{0, 0, 1});
+  CHECK(contiguous_strides({2, 3, 4}) == std::vector<int64_t>{12, 4, 1});
+}
