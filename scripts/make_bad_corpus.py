@@ -77,7 +77,7 @@ write("config_1e9_layers.json", b'{"model_type": "llama", "vocab_size": 32000, "
       b'"num_attention_heads": 32, "intermediate_size": 11008, "max_position_embeddings": 4096}', "beyond the limit 10000")
 write("config_array.json", b"[1, 2, 3]", "must be a JSON object")
 write("config_nested.json", b"[" * 100000 + b"]" * 100000, "")
-write("config_unknown_type.json", b'{"model_type": "rwkv"}', "not supported")
+write("config_unknown_type.json", b'{"model_type": "rwkv"}', "not one rooflens knows")
 
 with open(os.path.join(out, "EXPECTED"), "w") as f:
     f.write("# file<TAB>phrase its one error line must contain (empty: any)\n")

@@ -3,9 +3,10 @@
 # The CUDA toolkit, where present, is expected at /usr/local/cuda: with it the build adds the replay
 # harness (kernels/, profiler/); without it `rooflens analyze` and `report` still build and work.
 set -euo pipefail
-# chromium: the HTML report's tests load the page in headless Chromium.
+# chromium: the HTML report's tests load the page in headless Chromium. python3: the data manifest's
+# test (scripts/dev/check_manifest.py).
 packages=(cmake g++ make libonnx-dev libprotobuf-dev protobuf-compiler libfmt-dev libcli11-dev
-          nlohmann-json3-dev catch2 chromium)
+          nlohmann-json3-dev catch2 chromium python3)
 # `scripts/setup.sh fuzz` adds clang and its libFuzzer/sanitizer runtimes.
 if [ "${1:-}" = fuzz ]; then packages+=(clang libclang-rt-14-dev); fi
 missing=()
