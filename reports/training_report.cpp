@@ -66,7 +66,7 @@ json training_json(const TrainingSummary& t, const Analysis& a) {
               {"batch", t.batch},
               {"seq", t.seq},
               {"tokens_per_step", t.tokens_per_step},
-              {"attention_backend", t.attention_backend},
+              {"attention_backend", std::string(attention_backend_name(t.attention_backend))},
               {"params", t.params},
               {"weight_bytes", t.model_state.weights},
               {"grad_bytes", t.model_state.grads},

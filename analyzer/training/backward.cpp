@@ -290,10 +290,10 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
     } else if (attention && c.kernel.attention) {
       // The backward at the forward's achieved rate (the forward's time may come from a measured
       // table; no table times the backward), scaled by the matrix products it runs.
-      double factor = s.attention_backend == "math" ? kMathAttentionBackwardFactor
+      double factor = s.attention_backend == AttentionBackend::math ? kMathAttentionBackwardFactor
                                                     : kFusedAttentionBackwardFactor;
       double forward_s = place_on_roofline(c, n.precision, device).predicted;
-      if (s.attention_backend == "math") {
+      if (s.attention_backend == AttentionBackend::math) {
         Work math;
         for (const Pass& p : k.forward) math.add(pass_cost(p), Precision::fp32, device);
         math_attention(*c.kernel.attention, s.config.attn_dropout > 0,
@@ -304,7 +304,7 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
       } else {
         // The forward's time (a table measures it without dropout) and the backward's, by the
         // ratios measured in PyTorch.
-        const AttentionTrainingTime& t = s.attention_backend == "flash" ? kFusedAttention16Time
+        const AttentionTrainingTime& t = s.attention_backend == AttentionBackend::flash ? kFusedAttention16Time
                                                                         : kEfficientAttention32Time;
         bool dropout = s.config.attn_dropout > 0;
         back.add_seconds(forward_s * t.backward_over_forward * (dropout ? t.dropout_backward : 1));
@@ -312,7 +312,7 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
           forward.seconds += forward_s * (t.dropout_forward - 1);
           forward.launches.front().gpu_s += forward_s * (t.dropout_forward - 1);
         }
-        bool flash = s.attention_backend == "flash";
+        bool flash = s.attention_backend == AttentionBackend::flash;
         if (flash) forward.add_small(kCudnnAttentionForwardExtra, device);
         back.add_small(flash ? kCudnnAttentionBackwardExtra : kEfficientAttentionBackwardExtra,
                        device);
@@ -349,7 +349,7 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
     r.backward_bytes = back.bytes;
     if (k.replaces) r.backward_flops = checked_mul(c.flops, kBackwardMemoryFactor, "backward FLOPs");
     bool recompute = r.layer >= 0 && ((full && saved.recomputed[i]) ||
-                                      (selective && attention && s.attention_backend == "math"));
+                                      (selective && attention && s.attention_backend == AttentionBackend::math));
     if (recompute) {
       r.recompute_s = r.forward_s;
       r.recompute_flops = r.forward_flops;

@@ -211,7 +211,7 @@ class SaveRules {
   void attention(int node, const Node& n, std::vector<Item>& items) {
     const auto& dims = s_.forward.nodes[static_cast<size_t>(node)].cost.kernel.attention;
     int64_t attn_bytes = s_.gemm_bytes == 1 ? 2 : s_.gemm_bytes;
-    if (s_.attention_backend != "math" || !dims) {
+    if (s_.attention_backend != AttentionBackend::math || !dims) {
       for (size_t i = 0; i < 3; ++i) {
         int t = n.input(i);
         if (t < 0) continue;
@@ -223,7 +223,7 @@ class SaveRules {
       items.push_back(tensor(n.output(0), "output"));
       if (dims) {
         int64_t q =
-            s_.attention_backend == "efficient" ? ceil_div(dims->q_len, 32) * 32 : dims->q_len;
+            s_.attention_backend == AttentionBackend::efficient ? ceil_div(dims->q_len, 32) * 32 : dims->q_len;
         items.push_back(
             Item{-1, checked_mul(checked_mul(dims->batch, dims->q_heads), checked_mul(q, 4)), false,
                  false, "logsumexp"});

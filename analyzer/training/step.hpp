@@ -22,7 +22,7 @@ struct StepContext {
   int64_t gemm_bytes = 4;     // a GEMM's inputs as it runs (autocast's dtype; fp8: 1)
   int64_t output_bytes = 4;   // a GEMM's output
   bool autocast = false;
-  std::string attention_backend;  // flash, efficient, math
+  AttentionBackend attention_backend = AttentionBackend::none;
   // Per tensor: a weight the optimizer updates (float, learnable; not RoPE's tables nor batch
   // norm's running statistics).
   std::vector<bool> trainable;

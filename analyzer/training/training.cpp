@@ -54,6 +54,16 @@ std::string_view optimizer_name(OptimizerKind k) {
   return "?";
 }
 
+std::string_view attention_backend_name(AttentionBackend b) {
+  switch (b) {
+    case AttentionBackend::none: return "";
+    case AttentionBackend::flash: return "flash";
+    case AttentionBackend::efficient: return "efficient";
+    case AttentionBackend::math: return "math";
+  }
+  return "";
+}
+
 TrainPrecision parse_train_precision(const std::string& name) {
   for (auto p : {TrainPrecision::fp32, TrainPrecision::bf16, TrainPrecision::bf16_mixed,
                  TrainPrecision::fp8_mixed})
@@ -138,11 +148,11 @@ std::vector<int> layers_of(const Graph& g, const TransformerConfig& c) {
 
 // The kernel SDPA picks for training: flash for 16-bit inputs with head dim <= 256; in fp32 the
 // memory-efficient kernel, which takes no grouped-query attention: then the math path.
-std::string attention_backend(const TransformerConfig& c, const TrainingOptions& t,
-                              const LoweringOptions& l) {
-  if (l.attention == AttentionImpl::naive) return "math";
-  if (t.precision != TrainPrecision::fp32 && c.qk_head_dim() <= 256) return "flash";
-  return c.kv_heads < c.heads ? "math" : "efficient";
+AttentionBackend attention_backend(const TransformerConfig& c, const TrainingOptions& t,
+                                   const LoweringOptions& l) {
+  if (l.attention == AttentionImpl::naive) return AttentionBackend::math;
+  if (t.precision != TrainPrecision::fp32 && c.qk_head_dim() <= 256) return AttentionBackend::flash;
+  return c.kv_heads < c.heads ? AttentionBackend::math : AttentionBackend::efficient;
 }
 
 NodeCost elementwise_cost(int64_t elements, int64_t flops_per_element, int64_t read_bytes,
@@ -256,7 +266,7 @@ Lowered forward_of(const TransformerConfig& c, const TransformerOptions& o,
 StepContext context_for(const TransformerConfig& c, const TrainingOptions& t,
                         const LoweringOptions& l, const Lowered& fwd) {
   StepContext s{c, t, l,     fwd.graph, fwd.analysis, layers_of(fwd.graph, c), 4, 4, 4,
-                4, 4, false, ""};
+                4, 4, false, AttentionBackend::none};
   bool bf16 = t.precision == TrainPrecision::bf16;
   s.param_bytes = s.state_bytes = bf16 ? 2 : 4;
   s.stream_bytes = bf16 ? 2 : 4;
@@ -428,7 +438,7 @@ Analysis analyze_training(const TransformerConfig& c, const TransformerOptions& 
   out->korthikanti_layer_bytes = korthikanti_layer_bytes(l.seq, l.batch, c.hidden, c.heads, l.tp,
                                                          t.sp, t.recompute != Recompute::none);
   largest_fit(c, o, t, *out);
-  if (s.attention_backend == "math")
+  if (s.attention_backend == AttentionBackend::math)
     out->notes.push_back(
         "attention: SDPA's math path (fp32 with GQA, or --attention naive) keeps the scores");
   note_fit(*out);
@@ -476,7 +486,7 @@ Analysis analyze_training_onnx(const std::string& path, const LoadOptions& load,
     l.batch = fwd.analysis.totals.batch;
     l.seq = 1;
     StepContext s = context_for(c, t, l, fwd);
-    s.attention_backend = "";  // attention, if any, is in the graph's own ops
+    s.attention_backend = AttentionBackend::none;  // attention, if any, is in the graph's own ops
     return step_of(s, fwd.analysis.device);
   };
   Lowered fwd = forward_at(std::nullopt);

@@ -82,10 +82,16 @@ struct MemoryMoment {
   }
 };
 
+// The kernel SDPA runs for training on this precision: cuDNN's / flash attention (16-bit), the
+// memory-efficient kernel (fp32 without GQA), the math path (fp32 with GQA, --attention naive);
+// none when the graph carries its attention in its own ops (an ONNX graph).
+enum class AttentionBackend { none, flash, efficient, math };
+std::string_view attention_backend_name(AttentionBackend b);  // "flash", ...; "" for none
+
 struct TrainingSummary {
   TrainingOptions options;
   int64_t batch = 1, seq = 1, tp = 1, tokens_per_step = 0;
-  std::string attention_backend;  // flash, efficient or math, as SDPA would pick on this precision
+  AttentionBackend attention_backend = AttentionBackend::none;  // as SDPA would pick on this precision
   std::vector<TrainingRow> rows;
   std::vector<StepRow> steps;  // loss and optimizer rows
   int64_t params = 0;          // learnable, this GPU's shard before ZeRO
