@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <algorithm>
+#include <filesystem>
+#include <string>
 #include <vector>
 
 #include "analyzer/core/formulas.hpp"
@@ -18,6 +20,18 @@ namespace gpu_test {
 using rooflens::DType;
 using rooflens::kernels::DeviceBuffer;
 using rooflens::AttentionDims;
+
+// A file of the checkout the tests run from: the working directory or one above it (the GPU
+// machine runs the tests from a copy of the checkout at another path than the build machine's),
+// else the checkout they were built from.
+inline std::string checkout_file(const std::string& relative) {
+  namespace fs = std::filesystem;
+  for (fs::path dir = fs::current_path();; dir = dir.parent_path()) {
+    if (fs::exists(dir / relative)) return (dir / relative).string();
+    if (dir == dir.parent_path()) break;
+  }
+  return std::string(ROOFLENS_SOURCE_DIR) + "/" + relative;
+}
 
 inline float half_to_float(uint16_t h) {
   uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, man = h & 0x3ff;

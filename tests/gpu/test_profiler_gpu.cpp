@@ -12,6 +12,7 @@
 #include "profiler/gpu/calibrate.hpp"
 #include "profiler/gpu/cupti_session.hpp"
 #include "profiler/gpu/harness.hpp"
+#include "gpu_helpers.hpp"
 #include "analyzer/hw/perf_model.hpp"
 
 using namespace rooflens;
@@ -35,7 +36,7 @@ TEST_CASE("CUPTI records every kernel launched under an external id, none droppe
 }
 
 TEST_CASE("profile of a GPT-2 decode step: every replayable layer measured, NVTX attribution right") {
-  TransformerConfig c = load_transformer_config(ROOFLENS_SOURCE_DIR "/samples/configs/gpt2/config.json");
+  TransformerConfig c = load_transformer_config(gpu_test::checkout_file("samples/configs/gpt2/config.json"));
   TransformerOptions o;
   o.workload = Workload::decode;
   o.lowering.batch = 1;
@@ -84,7 +85,7 @@ TEST_CASE("calibrate: figures plausible against the spec of this GPU") {
 }
 
 TEST_CASE("labels say what ran: a layer labelled with a vendor library ran that library's kernels, ours ran ours") {
-  TransformerConfig c = load_transformer_config(ROOFLENS_SOURCE_DIR "/samples/configs/gpt2/config.json");
+  TransformerConfig c = load_transformer_config(gpu_test::checkout_file("samples/configs/gpt2/config.json"));
   for (Workload w : {Workload::prefill, Workload::decode}) {
     TransformerOptions o;
     o.workload = w;
