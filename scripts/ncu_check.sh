@@ -9,7 +9,7 @@ bin="$1"; profile="$2"; out="$3"; shift 3
 cd "$(dirname "$0")/.."
 mkdir -p "$out"
 name="$(basename "$1" | sed 's/\.[a-z]*$//')-$(echo "$*" | md5sum | cut -c1-6)"
-ncu --nvtx --nvtx-include "regex:rooflens@.*#0/" --print-nvtx-rename kernel --section SpeedOfLight --csv \
+ncu --clock-control none --nvtx --nvtx-include "regex:rooflens@.*#0/" --print-nvtx-rename kernel --section SpeedOfLight --csv \
     "$bin" profile "$@" --device-profile "$profile" --timing events --min-samples 1 --max-samples 10 \
     --json "$out/$name.json" > "$out/$name.ncu.csv" 2> "$out/$name.log"
 python3 scripts/ncu_classes.py "$out/$name.json" "$out/$name.ncu.csv"

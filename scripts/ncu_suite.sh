@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The bound-class check (issue: agreeing with Nsight Compute) over the judged cases: each case's
+# replay under ncu (scripts/ncu_check.sh), its CSV and result JSON kept in OUT_DIR/<case>/. Run on
+# the GPU machine from the checkout, with the bundle of scripts/gpu_bundle.sh unpacked in BUNDLE.
+# Clocks are not locked (--clock-control none): the replay runs at the clocks it times at.
+#   scripts/ncu_suite.sh BUNDLE OUT_DIR [case ...]   (no case: all of them)
+set -uo pipefail
+bundle="$1"; out="$2"; shift 2
+cd "$(dirname "$0")/.."
+export LD_LIBRARY_PATH="$bundle:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+profile=data/profiles/h100-sxm.json
+onnx="${ONNX_DIR:-$out/onnx}"
+declare -A cases=(
+  [gpt2-prefill-b8x512-bf16]="samples/configs/gpt2/config.json --phase prefill --batch 8 --seq 512 --activations bf16 --weights bf16"
+  [llama4l-prefill-b1x2048-bf16]="tests/data/reference/training/configs/llama-4l.json --phase prefill --batch 1 --seq 2048"
+  [llama4l-decode-b1-c1024]="tests/data/reference/training/configs/llama-4l.json --phase decode --batch 1 --context 1024"
+  [llama4l-decode-b32-c1024]="tests/data/reference/training/configs/llama-4l.json --phase decode --batch 32 --context 1024"
+  [mixtral4l-decode-b32-c1024]="tests/data/reference/training/configs/mixtral-4l.json --phase decode --batch 32 --context 1024"
+  [resnet50-b1-bf16]="samples/resnet50-opset17.onnx --batch 1 --dtype bf16"
+  [resnet50-b32-bf16]="samples/resnet50-opset17.onnx --batch 32 --dtype bf16"
+  [resnet50-b32-fp32]="samples/resnet50-opset17.onnx --batch 32 --dtype fp32"
+  [mobilenetv3s-b1-bf16]="$onnx/mobilenet_v3_small-opset17.onnx --batch 1 --dtype bf16"
+  [mobilenetv3s-b32-bf16]="$onnx/mobilenet_v3_small-opset17.onnx --batch 32 --dtype bf16"
+  [mobilenetv3s-b32-fp32]="$onnx/mobilenet_v3_small-opset17.onnx --batch 32 --dtype fp32"
+  [efficientnetb0-b32-bf16]="$onnx/efficientnet_b0-opset17.onnx --batch 32 --dtype bf16"
+  [vit-b16-b8-bf16]="tests/data/onnx/vit_b_16-opset17.onnx --batch 8 --dtype bf16"
+)
+names=("$@")
+[ ${#names[@]} -eq 0 ] && names=("${!cases[@]}")
+for c in "${names[@]}"; do
+  mkdir -p "$out/$c"
+  start=$SECONDS
+  # shellcheck disable=SC2086
+  timeout 300 bash scripts/ncu_check.sh "$bundle/rooflens" "$profile" "$out/$c" ${cases[$c]} | tee "$out/$c/summary.txt"
+  echo "$c: $((SECONDS - start)) s"
+done
