@@ -90,6 +90,7 @@ json node_json(const NodeResult& n) {
                 {"predicted_s", r.predicted},
                 {"roof_fraction", r.roof_fraction},
                 {"bound", std::string(bound_name(r.bound))},
+                {"bound_uncertain", r.uncertain},
                 {"source", std::string(source_name(r.source))},
                 {"note", c.note}});
   if (!r.table.empty()) j["table"] = r.table;

@@ -45,6 +45,9 @@ struct NodeCost {
   // A tiled GEMM-class kernel (more rows than a GEMV takes, implicit-GEMM conv, flash
   // attention): it pays the device's GEMM floor, not the plain launch floor.
   bool tiled = false;
+  // Thread instructions the kernel issues where they are not about one per FLOP (issue-heavy
+  // kernels: tanh GELU, strided splits, pooling windows, depthwise convolutions); 0: from the FLOPs.
+  double instructions = 0;
   int64_t collective_bytes = 0;  // a collective (all-reduce) over this many bytes per rank
   int64_t collective_ranks = 0;  // ... among this many GPUs
   std::string note;           // e.g. "causal: executed half of the dense scores; fused traffic"

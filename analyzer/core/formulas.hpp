@@ -115,6 +115,28 @@ double ring_allreduce_seconds(int64_t bytes, int64_t ranks, double link_bandwidt
 double roofline_seconds(double flops, double bytes, double compute_roof, double bandwidth,
                         double wave_fraction = 1);
 
+// ---- what Nsight Compute sees (the bound class, hw/roofline classify) -------------------------
+// Counts read off Nsight Compute's SpeedOfLight of the replay on the H100 (tests/data/reference/ncu,
+// docs/profile.md); instruction counts are the kernels', not the GPU's.
+// Thread instructions per output element: tanh GELU (32.5 measured), a split copying strided parts
+// (30 per element written), a window kernel (max pool, depthwise convolution: 200 + 18 per window
+// element fits 3x3 pools at 367-376 and 3x3 / 5x5 depthwise convolutions at 386 / 657).
+inline constexpr double kTanhGeluInstructions = 32;
+inline constexpr double kStridedSplitInstructions = 30;
+inline constexpr double kWindowKernelInstructions = 200, kWindowInstructionsPerElement = 18;
+// Elsewhere on the CUDA cores about one instruction per FLOP (an FFMA is two FLOPs, plus its loads
+// and address arithmetic: cuDNN's FFMA convolutions issue 1.2-2.7x the FLOP fraction).
+inline constexpr double kInstructionsPerCudaCoreFlop = 1.0;
+// A tensor-core kernel's SM throughput: the tensor FLOP fraction and the loads and epilogue the SM
+// issues beside it (GPT-2 and Llama GEMMs: 1.07-1.12x).
+inline constexpr double kTensorIssueOverhead = 1.1;
+// The share of L2 that holds a kernel's writes until it ends (write-back): DRAM sees only the
+// writes beyond it while the kernel runs (element-wise layers of every case: 0.3-0.4 of 50 MB).
+inline constexpr double kL2WriteBackShare = 0.35;
+// A fraction this close to the latency line (or two roofs this close to each other above it)
+// does not decide the class: the report says so.
+inline constexpr double kClassMargin = 0.05;
+
 // Thread blocks of an element-wise style kernel: 2048 elements (256 threads x 8) per block.
 int64_t elementwise_tiles(int64_t elements);
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "analyzer/core/errors.hpp"
 #include "analyzer/core/formulas.hpp"
@@ -65,18 +66,29 @@ std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const 
 
 }  // namespace
 
-BoundClass classify(int64_t flops, int64_t bytes, double seconds, Precision p, bool tensor_cores, const Device& d) {
+BoundClass classify(const NodeCost& c, Precision p, double seconds, const Device& d) {
   BoundClass out;
   if (!(seconds > 0)) return out;
-  // Against the hardware's peaks (the spec roofs, which Nsight Compute reports against; a
-  // calibrated device's achievable roofs are lower).
-  const Device& peak = d.spec ? *d.spec : d;
-  double compute_s = flops > 0 ? static_cast<double>(flops) / compute_unit(peak, p, tensor_cores).flops : 0;
-  double memory_s = static_cast<double>(bytes) / peak.hbm_bandwidth;
-  out.roof_fraction = std::max(compute_s, memory_s) / seconds;
-  // Below the threshold of both roofs the kernel was limited by neither: by latency.
-  if (out.roof_fraction < kLatencyThreshold) out.bound = Bound::latency;
-  else out.bound = compute_s >= memory_s ? Bound::compute : Bound::memory;
+  const Device& peak = d.spec ? *d.spec : d;  // what Nsight Compute reports against
+  auto reads = static_cast<double>(c.read_act + c.read_weight), written = static_cast<double>(c.written);
+  if (peak.l2_bytes) written = std::max(0.0, written - kL2WriteBackShare * static_cast<double>(*peak.l2_bytes));
+  out.memory_fraction = (reads + written) / (seconds * peak.hbm_bandwidth);
+  auto flops = static_cast<double>(c.flops);
+  ComputeUnit unit = compute_unit(peak, p, c.tensor_cores);
+  if (unit.name.rfind("tensor", 0) == 0) {
+    out.compute_fraction = flops / (seconds * unit.flops) * kTensorIssueOverhead;
+  } else {
+    // Thread instructions per second: four schedulers of 32 lanes per SM and clock, half the
+    // FP32 FLOP rate (two FLOPs per FMA lane).
+    double issue_rate = compute_unit(peak, Precision::fp32, false).flops / 2;
+    double instructions = c.instructions > 0 ? c.instructions : flops * kInstructionsPerCudaCoreFlop;
+    out.compute_fraction = instructions / (seconds * issue_rate);
+  }
+  double hi = std::max(out.compute_fraction, out.memory_fraction), lo = std::min(out.compute_fraction, out.memory_fraction);
+  out.roof_fraction = hi;
+  if (hi < kLatencyThreshold) out.bound = Bound::latency;
+  else out.bound = out.compute_fraction >= out.memory_fraction ? Bound::compute : Bound::memory;
+  out.uncertain = std::abs(hi - kLatencyThreshold) < kClassMargin || (lo >= kLatencyThreshold && hi - lo < kClassMargin);
   return out;
 }
 
@@ -110,9 +122,10 @@ RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d)
                                  r.wave_fraction) +
                 floor;
   if (auto measured = predict_from_tables(c, p, d, r.table, r.source)) r.predicted = *measured;
-  BoundClass cls = classify(c.flops, bytes, r.predicted, p, c.tensor_cores, d);
+  BoundClass cls = classify(c, p, r.predicted, d);
   r.roof_fraction = cls.roof_fraction;
   r.bound = cls.bound;
+  r.uncertain = cls.uncertain;
   return r;
 }
 

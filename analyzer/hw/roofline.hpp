@@ -27,6 +27,7 @@ struct RooflinePoint {
   double wave_fraction = 1; // thread blocks / SMs, capped at 1: below one wave the roofs shrink
   double predicted = 0;     // max(t_compute, t_memory) / wave_fraction, at least the launch floor
   double roof_fraction = 0; // the fraction of the hardware's peak (spec) the predicted time implies
+  bool uncertain = false;   // the class is within kClassMargin of another
   double intensity = 0;     // FLOPs per byte
   Bound bound = Bound::none;
   PredictionSource source = PredictionSource::roofline;
@@ -35,14 +36,18 @@ struct RooflinePoint {
 
 RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d);
 
-// Nsight Compute's rule, for a predicted time and a measured one alike: the larger of the
-// fractions of the compute and memory peaks (spec) that `flops` and `bytes` in `seconds` reach;
-// below kLatencyThreshold latency-bound, else bound by the larger.
+// The class Nsight Compute would give a kernel doing `c` in `seconds` (its rule: the larger of SM
+// and memory throughput as a fraction of the hardware's peaks; at least kLatencyThreshold, that
+// class, else latency-bound), for a predicted time and a measured one alike. SM throughput is the
+// instructions the SM issues (the tensor FLOP fraction with the issue beside it on the matrix
+// units); memory throughput is DRAM's, which sees the reads and only the writes L2 cannot hold.
 struct BoundClass {
-  double roof_fraction = 0;
+  double compute_fraction = 0, memory_fraction = 0;
+  double roof_fraction = 0;  // the larger
   Bound bound = Bound::none;
+  bool uncertain = false;    // within kClassMargin of the line, or of the other roof
 };
-BoundClass classify(int64_t flops, int64_t bytes, double seconds, Precision p, bool tensor_cores, const Device& d);
+BoundClass classify(const NodeCost& c, Precision p, double seconds, const Device& d);
 
 // Bytes/s per direction between GPUs: NVLink where the device has it, else PCIe.
 double link_bandwidth(const Device& d);

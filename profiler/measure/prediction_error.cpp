@@ -11,7 +11,7 @@ void complete_measurement(const NodeResult& node, const Device& device, Measurem
   m.achieved_flops = static_cast<double>(node.cost.flops) / t;
   m.achieved_bytes_per_s = static_cast<double>(node.cost.bytes()) / t;
   // The rule the prediction's class follows, on the measured time.
-  BoundClass cls = classify(node.cost.flops, node.cost.bytes(), t, node.precision, node.cost.tensor_cores, device);
+  BoundClass cls = classify(node.cost, node.precision, t, device);
   m.roof_fraction = cls.roof_fraction;
   m.measured_class = cls.bound;
   m.error = (node.roof.predicted - t) / t;

@@ -567,7 +567,11 @@ void register_data_movement_rules(RuleRegistry& r) {
            k.kernel.memory = MemoryKernel::copy;
            return k;
          }});
-  r.add({"", "Split", OpFamily::data_movement, infer_split, copy_cost});
+  r.add({"", "Split", OpFamily::data_movement, infer_split, [](const CostContext& ctx) {
+           NodeCost c = copy_cost(ctx);
+           c.instructions = static_cast<double>(ctx.in_elements(0)) * kStridedSplitInstructions;
+           return c;
+         }});
   r.add({"", "Slice", OpFamily::data_movement, infer_slice, cost_slice});
   r.add({"", "Gather", OpFamily::data_movement, infer_gather, cost_gather});
   r.add({"", "GatherElements", OpFamily::data_movement,

@@ -197,7 +197,10 @@ void register_op(RuleRegistry& r, const ElementwiseOp& op) {
     if (name == "FastGelu" && ctx.has_input(1)) per += 1;
     if (op.arity == Arity::clip && n.opset < 11) per = 2;
     else if (op.arity == Arity::clip) per = (ctx.has_input(1) ? 1 : 0) + (ctx.has_input(2) ? 1 : 0);
-    return rules::elementwise_cost(ctx, per);
+    NodeCost c = rules::elementwise_cost(ctx, per);
+    if (name == "Gelu" && n.attr_string("approximate", "none") == "tanh")
+      c.instructions = static_cast<double>(ctx.out_elements(0)) * kTanhGeluInstructions;
+    return c;
   };
   r.add({op.domain, op.name, OpFamily::elementwise, infer, cost});
 }

@@ -62,6 +62,9 @@ NodeCost pool_cost(const CostContext& ctx, int64_t per_input, int64_t per_window
   c.flops = checked_add(checked_mul(ctx.in_elements(0), per_input),
                         checked_mul(out, checked_add(checked_mul(window_elements(ctx.node()), per_window_element), per_output)));
   c.parallel_tiles = elementwise_tiles(std::max(out, ctx.in_elements(0) / 8));
+  if (per_window_element > 0)
+    c.instructions = static_cast<double>(out) *
+                     (kWindowKernelInstructions + kWindowInstructionsPerElement * static_cast<double>(window_elements(ctx.node())));
   return c;
 }
 
