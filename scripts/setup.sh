@@ -4,8 +4,9 @@
 # harness (kernels/, profiler/); without it `rooflens analyze` and `report` still build and work.
 set -euo pipefail
 # chromium: the HTML report's tests load the page in headless Chromium.
+# python3-dev, python3-venv: the Python package (python/) and its tests.
 packages=(cmake g++ make libonnx-dev libprotobuf-dev protobuf-compiler libfmt-dev libcli11-dev
-          nlohmann-json3-dev catch2 chromium)
+          nlohmann-json3-dev catch2 chromium python3-dev python3-venv)
 # `scripts/setup.sh fuzz` adds clang and its libFuzzer/sanitizer runtimes.
 if [ "${1:-}" = fuzz ]; then packages+=(clang libclang-rt-14-dev); fi
 missing=()
@@ -31,6 +32,20 @@ if [ -x /usr/local/cuda/bin/nvcc ]; then
       || echo "setup: could not fetch nvidia-cudnn-frontend; the build leaves out the cuDNN plugin" >&2
   fi
 fi
+
+# The Python package's build and test tools (python/requirements-dev.txt) in .venv/ of the checkout,
+# reinstalled when that list changes.
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$root/.venv"
+if ! cmp -s "$root/python/requirements-dev.txt" "$venv/requirements-dev.txt"; then
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$root/python/requirements-dev.txt"
+  cp "$root/python/requirements-dev.txt" "$venv/requirements-dev.txt"
+fi
+# CMake flags for the Python extension, built for the interpreter in .venv/.
+python_flags() {
+  echo "-DROOFLENS_PYTHON=ON -DPython_EXECUTABLE=$venv/bin/python"
+}
 
 # The CUDA compiler for CMake: nvcc is often not on PATH even where the toolkit is installed.
 cuda_flags() {
