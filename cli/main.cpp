@@ -1,7 +1,7 @@
 // The `rooflens` command (cli/entry.hpp: the executable and the Python package both run it). The
-// only place that picks exit codes: 0 success, 2 bad input (one
-// line on stderr), 1 an internal or GPU error, 3 a profile run marked invalid (CUPTI dropped
-// records), 130 a profile interrupted by Ctrl-C (outputs marked incomplete).
+// only place that picks exit codes: 0 success, 2 bad input (one line on stderr), 1 an internal or
+// GPU error, 3 a profile run marked invalid (CUPTI dropped records), 130 a profile interrupted by
+// Ctrl-C (outputs marked incomplete).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 

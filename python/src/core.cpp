@@ -79,12 +79,14 @@ std::string devices() {
   return list.dump();
 }
 
-// The terminal report of a result, as `rooflens report RESULT.json --top N --by node|block` prints it.
+// The terminal report of a result, as `rooflens report RESULT.json --top N --by ...` prints it.
 std::string table(const std::string& result_text, int top, bool by_block) {
   nlohmann::json result = nlohmann::json::parse(result_text);
   std::ostringstream out;
-  if (result.contains("compare")) reports::write_compare_table(out, result, top, by_block);
-  else reports::write_table(out, result, top, by_block);
+  if (result.contains("compare"))
+    reports::write_compare_table(out, result, top, by_block);
+  else
+    reports::write_table(out, result, top, by_block);
   return out.str();
 }
 
@@ -113,10 +115,13 @@ NB_MODULE(_core, m) {
   m.doc() = "rooflens's C++ core; use the rooflens package, not this module";
   nb::exception<InputError>(m, "InputError", PyExc_ValueError);
   m.def("analyze", &analyze, nb::arg("args"), "rooflens analyze ARGS: the result JSON as text");
-  m.def("compare", &compare, nb::arg("args"), "rooflens compare MODEL TIMELINE ARGS: the result JSON as text");
+  m.def("compare", &compare, nb::arg("args"),
+        "rooflens compare MODEL TIMELINE ARGS: the result JSON as text");
   m.def("devices", &devices, "the device database as a JSON array");
-  m.def("table", &table, nb::arg("result"), nb::arg("top"), nb::arg("by_block"), "the terminal report of a result JSON");
+  m.def("table", &table, nb::arg("result"), nb::arg("top"), nb::arg("by_block"),
+        "the terminal report of a result JSON");
   m.def("html", &html, nb::arg("result"), "the self-contained HTML report of a result JSON");
-  m.def("run_cli", &run_cli, nb::arg("args"), "the rooflens command line (without the program name); returns its exit code");
+  m.def("run_cli", &run_cli, nb::arg("args"),
+        "the rooflens command line (without the program name); returns its exit code");
   m.attr("version") = "0.1.0";
 }

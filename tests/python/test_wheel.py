@@ -21,6 +21,11 @@ def readme_python_example():
     return block.group(1)
 
 
+def install_prefix(build_dir):
+    cache = open(os.path.join(build_dir, "CMakeCache.txt")).read()
+    return re.search(r"^CMAKE_INSTALL_PREFIX:PATH=(.*)$", cache, re.M).group(1)
+
+
 def build_wheel(out):
     cmd = [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--disable-pip-version-check",
            "-w", str(out), str(ROOT)]
@@ -29,7 +34,13 @@ def build_wheel(out):
         cmd += ["-C", f"build-dir={build_dir}", "-C", "cmake.build-type=RelWithDebInfo",
                 "-C", "cmake.define.BUILD_TESTING=ON"]
     env = dict(os.environ, CMAKE_GENERATOR="Unix Makefiles")
-    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+    prefix = install_prefix(build_dir) if build_dir else None
+    try:
+        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+    finally:
+        if prefix is not None:  # the wheel's temporary prefix out of the shared build's cache again
+            subprocess.run(["cmake", "-S", str(ROOT), "-B", build_dir, f"-DCMAKE_INSTALL_PREFIX={prefix}", "-U", "SKBUILD*"],
+                           check=True, stdout=subprocess.DEVNULL)
     wheels = glob.glob(str(out / "rooflens-*.whl"))
     assert len(wheels) == 1, wheels
     return wheels[0]
