@@ -33,18 +33,22 @@ if [ -x /usr/local/cuda/bin/nvcc ]; then
   fi
 fi
 
-# The Python package's build and test tools (python/requirements-dev.txt) in .venv/ of the checkout,
-# reinstalled when that list changes.
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-venv="$root/.venv"
-if ! cmp -s "$root/python/requirements-dev.txt" "$venv/requirements-dev.txt"; then
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$root/python/requirements-dev.txt"
-  cp "$root/python/requirements-dev.txt" "$venv/requirements-dev.txt"
-fi
+# The Python package's build and test tools (python/requirements-dev.txt, from PyPI) in .venv/ of
+# the checkout, reinstalled when that list changes; scripts/test.sh calls it (quickstart does not
+# need Python).
+rooflens_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+rooflens_venv="$rooflens_root/.venv"
+python_env() {
+  local requirements="$rooflens_root/python/requirements-dev.txt"
+  if ! cmp -s "$requirements" "$rooflens_venv/requirements-dev.txt"; then
+    [ -x "$rooflens_venv/bin/python" ] || python3 -m venv "$rooflens_venv"
+    "$rooflens_venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements"
+    cp "$requirements" "$rooflens_venv/requirements-dev.txt"
+  fi
+}
 # CMake flags for the Python extension, built for the interpreter in .venv/.
 python_flags() {
-  echo "-DROOFLENS_PYTHON=ON -DPython_EXECUTABLE=$venv/bin/python"
+  echo "-DROOFLENS_PYTHON=ON -DPython_EXECUTABLE=$rooflens_venv/bin/python"
 }
 
 # The CUDA compiler for CMake: nvcc is often not on PATH even where the toolkit is installed.

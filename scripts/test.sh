@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 label="${1:-cpu}"
 source scripts/setup.sh
+python_env
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo $(cuda_flags) $(python_flags) > /dev/null
 cmake --build build -j"$(nproc)"
 ctest --test-dir build -L "$label" --output-on-failure
