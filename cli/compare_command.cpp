@@ -24,14 +24,21 @@ void add_compare_options(CLI::App& cmd, CompareArgs& a) {
   cmd.add_option("--steps", a.steps, "the timeline holds N iterations: the last N of the repeating range, or N equal runs");
 }
 
-int run_compare_command(const CompareArgs& a, const CLI::App& cmd) {
+ComparedRun compare_run(const CompareArgs& a, const CLI::App& cmd) {
   if (a.steps < 0) throw InputError("--steps must be positive");
   Graph inferred;
   Analysis analysis = build_analysis(a.model, cmd, &inferred);
   profiler::Trace trace = profiler::read_timeline(a.timeline);
-  auto comparison = std::make_shared<profiler::TimelineComparison>(
+  analysis.comparison = std::make_shared<profiler::TimelineComparison>(
       profiler::compare_timeline(analysis, inferred, trace, {a.timeline, a.steps}));
-  analysis.comparison = comparison;
+  return {std::move(analysis), std::move(trace)};
+}
+
+int run_compare_command(const CompareArgs& a, const CLI::App& cmd) {
+  ComparedRun run = compare_run(a, cmd);
+  const Analysis& analysis = run.analysis;
+  const profiler::Trace& trace = run.trace;
+  const profiler::TimelineComparison* comparison = analysis.comparison.get();
   nlohmann::json result = reports::result_json(analysis);
   bool by_block = a.model.by == "block";
   const ModelArgs& m = a.model;

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/model_args.hpp"
+#include "profiler/trace/records.hpp"
 
 namespace rooflens::cli {
 
@@ -14,6 +15,12 @@ struct CompareArgs {
 };
 
 void add_compare_options(CLI::App& cmd, CompareArgs& args);
+// The analysis with its `comparison` set, and the timeline it was compared with (writes nothing).
+struct ComparedRun {
+  Analysis analysis;
+  profiler::Trace trace;
+};
+ComparedRun compare_run(const CompareArgs& args, const CLI::App& cmd);
 int run_compare_command(const CompareArgs& args, const CLI::App& cmd);
 
 }  // namespace rooflens::cli

@@ -1,6 +1,7 @@
-// The `rooflens` command. The only place that picks exit codes: 0 success, 2 bad input (one
-// line on stderr), 1 an internal or GPU error, 3 a profile run marked invalid (CUPTI dropped
-// records), 130 a profile interrupted by Ctrl-C (outputs marked incomplete).
+// The `rooflens` command (cli/entry.hpp: the executable and the Python package both run it). The
+// only place that picks exit codes: 0 success, 2 bad input (one line on stderr), 1 an internal or
+// GPU error, 3 a profile run marked invalid (CUPTI dropped records), 130 a profile interrupted by
+// Ctrl-C (outputs marked incomplete).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -11,6 +12,7 @@
 #include "analyzer/analysis/analysis.hpp"
 #include "analyzer/core/errors.hpp"
 #include "cli/compare_command.hpp"
+#include "cli/entry.hpp"
 #include "cli/model_args.hpp"
 #include "cli/profile_command.hpp"
 #include "cli/record_command.hpp"
@@ -78,7 +80,7 @@ int run_devices() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int rooflens::cli::run(int argc, char** argv) {
   CLI::App app{"rooflens: FLOPs, bytes, memory and roofline time per layer of a neural network, checked on the GPU"};
   app.set_version_flag("--version", "rooflens 0.1.0");
   app.require_subcommand(1);

@@ -9,7 +9,6 @@
 #include "reports/transformer_report.hpp"
 
 namespace rooflens::reports {
-namespace {
 
 using nlohmann::json;
 
@@ -29,6 +28,8 @@ json device_json(const Device& d) {
               {"cuda_core_flops", d.cuda_core_flops},
               {"sources", d.sources}};
 }
+
+namespace {
 
 json device_with_spec(const Device& d, const std::string& requested) {
   json j = device_json(d);

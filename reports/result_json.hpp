@@ -9,6 +9,8 @@
 namespace rooflens::reports {
 
 nlohmann::json result_json(const Analysis& a);
+// One device entry as the result's `device` holds it (and `rooflens.devices()` lists it).
+nlohmann::json device_json(const Device& d);
 // The document as `--json` writes it (names from model files may hold any bytes: invalid UTF-8
 // becomes U+FFFD).
 void write_json(std::ostream& out, const nlohmann::json& result);

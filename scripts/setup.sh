@@ -3,10 +3,10 @@
 # The CUDA toolkit, where present, is expected at /usr/local/cuda: with it the build adds the replay
 # harness (kernels/, profiler/); without it `rooflens analyze` and `report` still build and work.
 set -euo pipefail
-# chromium: the HTML report's tests load the page in headless Chromium. python3: the data manifest's
-# test (scripts/dev/check_manifest.py).
+# chromium: the HTML report's tests load the page in headless Chromium. python3: the layout and
+# data manifest checks (scripts/dev/). python3-dev, python3-venv: the Python package (python/).
 packages=(cmake g++ make libonnx-dev libprotobuf-dev protobuf-compiler libfmt-dev libcli11-dev
-          nlohmann-json3-dev catch2 chromium python3)
+          nlohmann-json3-dev catch2 chromium python3 python3-dev python3-venv)
 # `scripts/setup.sh fuzz` adds clang and its libFuzzer/sanitizer runtimes.
 if [ "${1:-}" = fuzz ]; then packages+=(clang libclang-rt-14-dev); fi
 missing=()
@@ -32,6 +32,24 @@ if [ -x /usr/local/cuda/bin/nvcc ]; then
       || echo "setup: could not fetch nvidia-cudnn-frontend; the build leaves out the cuDNN plugin" >&2
   fi
 fi
+
+# The Python package's build and test tools (python/requirements-dev.txt, from PyPI) in .venv/ of
+# the checkout, reinstalled when that list changes; scripts/test.sh calls it (quickstart does not
+# need Python).
+rooflens_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+rooflens_venv="$rooflens_root/.venv"
+python_env() {
+  local requirements="$rooflens_root/python/requirements-dev.txt"
+  if ! cmp -s "$requirements" "$rooflens_venv/requirements-dev.txt"; then
+    [ -x "$rooflens_venv/bin/python" ] || python3 -m venv "$rooflens_venv"
+    "$rooflens_venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements"
+    cp "$requirements" "$rooflens_venv/requirements-dev.txt"
+  fi
+}
+# CMake flags for the Python extension, built for the interpreter in .venv/.
+python_flags() {
+  echo "-DROOFLENS_PYTHON=ON -DPython_EXECUTABLE=$rooflens_venv/bin/python"
+}
 
 # The CUDA compiler for CMake: nvcc is often not on PATH even where the toolkit is installed.
 cuda_flags() {

@@ -1,0 +1,58 @@
+"""rooflens in Python: per-layer FLOPs, parameters, bytes, memory and roofline time of an ONNX
+model or a transformer config, the same analysis the `rooflens` command line runs (docs/python.md).
+
+    import rooflens
+    r = rooflens.analyze("samples/resnet50-opset17.onnx", device="H100")
+    r.totals.params, r.totals.flops
+    r.nodes          # a pandas DataFrame (a list of dicts without pandas)
+"""
+
+import json
+import os
+
+from . import _core
+from ._inputs import model_path, option_flags, timeline_path
+from .annotate import annotate
+from .result import Result, Totals, table
+
+__all__ = ["analyze", "compare", "devices", "annotate", "InputError", "Result", "Totals"]
+__version__ = _core.version
+
+# What the command line exits 2 for (a bad file, flag or config), with the same one-line message.
+InputError = _core.InputError
+InputError.__module__ = __name__
+InputError.__doc__ = "Bad input: the one line `rooflens` prints before it exits with code 2."
+
+
+def analyze(model, **options) -> Result:
+    """`rooflens analyze MODEL [flags]` in this process.
+
+    model: an ONNX file, config.json or Hugging Face model directory (a path), an onnx.ModelProto,
+    a transformers PretrainedConfig or a config dict. options: the command line's flags, dashes as
+    underscores (phase="decode", batch=8, context=2048, device="H200", device_profile="h100.json",
+    dim={"seq": 1024}, dtype="bf16", strict=True, ...). Raises InputError where the command line
+    exits 2."""
+    flags = option_flags(options)
+    with model_path(model) as path:
+        return Result(_core.analyze([path, *flags]))
+
+
+def compare(model, trace, **options) -> Result:
+    """`rooflens compare MODEL TIMELINE [flags]`: the prediction next to a real run, module by
+    module (docs/compare.md). trace: a `rooflens record` file, a PyTorch profiler trace (path), or
+    a finished torch.profiler.profile. options as analyze() takes them, and steps=N."""
+    flags = option_flags(options)
+    with model_path(model) as path, timeline_path(trace) as timeline:
+        return Result(_core.compare([path, timeline, *flags]))
+
+
+def devices():
+    """The device database (`rooflens devices`, data/devices.json): one row per GPU, a DataFrame
+    (a list of dicts without pandas)."""
+    return table(json.loads(_core.devices()), first=("id", "name", "sm_count", "memory_bytes", "hbm_bandwidth"))
+
+
+def data_path(*parts):
+    """A file shipped with the package: data_path("profiles", "h100-sxm.json") is the H100's
+    measured device profile (for device_profile=)."""
+    return os.path.join(os.path.dirname(__file__), "data", *parts)
