@@ -76,13 +76,13 @@ struct Deployment {
       gpu += static_cast<double>(o.pp - 1) * collective_seconds(Collective::send_recv,
                                                                 tokens * c.hidden * act_bytes, 2,
                                                                 model.device());
-    bool graphed = o.cuda_graphs && tokens <= o.engine.graph_max_tokens &&
-                   (o.engine.graph_mixed_steps || s.prefills.empty());
-    // A step outside a CUDA graph has the host launch every kernel; where the device profile
-    // measured the host's time per kernel (eager PyTorch), the step is never shorter than that.
-    if (!graphed && model.device().eager_host)
-      gpu = std::max(gpu,
-                     static_cast<double>(t.kernels) * model.device().eager_host->forward_kernel_s);
+    // --cuda-graphs off: the host launches every kernel of every step; where the device profile
+    // measured eager PyTorch's host time per kernel (eager_host, transformers' modules), a step is
+    // never shorter than that. With graphs on, the steps the engine does not capture (prefill
+    // chunks, large batches) are taken to keep the GPU busy: their kernels are large, and the
+    // engines' launch paths are not the one eager_host measured.
+    if (!o.cuda_graphs && model.device().eager_host)
+      gpu = std::max(gpu, static_cast<double>(t.kernels) * model.device().eager_host->forward_kernel_s);
     return gpu + o.step_overhead_s;
   }
 };
