@@ -27,10 +27,10 @@ class Llama(torch.nn.Module):
         h, d = c["hidden_size"], c["head_dim"]
         self.hq, self.hkv, self.d = c["num_attention_heads"], c["num_key_value_heads"], d
         bf = dict(device=device, dtype=torch.bfloat16)
-        g = torch.Generator(device="cpu").manual_seed(0)
+        g = torch.Generator(device=device).manual_seed(0)
 
         def w(*shape):
-            return (torch.randn(*shape, generator=g) * 0.02).to(**bf)
+            return torch.randn(*shape, generator=g, **bf) * 0.02
 
         L = c["num_hidden_layers"]
         self.embed = w(c["vocab_size"], h)
