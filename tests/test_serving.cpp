@@ -284,3 +284,30 @@ TEST_CASE("serve CLI: an unsustainable rate is reported, exit 0", "[serving][cli
         "requests_per_s", "kv_capacity_tokens", "max_concurrency_without_preemption", "step_mix"})
     CHECK(s.contains(k));
 }
+
+TEST_CASE("serve CLI: replicas and pipeline stages divide the work as the plan says", "[serving][cli]") {
+  static const std::filesystem::path dir = test::scratch_dir("serve_plans");
+  auto run_json = [&](const std::string& args) {
+    std::filesystem::path json = dir / "plan.json";
+    Run r = serve(config("llama-3.1-8b") + " --isl 512 --osl 64 " + args + " --json " + json.string());
+    INFO(args << "\n" << r.err);
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(test::slurp(json));
+  };
+  // Two identical replicas, each with half of the clients and half of the requests, are two
+  // copies of one replica: the same latencies, twice the deployment's throughput, the same per GPU.
+  nlohmann::json one = run_json("--concurrency 8 --num-requests 32");
+  nlohmann::json two = run_json("--concurrency 16 --num-requests 64 --dp 2");
+  CHECK(two.at("plan").at("gpus") == 2);
+  CHECK(two.at("serving").at("tpot_mean_s").get<double>() == Approx(one.at("serving").at("tpot_mean_s").get<double>()));
+  CHECK(two.at("serving").at("throughput_tokens_per_s").get<double>() ==
+        Approx(2 * one.at("serving").at("throughput_tokens_per_s").get<double>()));
+  CHECK(two.at("serving").at("throughput_tokens_per_s_per_gpu").get<double>() ==
+        Approx(one.at("serving").at("throughput_tokens_per_s_per_gpu").get<double>()));
+  // Two pipeline stages: each GPU holds half of the layers' KV per token (32 layers x 8 KV heads x
+  // 128 dims x 2 (K, V) x 2 bytes = 131072 B on one GPU; 65536 on each of two).
+  nlohmann::json pp = run_json("--concurrency 8 --pp 2");
+  CHECK(one.at("memory_per_gpu").at("kv_bytes_per_token") == 131072);
+  CHECK(pp.at("memory_per_gpu").at("kv_bytes_per_token") == 65536);
+  CHECK(pp.at("plan").at("schedulers") == 2);
+}
