@@ -71,6 +71,17 @@ struct Deployment {
     if (o.ep > 1 && t.moe_s > 0)
       gpu += t.moe_s *
              (routing_imbalance(static_cast<double>(tokens * c.experts_per_token), o.ep) - 1);
+    // Sequence parallelism: every all-reduce of the TP group becomes a reduce-scatter and an
+    // all-gather of the same tensor (the norms between them run on 1/tp of the tokens: not
+    // credited here).
+    if (o.sp && o.lowering.tp > 1 && t.allreduces > 0) {
+      int64_t each = static_cast<int64_t>(t.allreduce_bytes / t.allreduces);
+      const Device& dev = model.device();
+      gpu +=
+          t.allreduces * (collective_seconds(Collective::reduce_scatter, each, o.lowering.tp, dev) +
+                          collective_seconds(Collective::all_gather, each, o.lowering.tp, dev)) -
+          t.allreduce_s;
+    }
     // Pipeline stages hand the step's activations on: pp - 1 sends of tokens x hidden.
     if (o.pp > 1)
       gpu += static_cast<double>(o.pp - 1) * collective_seconds(Collective::send_recv,
@@ -82,7 +93,8 @@ struct Deployment {
     // chunks, large batches) are taken to keep the GPU busy: their kernels are large, and the
     // engines' launch paths are not the one eager_host measured.
     if (!o.cuda_graphs && model.device().eager_host)
-      gpu = std::max(gpu, static_cast<double>(t.kernels) * model.device().eager_host->forward_kernel_s);
+      gpu = std::max(gpu,
+                     static_cast<double>(t.kernels) * model.device().eager_host->forward_kernel_s);
     return gpu + o.step_overhead_s;
   }
 };
@@ -185,6 +197,9 @@ double percentile(std::vector<double> v, double p) {
 ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
                       std::shared_ptr<const Device> device) {
   check_plan(c, o);
+  if (o.sp && o.lowering.tp < 2)
+    throw InputError(
+        "serve: --sp splits the tensor-parallel group's all-reduces: it needs --tp 2 or more");
   if ((o.concurrency > 0) == (o.rate > 0) && o.sweep.empty())
     throw InputError("serve: give one of --concurrency N (closed loop) or --rate R (open loop)");
   if (o.rate < 0 || o.concurrency < 0 || o.num_requests < 0)

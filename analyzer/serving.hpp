@@ -29,6 +29,8 @@ LengthSpec parse_length(const std::string& flag, const std::string& text);
 struct ServeOptions {
   LoweringOptions lowering;  // dtypes, tp
   int64_t pp = 1, dp = 1, ep = 1;
+  bool sp =
+      false;  // sequence parallelism: each TP all-reduce as a reduce-scatter and an all-gather
   EngineDefaults engine;
   bool cuda_graphs = true;
   double step_overhead_s = 0;  // host/scheduler time per step, beside the kernels

@@ -80,6 +80,11 @@ const StepCostModel::PrefillPoint& StepCostModel::prefill_point(int64_t tokens) 
     else
       p.linear_s += n.roof.predicted;
     if (n.op == "com.microsoft.MoE") p.moe_s += n.roof.predicted;
+    if (n.family == OpFamily::communication) {
+      p.allreduce_s += n.roof.predicted;
+      p.allreduces += 1;
+      p.allreduce_bytes += static_cast<double>(n.cost.collective_bytes);
+    }
   }
   p.peak_bytes = a.memory.peak_bytes;
   p.weight_bytes = a.totals.weight_bytes;
@@ -117,10 +122,14 @@ double StepCostModel::prefill_head(int64_t tokens) {
               prefill_point(hi).head_s);
 }
 
-double StepCostModel::prefill_moe(int64_t tokens) {
+double StepCostModel::interpolate(int64_t tokens, double PrefillPoint::*field) {
   auto [lo, hi] = grid_bracket(tokens);
-  return lerp(static_cast<double>(tokens), lo, hi, prefill_point(lo).moe_s,
-              prefill_point(hi).moe_s);
+  return lerp(static_cast<double>(tokens), lo, hi, prefill_point(lo).*field,
+              prefill_point(hi).*field);
+}
+
+double StepCostModel::prefill_moe(int64_t tokens) {
+  return interpolate(tokens, &PrefillPoint::moe_s);
 }
 
 double StepCostModel::prefill_attention(int64_t tokens) {
@@ -148,6 +157,9 @@ StepTime StepCostModel::cost(const StepShape& s) {
   if (tokens <= 0) return t;
   t.gpu_s = prefill_linear(tokens) + prefill_head(s.logits);
   t.moe_s = prefill_moe(tokens);
+  t.allreduce_s = interpolate(tokens, &PrefillPoint::allreduce_s);
+  t.allreduces = interpolate(tokens, &PrefillPoint::allreduces);
+  t.allreduce_bytes = interpolate(tokens, &PrefillPoint::allreduce_bytes);
   for (const PrefillChunk& c : s.prefills) {
     double rows = prefill_attention(c.past + c.tokens) - prefill_attention(c.past);
     t.gpu_s += std::max(rows, prefill_attention(c.tokens));

@@ -31,8 +31,10 @@ struct StepShape {
 };
 
 struct StepTime {
-  double gpu_s = 0;     // the kernels back to back
-  double moe_s = 0;     // of which the MoE experts (expert parallelism waits for the busiest GPU)
+  double gpu_s = 0;  // the kernels back to back
+  double moe_s = 0;  // of which the MoE experts (expert parallelism waits for the busiest GPU)
+  double allreduce_s = 0;                      // of which the tensor-parallel all-reduces
+  double allreduces = 0, allreduce_bytes = 0;  // their count and bytes (all of them together)
   int64_t kernels = 0;  // kernels a step launches (for host-bound launches without CUDA graphs)
 };
 
@@ -60,7 +62,9 @@ class StepCostModel {
 
  private:
   struct PrefillPoint {
-    double linear_s = 0, head_s = 0, attention_s = 0, moe_s = 0;  // linear_s includes moe_s
+    double linear_s = 0, head_s = 0, attention_s = 0,
+           moe_s = 0;  // linear_s includes moe_s and allreduce_s
+    double allreduce_s = 0, allreduces = 0, allreduce_bytes = 0;
     int64_t kernels = 0, peak_bytes = 0, weight_bytes = 0;
   };
   const PrefillPoint& prefill_point(int64_t tokens);
@@ -69,6 +73,8 @@ class StepCostModel {
   double prefill_linear(int64_t tokens);
   double prefill_head(int64_t tokens);
   double prefill_moe(int64_t tokens);
+  // A PrefillPoint field interpolated over the token grid.
+  double interpolate(int64_t tokens, double PrefillPoint::*field);
   double prefill_attention(int64_t tokens);
   double decode_attention(int64_t seqs, int64_t mean_context);
 

@@ -63,8 +63,13 @@ nlohmann::json result_json(const ServeResult& r, const ServeOptions& o, const st
                  {"graph_max_tokens", o.engine.graph_max_tokens},
                  {"step_overhead_s", o.step_overhead_s},
                  {"sources", o.engine.sources}};
-  j["plan"] = {{"tp", o.lowering.tp}, {"pp", o.pp},     {"dp", o.dp},
-               {"ep", o.ep},          {"gpus", r.gpus}, {"schedulers", o.pp * o.dp}};
+  j["plan"] = {{"tp", o.lowering.tp},
+               {"pp", o.pp},
+               {"dp", o.dp},
+               {"ep", o.ep},
+               {"sp", o.sp},
+               {"gpus", r.gpus},
+               {"schedulers", o.pp * o.dp}};
   j["memory_per_gpu"] = {{"device_bytes", r.memory.device_bytes},
                          {"weight_bytes", r.memory.weight_bytes},
                          {"activation_bytes", r.memory.activation_bytes},
@@ -157,6 +162,7 @@ void add_serve_options(CLI::App& cmd, ServeArgs& a) {
   cmd.add_option("--pp", a.pp, "pipeline stages per replica")->capture_default_str();
   cmd.add_option("--dp", a.dp, "data-parallel replicas")->capture_default_str();
   cmd.add_option("--ep", a.ep, "expert-parallel GPUs (MoE; equal to --tp)")->capture_default_str();
+  cmd.add_flag("--sp", a.sp, "sequence parallelism: TP all-reduces as reduce-scatter + all-gather");
   cmd.add_option("--weights", a.weights, "fp32|bf16|fp16|fp8|int8|int4 (default: the config's)");
   cmd.add_option("--activations", a.activations, "fp32|bf16|fp16|fp8|int8");
   cmd.add_option("--kv-dtype", a.kv_dtype, "KV cache dtype");
@@ -204,7 +210,7 @@ int run_serve_command(const ServeArgs& a, const CLI::App& cmd) {
   dtypes.weights = a.weights, dtypes.activations = a.activations, dtypes.kv_dtype = a.kv_dtype;
   choose_dtypes(dtypes, c, o.lowering);
   o.lowering.tp = a.tp;
-  o.pp = a.pp, o.dp = a.dp, o.ep = a.ep;
+  o.pp = a.pp, o.dp = a.dp, o.ep = a.ep, o.sp = a.sp;
   o.engine = engine_defaults(a.engine, a.tp, device->memory_bytes);
   if (cmd.count("--max-batched-tokens")) o.engine.max_batched_tokens = a.max_batched_tokens;
   if (cmd.count("--max-seqs")) o.engine.max_seqs = a.max_seqs;

@@ -10,6 +10,7 @@ struct ServeArgs {
   std::string model, device = "H100-SXM", device_profile, engine = "vllm";
   std::string weights, activations, kv_dtype;
   int64_t tp = 1, pp = 1, dp = 1, ep = 1;
+  bool sp = false;
   std::string isl = "1024", osl = "1024";
   int64_t concurrency = 0, num_requests = 0;
   double rate = 0;

@@ -258,6 +258,7 @@ TEST_CASE("serve CLI: impossible plans are one line and exit 2", "[serving][cli]
                " --concurrency 4 --isl 4000000",                  // KV budget below one sequence
            config("llama-3.1-8b") + " --concurrency 4 --rate 2",  // both loops
            config("llama-3.1-8b") + " --concurrency 4 --isl uniform:9:3",  // LO above HI
+           config("llama-3.1-8b") + " --concurrency 4 --sp",                // sequence parallelism without TP
        }) {
     Run r = serve(args);
     INFO(args << "\n" << r.err);
