@@ -110,6 +110,18 @@ TEST_CASE("serve scheduler: arrivals mix prefill chunks into decode steps", "[se
   CHECK(r.mixed_steps >= 1);
 }
 
+TEST_CASE("serve scheduler: arrivals faster than service make the wait grow without bound", "[serving]") {
+  // One sequence at a time, 1 s a step, one-token requests arriving every 0.1 s: request i is served
+  // in the step [i, i + 1) and waits from 0.1 i, so TTFT_i = i + 1 - 0.1 i = 1 + 0.9 i.
+  SchedulerKnobs k = roomy();
+  k.max_seqs = 1;
+  ServingWorkload w;
+  for (int i = 0; i < 6; ++i) w.requests.push_back(Request{0.1 * i, 1, 1});
+  SimulationResult r = simulate(w, k, one_second);
+  for (int i = 0; i < 6; ++i) CHECK(r.requests[static_cast<size_t>(i)].ttft() == Approx(1 + 0.9 * i));
+  CHECK(r.makespan_s == Approx(6.0));
+}
+
 TEST_CASE("serve scheduler: KV exhaustion preempts the newest sequence", "[serving]") {
   // Two sequences of 32 + 40 tokens, blocks of 16: each ends at 72 tokens = 5 blocks. With 7
   // blocks both start (2 blocks each), both grow to 3 blocks at token 33 (6 used), and at token 49
