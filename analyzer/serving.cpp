@@ -204,6 +204,8 @@ ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
     throw InputError("serve: give one of --concurrency N (closed loop) or --rate R (open loop)");
   if (o.rate < 0 || o.concurrency < 0 || o.num_requests < 0)
     throw InputError("serve: --rate, --concurrency and --num-requests must not be negative");
+  if (o.engine.max_batched_tokens <= 0 || o.engine.block_size <= 0 || o.engine.max_seqs < 0)
+    throw InputError("serve: the token budget and the block size must be positive");
   ServeResult r;
   r.model = c.path;
   r.gpus = o.lowering.tp * o.pp * o.dp;

@@ -212,6 +212,12 @@ int run_serve_command(const ServeArgs& a, const CLI::App& cmd) {
   o.lowering.tp = a.tp;
   o.pp = a.pp, o.dp = a.dp, o.ep = a.ep, o.sp = a.sp;
   o.engine = engine_defaults(a.engine, a.tp, device->memory_bytes);
+  for (auto [flag, value] :
+       {std::pair<const char*, int64_t>{"--max-batched-tokens", a.max_batched_tokens},
+        {"--max-seqs", a.max_seqs},
+        {"--block-size", a.block_size}})
+    if (cmd.count(flag) && value <= 0)
+      throw InputError(fmt::format("{} {}: must be positive", flag, value));
   if (cmd.count("--max-batched-tokens")) o.engine.max_batched_tokens = a.max_batched_tokens;
   if (cmd.count("--max-seqs")) o.engine.max_seqs = a.max_seqs;
   if (cmd.count("--block-size")) o.engine.block_size = a.block_size;

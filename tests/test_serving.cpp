@@ -271,6 +271,8 @@ TEST_CASE("serve CLI: impossible plans are one line and exit 2", "[serving][cli]
            config("llama-3.1-8b") + " --concurrency 4 --rate 2",  // both loops
            config("llama-3.1-8b") + " --concurrency 4 --isl uniform:9:3",  // LO above HI
            config("llama-3.1-8b") + " --concurrency 4 --sp",                // sequence parallelism without TP
+           config("llama-3.1-8b") + " --concurrency 4 --block-size 0",      // no block size
+           config("llama-3.1-8b") + " --concurrency 4 --max-seqs 0",        // no sequence at all
        }) {
     Run r = serve(args);
     INFO(args << "\n" << r.err);
