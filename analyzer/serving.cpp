@@ -322,6 +322,10 @@ ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
         "--cuda-graphs off: the device has no measured host time per kernel (a device profile with "
         "eager_host adds it); "
         "steps are costed as their kernels");
+  if (int64_t limit = c.context_limit(); limit > 0 && o.isl.hi + o.osl.hi > limit)
+    r.notes.push_back(fmt::format(
+        "{} + {} tokens exceed the model's context limit {}: an engine would refuse such requests",
+        o.isl.hi, o.osl.hi, limit));
   r.cost_grid_points = model.grid_points();
   return r;
 }
