@@ -14,6 +14,9 @@
 namespace rooflens {
 namespace {
 
+constexpr int64_t kMaxServeRequests = 1'000'000;
+constexpr double kMaxServeOutputTokens = 5e7;
+
 int64_t parse_positive(const std::string& flag, const std::string& text) {
   size_t used = 0;
   int64_t v = 0;
@@ -144,8 +147,7 @@ ServingStats summarize(const std::vector<SimulationResult>& runs, int64_t gpus, 
     s.mixed_steps += r.mixed_steps;
     s.prefill_only_steps += r.prefill_only_steps;
     s.decode_only_steps += r.decode_only_steps;
-    for (const StepRecord& st : r.steps)
-      step_s += st.seconds, decode_seqs += static_cast<double>(st.decode_seqs), ++steps;
+    step_s += r.step_seconds, decode_seqs += r.decode_seqs, steps += r.step_count;
   }
   auto mean = [](const std::vector<double>& v) {
     return v.empty() ? 0.0
@@ -276,6 +278,14 @@ ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
     int64_t n = o.num_requests > 0 ? o.num_requests
                 : rate > 0         ? 256
                                    : std::max<int64_t>(32, 8 * concurrency);
+    // A step per output token at worst: bound the work so that no input makes the run hang.
+    if (n > kMaxServeRequests ||
+        static_cast<double>(n) * static_cast<double>(o.osl.hi) > kMaxServeOutputTokens)
+      throw InputError(
+          fmt::format("serve: {} requests of up to {} output tokens exceed the simulation's limits "
+                      "({} requests, {:.0e} "
+                      "output tokens a run)",
+                      n, o.osl.hi, kMaxServeRequests, kMaxServeOutputTokens));
     std::vector<SimulationResult> runs;
     for (int64_t e = 0; e < engines; ++e) {
       ServingWorkload w;
@@ -291,8 +301,7 @@ ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
       runs.push_back(simulate(w, k, f));
       if (keep_timeline && r.timeline.empty()) {
         const auto& steps = runs.back().steps;
-        r.timeline.assign(steps.begin(),
-                          steps.begin() + static_cast<long>(std::min<size_t>(steps.size(), 2000)));
+        r.timeline.assign(steps.begin(), steps.end());
       }
     }
     return summarize(runs, r.gpus, concurrency, rate);

@@ -180,7 +180,10 @@ class Engine {
       ++out_.prefill_only_steps;
     else
       ++out_.mixed_steps;
-    out_.steps.push_back(rec);
+    if (out_.steps.size() < kTimelineSteps) out_.steps.push_back(rec);
+    ++out_.step_count;
+    out_.step_seconds += dt;
+    out_.decode_seqs += static_cast<double>(shape.decode_seqs);
     now_ += dt;
     for (const Scheduled& s : batch) {
       Sequence& q = seqs_[s.id];

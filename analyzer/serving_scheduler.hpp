@@ -51,9 +51,13 @@ struct StepRecord {
   int64_t prefill_tokens = 0, decode_seqs = 0, waiting = 0;
 };
 
+inline constexpr size_t kTimelineSteps = 2000;
+
 struct SimulationResult {
   std::vector<RequestResult> requests;
-  std::vector<StepRecord> steps;
+  std::vector<StepRecord> steps;  // the first kTimelineSteps steps
+  int64_t step_count = 0;
+  double step_seconds = 0, decode_seqs = 0;  // over all steps
   int64_t preemptions = 0;
   int64_t max_running = 0;
   double makespan_s = 0;  // first arrival to last finish

@@ -110,15 +110,17 @@ TEST_CASE("serve scheduler: arrivals mix prefill chunks into decode steps", "[se
   CHECK(r.mixed_steps >= 1);
 }
 
-TEST_CASE("serve scheduler: arrivals faster than service make the wait grow without bound", "[serving]") {
-  // One sequence at a time, 1 s a step, one-token requests arriving every 0.1 s: request i is served
-  // in the step [i, i + 1) and waits from 0.1 i, so TTFT_i = i + 1 - 0.1 i = 1 + 0.9 i.
+TEST_CASE("serve scheduler: arrivals faster than service make the wait grow without bound",
+          "[serving]") {
+  // One sequence at a time, 1 s a step, one-token requests arriving every 0.1 s: request i is
+  // served in the step [i, i + 1) and waits from 0.1 i, so TTFT_i = i + 1 - 0.1 i = 1 + 0.9 i.
   SchedulerKnobs k = roomy();
   k.max_seqs = 1;
   ServingWorkload w;
   for (int i = 0; i < 6; ++i) w.requests.push_back(Request{0.1 * i, 1, 1});
   SimulationResult r = simulate(w, k, one_second);
-  for (int i = 0; i < 6; ++i) CHECK(r.requests[static_cast<size_t>(i)].ttft() == Approx(1 + 0.9 * i));
+  for (int i = 0; i < 6; ++i)
+    CHECK(r.requests[static_cast<size_t>(i)].ttft() == Approx(1 + 0.9 * i));
   CHECK(r.makespan_s == Approx(6.0));
 }
 
@@ -270,9 +272,11 @@ TEST_CASE("serve CLI: impossible plans are one line and exit 2", "[serving][cli]
                " --concurrency 4 --isl 4000000",                  // KV budget below one sequence
            config("llama-3.1-8b") + " --concurrency 4 --rate 2",  // both loops
            config("llama-3.1-8b") + " --concurrency 4 --isl uniform:9:3",  // LO above HI
-           config("llama-3.1-8b") + " --concurrency 4 --sp",                // sequence parallelism without TP
-           config("llama-3.1-8b") + " --concurrency 4 --block-size 0",      // no block size
-           config("llama-3.1-8b") + " --concurrency 4 --max-seqs 0",        // no sequence at all
+           config("llama-3.1-8b") + " --concurrency 4 --sp",  // sequence parallelism without TP
+           config("llama-3.1-8b") + " --concurrency 4 --block-size 0",  // no block size
+           config("llama-3.1-8b") + " --concurrency 4 --max-seqs 0",    // no sequence at all
+           config("llama-3.1-8b") +
+               " --concurrency 4 --num-requests 2000000",  // beyond the simulation's limit
        }) {
     Run r = serve(args);
     INFO(args << "\n" << r.err);
@@ -300,11 +304,13 @@ TEST_CASE("serve CLI: an unsustainable rate is reported, exit 0", "[serving][cli
     CHECK(s.contains(k));
 }
 
-TEST_CASE("serve CLI: replicas and pipeline stages divide the work as the plan says", "[serving][cli]") {
+TEST_CASE("serve CLI: replicas and pipeline stages divide the work as the plan says",
+          "[serving][cli]") {
   static const std::filesystem::path dir = test::scratch_dir("serve_plans");
   auto run_json = [&](const std::string& args) {
     std::filesystem::path json = dir / "plan.json";
-    Run r = serve(config("llama-3.1-8b") + " --isl 512 --osl 64 " + args + " --json " + json.string());
+    Run r =
+        serve(config("llama-3.1-8b") + " --isl 512 --osl 64 " + args + " --json " + json.string());
     INFO(args << "\n" << r.err);
     REQUIRE(r.code == 0);
     return nlohmann::json::parse(test::slurp(json));
@@ -314,7 +320,8 @@ TEST_CASE("serve CLI: replicas and pipeline stages divide the work as the plan s
   nlohmann::json one = run_json("--concurrency 8 --num-requests 32");
   nlohmann::json two = run_json("--concurrency 16 --num-requests 64 --dp 2");
   CHECK(two.at("plan").at("gpus") == 2);
-  CHECK(two.at("serving").at("tpot_mean_s").get<double>() == Approx(one.at("serving").at("tpot_mean_s").get<double>()));
+  CHECK(two.at("serving").at("tpot_mean_s").get<double>() ==
+        Approx(one.at("serving").at("tpot_mean_s").get<double>()));
   CHECK(two.at("serving").at("throughput_tokens_per_s").get<double>() ==
         Approx(2 * one.at("serving").at("throughput_tokens_per_s").get<double>()));
   CHECK(two.at("serving").at("throughput_tokens_per_s_per_gpu").get<double>() ==
