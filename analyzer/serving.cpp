@@ -27,6 +27,8 @@ int64_t parse_positive(const std::string& flag, const std::string& text) {
   }
   if (used != text.size() || text.empty() || v <= 0)
     throw InputError(fmt::format("{} {}: expected a positive integer", flag, text));
+  if (v > (int64_t{1} << 40))
+    throw InputError(fmt::format("{} {}: beyond the limit 2^40 tokens", flag, text));
   return v;
 }
 
@@ -206,6 +208,9 @@ ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
     throw InputError("serve: give one of --concurrency N (closed loop) or --rate R (open loop)");
   if (o.rate < 0 || o.concurrency < 0 || o.num_requests < 0)
     throw InputError("serve: --rate, --concurrency and --num-requests must not be negative");
+  if (o.rate != 0 && !(std::isfinite(o.rate) && o.rate >= 1e-6 && o.rate <= 1e9))
+    throw InputError(
+        fmt::format("serve: --rate {}: expected 1e-6 to 1e9 requests per second", o.rate));
   if (o.engine.max_batched_tokens <= 0 || o.engine.block_size <= 0 || o.engine.max_seqs < 0)
     throw InputError("serve: the token budget and the block size must be positive");
   ServeResult r;
@@ -275,6 +280,10 @@ ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
   StepSeconds f = [&d](const StepShape& s) { return d.step_seconds(s); };
   const int64_t engines = engines_per_replica * o.dp;
   auto run_point = [&](int64_t concurrency, double rate, bool keep_timeline) {
+    if (concurrency > kMaxServeRequests)
+      throw InputError(
+          fmt::format("serve: concurrency {} exceeds the simulation's limit of {} requests",
+                      concurrency, kMaxServeRequests));
     int64_t n = o.num_requests > 0 ? o.num_requests
                 : rate > 0         ? 256
                                    : std::max<int64_t>(32, 8 * concurrency);

@@ -229,7 +229,8 @@ int run_serve_command(const ServeArgs& a, const CLI::App& cmd) {
   if (!a.chunked_prefill.empty())
     o.engine.chunked_prefill = on_off("--chunked-prefill", a.chunked_prefill);
   o.cuda_graphs = on_off("--cuda-graphs", a.cuda_graphs);
-  if (a.step_overhead_us < 0) throw InputError("--step-overhead-us must not be negative");
+  if (!(a.step_overhead_us >= 0 && a.step_overhead_us <= 1e9))
+    throw InputError(fmt::format("--step-overhead-us {}: expected 0 to 1e9", a.step_overhead_us));
   o.step_overhead_s = a.step_overhead_us * 1e-6;
   o.isl = parse_length("--isl", a.isl);
   o.osl = parse_length("--osl", a.osl);

@@ -277,6 +277,10 @@ TEST_CASE("serve CLI: impossible plans are one line and exit 2", "[serving][cli]
            config("llama-3.1-8b") + " --concurrency 4 --max-seqs 0",    // no sequence at all
            config("llama-3.1-8b") +
                " --concurrency 4 --num-requests 2000000",  // beyond the simulation's limit
+           config("llama-3.1-8b") +
+               " --concurrency 4 --isl 9000000000000000000",  // beyond 2^40 tokens
+           config("llama-3.1-8b") + " --rate inf",            // no finite rate
+           config("llama-3.1-8b") + " --concurrency 4 --step-overhead-us nan",  // no overhead
        }) {
     Run r = serve(args);
     INFO(args << "\n" << r.err);
