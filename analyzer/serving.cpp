@@ -229,6 +229,14 @@ ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
   m.weight_bytes = model.weight_bytes() / o.pp;
   m.activation_bytes = model.activation_peak_bytes(o.engine.max_batched_tokens);
   m.kv_bytes_per_token = kv_cache_bytes_per_token(c, o.lowering) / o.pp;
+  if (!c.causal)
+    throw InputError(fmt::format("serve: {} is an encoder ({}): it generates no tokens to serve",
+                                 c.path, c.model_type));
+  if (m.kv_bytes_per_token <= 0)
+    throw InputError(
+        fmt::format("serve: {} keeps no per-token KV cache (recurrent state only): block admission "
+                    "does not apply",
+                    c.path));
   double total = static_cast<double>(m.device_bytes), frac = o.engine.memory_fraction;
   double kv = 0;
   switch (o.engine.fraction_of) {
