@@ -281,6 +281,8 @@ TEST_CASE("serve CLI: impossible plans are one line and exit 2", "[serving][cli]
                " --concurrency 4 --isl 9000000000000000000",  // beyond 2^40 tokens
            config("llama-3.1-8b") + " --rate inf",            // no finite rate
            config("llama-3.1-8b") + " --concurrency 4 --step-overhead-us nan",  // no overhead
+           config("bert-base-uncased") + " --concurrency 4",                    // an encoder
+           config("mamba-130m") + " --concurrency 4",  // no KV cache to admit by
        }) {
     Run r = serve(args);
     INFO(args << "\n" << r.err);
