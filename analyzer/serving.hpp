@@ -57,7 +57,8 @@ struct ServingStats {
   int64_t preemptions = 0, max_running = 0;
   int64_t mixed_steps = 0, prefill_only_steps = 0, decode_only_steps = 0;
   double mean_step_s = 0, mean_decode_batch = 0;
-  bool sustainable = true;  // open loop: completions keep up with arrivals
+  bool sustainable = true;  // open loop: the wait does not grow with time (wait_growth <= 0.05)
+  double wait_growth = 0;   // open loop: least-squares slope of TTFT over arrival time
 };
 
 struct ServeResult {

@@ -38,6 +38,7 @@ nlohmann::json stats_json(const ServingStats& s) {
           {"requests_per_s", s.requests_per_s},
           {"preemptions", s.preemptions},
           {"sustainable", s.sustainable},
+          {"wait_growth", s.wait_growth},
           {"step_mix",
            {{"mixed", s.mixed_steps},
             {"prefill_only", s.prefill_only_steps},
