@@ -303,6 +303,15 @@ TEST_CASE("serve CLI: an unsustainable rate is reported, exit 0", "[serving][cli
   nlohmann::json j = nlohmann::json::parse(test::slurp(json));
   const auto& s = j.at("serving");
   CHECK(s.at("sustainable") == false);
+  // One request a second, each alone about 1024 prompt tokens and 256 decode steps of a few ms
+  // (well under a second of GPU time): the queue stays empty and the wait does not grow, although
+  // completions over the 64 s run (ramp and drain) read below the offered rate.
+  Run low = serve(config("llama-3.1-8b") +
+                  " --rate 1 --num-requests 64 --isl 1024 --osl 256 --json " + json.string());
+  REQUIRE(low.code == 0);
+  nlohmann::json lj = nlohmann::json::parse(test::slurp(json));
+  CHECK(lj.at("serving").at("sustainable") == true);
+  CHECK(std::fabs(lj.at("serving").at("wait_growth").get<double>()) < 0.05);
   for (const char* k :
        {"ttft_mean_s", "ttft_p50_s", "ttft_p99_s", "tpot_mean_s", "tpot_p50_s", "tpot_p99_s",
         "e2e_latency_mean_s", "throughput_tokens_per_s", "throughput_tokens_per_s_per_gpu",
