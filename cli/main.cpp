@@ -16,6 +16,7 @@
 #include "cli/model_args.hpp"
 #include "cli/profile_command.hpp"
 #include "cli/record_command.hpp"
+#include "cli/serve_command.hpp"
 #include "reports/atomic_file.hpp"
 #include "reports/compare_report.hpp"
 #include "reports/format.hpp"
@@ -112,6 +113,9 @@ int rooflens::cli::run(int argc, char** argv) {
   cli::RecordArgs record_args;
   auto* record = app.add_subcommand("record", "run a program under CUPTI and write its GPU timeline: rooflens record [--out FILE] -- CMD [ARGS...]");
   cli::add_record_options(*record, record_args);
+  cli::ServeArgs serve_args;
+  auto* serve = app.add_subcommand("serve", "a serving deployment simulated step by step: TTFT, TPOT, throughput, KV capacity (config.json)");
+  cli::add_serve_options(*serve, serve_args);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -127,6 +131,7 @@ int rooflens::cli::run(int argc, char** argv) {
     if (devices->parsed()) return run_devices();
     if (compare->parsed()) return cli::run_compare_command(compare_args, *compare);
     if (record->parsed()) return cli::run_record_command(record_args);
+    if (serve->parsed()) return cli::run_serve_command(serve_args, *serve);
     return 2;
   } catch (const InputError& e) {
     std::cerr << "rooflens: " << e.what() << '\n';

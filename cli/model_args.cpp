@@ -45,34 +45,6 @@ DType dtype_named(const std::string& name) {
 
 DType config_dtype(const TransformerConfig& c) { return dtype_named(c.dtype); }
 
-// The weights' dtype and its source: --weights, else the config's quantization_config, else its
-// dtype. Activations follow (fp8 W8A8 checkpoints quantize them too; bitsandbytes computes in its
-// compute dtype); the KV cache follows 16/32-bit activations.
-void choose_dtypes(const ModelArgs& args, const TransformerConfig& c, LoweringOptions& l) {
-  DType plain = config_dtype(c);
-  if (!args.weights.empty()) {
-    l.weights = dtype_flag("--weights", args.weights, true);
-    l.weights_source = "--weights " + args.weights;
-    if (c.quantization) l.weights_source += " (overrides quantization_config: " + c.quantization->label + ")";
-    l.activations = is_float(l.weights) && l.weights != DType::f8e4m3fn ? l.weights : plain;
-  } else if (c.quantization) {
-    l.quantization = c.quantization;
-    l.weights = quantized_storage(*c.quantization, 1, 1).weight;
-    if (c.quantization->group_size > 0) l.group_size = c.quantization->group_size;
-    l.weights_source = "quantization_config: " + c.quantization->label;
-    l.activations = c.quantization->dynamic_activations ? DType::f8e4m3fn
-                    : !c.quantization->compute_dtype.empty() ? dtype_named(c.quantization->compute_dtype)
-                                                              : plain;
-  } else {
-    l.weights = plain;
-    l.weights_source = "config dtype " + (c.dtype.empty() ? std::string("(none; bfloat16 assumed)") : c.dtype);
-    l.activations = plain;
-  }
-  if (!args.activations.empty()) l.activations = dtype_flag("--activations", args.activations, false);
-  bool wide = l.activations == DType::f32 || l.activations == DType::bf16 || l.activations == DType::f16;
-  l.kv = !args.kv_dtype.empty() ? dtype_flag("--kv-dtype", args.kv_dtype, false) : wide ? l.activations : plain;
-}
-
 TrainingOptions training_options(const ModelArgs& args) {
   TrainingOptions t;
   t.precision = parse_train_precision(args.precision);
@@ -187,6 +159,34 @@ Analysis analyze_model(const ModelArgs& args, const CLI::App& cmd, Graph* inferr
 }
 
 }  // namespace
+
+// The weights' dtype and its source: --weights, else the config's quantization_config, else its
+// dtype. Activations follow (fp8 W8A8 checkpoints quantize them too; bitsandbytes computes in its
+// compute dtype); the KV cache follows 16/32-bit activations.
+void choose_dtypes(const ModelArgs& args, const TransformerConfig& c, LoweringOptions& l) {
+  DType plain = config_dtype(c);
+  if (!args.weights.empty()) {
+    l.weights = dtype_flag("--weights", args.weights, true);
+    l.weights_source = "--weights " + args.weights;
+    if (c.quantization) l.weights_source += " (overrides quantization_config: " + c.quantization->label + ")";
+    l.activations = is_float(l.weights) && l.weights != DType::f8e4m3fn ? l.weights : plain;
+  } else if (c.quantization) {
+    l.quantization = c.quantization;
+    l.weights = quantized_storage(*c.quantization, 1, 1).weight;
+    if (c.quantization->group_size > 0) l.group_size = c.quantization->group_size;
+    l.weights_source = "quantization_config: " + c.quantization->label;
+    l.activations = c.quantization->dynamic_activations ? DType::f8e4m3fn
+                    : !c.quantization->compute_dtype.empty() ? dtype_named(c.quantization->compute_dtype)
+                                                              : plain;
+  } else {
+    l.weights = plain;
+    l.weights_source = "config dtype " + (c.dtype.empty() ? std::string("(none; bfloat16 assumed)") : c.dtype);
+    l.activations = plain;
+  }
+  if (!args.activations.empty()) l.activations = dtype_flag("--activations", args.activations, false);
+  bool wide = l.activations == DType::f32 || l.activations == DType::bf16 || l.activations == DType::f16;
+  l.kv = !args.kv_dtype.empty() ? dtype_flag("--kv-dtype", args.kv_dtype, false) : wide ? l.activations : plain;
+}
 
 std::optional<Precision> forced_precision(const ModelArgs& args) {
   if (args.dtype.empty()) return std::nullopt;

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "analyzer/analysis/analysis.hpp"
+#include "analyzer/transformers/config.hpp"
+#include "analyzer/transformers/lowering.hpp"
 
 namespace rooflens::cli {
 
@@ -36,6 +38,10 @@ void add_model_options(CLI::App& cmd, ModelArgs& args);
 // set, replaces --device and --device-profile (profile measures its own GPU).
 Analysis build_analysis(const ModelArgs& args, const CLI::App& cmd, Graph* inferred = nullptr,
                         std::shared_ptr<const Device> calibrated = nullptr);
+
+// The weights' dtype (--weights, else the config's quantization_config, else its dtype), the
+// activations' and the KV cache's, with the source named in `l.weights_source`.
+void choose_dtypes(const ModelArgs& args, const TransformerConfig& c, LoweringOptions& l);
 
 // --dtype as a precision (nullopt when not given); InputError on a bad name.
 std::optional<Precision> forced_precision(const ModelArgs& args);

@@ -48,6 +48,9 @@ struct Device {
   // where a node's shape lies inside one.
   std::shared_ptr<const PerfDatabase> perf;
   std::optional<EagerHostCosts> eager_host;  // calibrated profiles that measured it
+  // `serve`: all-reduces may take the one-shot/two-shot peer-memory kernels serving engines run
+  // for small messages (analyzer/hw/link_model.hpp); otherwise NCCL's ring or tree.
+  bool engine_collectives = false;
 };
 
 // The unit and rate a node computes at; InputError when the device lacks that precision.

@@ -7,6 +7,7 @@
 
 #include "analyzer/core/errors.hpp"
 #include "analyzer/core/formulas.hpp"
+#include "analyzer/hw/link_model.hpp"
 #include "analyzer/hw/perf_model.hpp"
 
 namespace rooflens {
@@ -96,7 +97,7 @@ RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d)
   RooflinePoint r;
   if (c.collective_ranks > 1) {
     r.unit = d.nvlink_bandwidth ? "nvlink" : "pcie";
-    r.predicted = ring_allreduce_seconds(c.collective_bytes, c.collective_ranks, link_bandwidth(d));
+    r.predicted = collective_seconds(Collective::all_reduce, c.collective_bytes, c.collective_ranks, d, d.engine_collectives);
     r.roof_fraction = 1;
     r.bound = Bound::communication;
     return r;

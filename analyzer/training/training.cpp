@@ -11,6 +11,7 @@
 
 #include "analyzer/core/checked.hpp"
 #include "analyzer/core/errors.hpp"
+#include "analyzer/hw/link_model.hpp"
 #include "analyzer/hw/roofline.hpp"
 #include "analyzer/training/step.hpp"
 
@@ -237,14 +238,28 @@ void optimizer_rows(const StepContext& s, const Device& device, TrainingSummary&
       fmt::format("foreach over {} tensors: {} list ops, {} launches", tensors, launches, kernels),
       kernels, host});
   if (s.train.dp > 1) {
+    // Priced by the link model (analyzer/hw/link_model.hpp). ZeRO-3 gathers every layer's weights
+    // (in the compute dtype) in the forward and again in the backward of every micro-batch, and
+    // reduce-scatters each micro-batch's gradients; ZeRO-2 reduce-scatters the accumulated
+    // gradients and gathers the updated weights once a step; below that, one all-reduce a step.
     int64_t grads = checked_mul(out.params, s.param_bytes);
-    double factor =
-        s.train.zero >= 3 ? 1.5 : 1.0;  // ZeRO-3 gathers the weights again in the backward
-    out.steps.push_back(
-        StepRow{"gradients.all_reduce", "communication", 0, grads,
-                factor * ring_allreduce_seconds(grads, s.train.dp, link_bandwidth(device)),
-                s.train.zero >= 2 ? "reduce-scatter + all-gather, not overlapped"
-                                  : "ring all-reduce, not overlapped"});
+    int64_t dp = s.train.dp, micro = s.train.grad_accum;
+    double seconds;
+    std::string how;
+    if (s.train.zero >= 3) {
+      int64_t gathered = checked_mul(out.params, std::max<int64_t>(s.gemm_bytes, 2));  // fp8 GEMMs cast after the gather
+      seconds = static_cast<double>(micro) * (2 * collective_seconds(Collective::all_gather, gathered, dp, device) +
+                                              collective_seconds(Collective::reduce_scatter, grads, dp, device));
+      how = fmt::format("per micro-batch ({}): weights all-gathered twice, gradients reduce-scattered; not overlapped", micro);
+    } else if (s.train.zero == 2) {
+      seconds = collective_seconds(Collective::reduce_scatter, grads, dp, device) +
+                collective_seconds(Collective::all_gather, grads, dp, device);
+      how = "reduce-scatter + all-gather, not overlapped";
+    } else {
+      seconds = collective_seconds(Collective::all_reduce, grads, dp, device);
+      how = "all-reduce, not overlapped";
+    }
+    out.steps.push_back(StepRow{"gradients.all_reduce", "communication", 0, grads, seconds, how});
   }
 }
 

@@ -1,0 +1,185 @@
+#include "analyzer/hw/link_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "analyzer/hw/collectives_json.hpp"
+#include "analyzer/core/errors.hpp"
+
+namespace rooflens {
+namespace {
+
+struct BusbwPoint {
+  std::vector<std::string> devices;
+  int64_t ranks = 0;
+  double busbw = 0;
+  std::string source;
+};
+
+struct LinkData {
+  double step_latency_s = 0;
+  int64_t custom_max_bytes = 0;
+  std::map<std::string, std::vector<BusbwPoint>> fabrics;
+};
+
+const LinkData& link_data() {
+  static const LinkData data = [] {
+    LinkData d;
+    nlohmann::json j = nlohmann::json::parse(kCollectivesJson);
+    d.step_latency_s = j.at("step_latency_s").get<double>();
+    d.custom_max_bytes = j.at("custom_allreduce_max_bytes").get<int64_t>();
+    for (const auto& f : j.at("fabrics")) {
+      auto& points = d.fabrics[f.at("id").get<std::string>()];
+      for (const auto& p : f.at("all_reduce_busbw"))
+        points.push_back({p.at("devices").get<std::vector<std::string>>(),
+                          p.at("ranks").get<int64_t>(), p.at("busbw").get<double>(),
+                          p.at("source").get<std::string>()});
+    }
+    return d;
+  }();
+  return data;
+}
+
+std::string fabric_id(Fabric f) {
+  switch (f) {
+    case Fabric::nvswitch:
+      return "nvswitch";
+    case Fabric::nvlink_bridge:
+      return "nvlink-bridge";
+    case Fabric::pcie:
+      return "pcie";
+  }
+  return "pcie";
+}
+
+// One direction of one GPU's links: NVIDIA quotes NVLink with both directions together.
+double link_per_direction(const Device& d, Fabric f) {
+  if (f != Fabric::pcie && d.nvlink_bandwidth) return *d.nvlink_bandwidth / 2;
+  if (d.pcie_bandwidth) return *d.pcie_bandwidth;
+  if (d.nvlink_bandwidth) return *d.nvlink_bandwidth / 2;
+  throw InputError(fmt::format("device {} lists no GPU-to-GPU link bandwidth", d.id));
+}
+
+double bus_factor(Collective c, double n) {
+  switch (c) {
+    case Collective::all_reduce:
+      return 2 * (n - 1) / n;
+    case Collective::all_gather:
+    case Collective::reduce_scatter:
+    case Collective::all_to_all:
+      return (n - 1) / n;
+    case Collective::send_recv:
+      return 1;
+  }
+  return 1;
+}
+
+}  // namespace
+
+std::string_view collective_name(Collective c) {
+  switch (c) {
+    case Collective::all_reduce:
+      return "all-reduce";
+    case Collective::all_gather:
+      return "all-gather";
+    case Collective::reduce_scatter:
+      return "reduce-scatter";
+    case Collective::all_to_all:
+      return "all-to-all";
+    case Collective::send_recv:
+      return "send/recv";
+  }
+  return "?";
+}
+
+Fabric fabric_of(const Device& d, int64_t ranks) {
+  const Device& spec = d.spec ? *d.spec : d;
+  if (!spec.nvlink_bandwidth) return Fabric::pcie;
+  // PCIe cards (their id says so) bridge NVLink in pairs only; SXM parts sit on NVSwitch.
+  bool pcie_card = spec.id.find("PCIe") != std::string::npos;
+  if (!pcie_card) return Fabric::nvswitch;
+  return ranks <= 2 ? Fabric::nvlink_bridge : Fabric::pcie;
+}
+
+double allreduce_busbw(const Device& d, int64_t ranks, std::string* source) {
+  const Device& spec = d.spec ? *d.spec : d;
+  Fabric f = fabric_of(d, ranks);
+  const auto& points = link_data().fabrics.at(fabric_id(f));
+  const BusbwPoint* best = nullptr;
+  for (const BusbwPoint& p : points) {
+    if (std::find(p.devices.begin(), p.devices.end(), spec.id) == p.devices.end()) continue;
+    if (!best || std::llabs(p.ranks - ranks) < std::llabs(best->ranks - ranks)) best = &p;
+  }
+  if (best) {
+    if (source)
+      *source = best->ranks == ranks
+                    ? best->source
+                    : fmt::format("{} (published for {} GPUs)", best->source, best->ranks);
+    return best->busbw;
+  }
+  // No published figure for this device on this fabric: its links' per-direction bandwidth,
+  // which a ring all-reduce's bus bandwidth approaches and cannot pass without in-switch reduction.
+  if (source)
+    *source = fmt::format(
+        "no published all-reduce figure for {} ({}): the link's per-direction bandwidth", spec.id,
+        fabric_id(f));
+  return link_per_direction(spec, f);
+}
+
+CollectivePrice price_collective(Collective c, int64_t bytes, int64_t ranks, const Device& d,
+                                 bool engine_kernels) {
+  CollectivePrice best;
+  if (ranks <= 1 || bytes <= 0) return best;
+  const LinkData& data = link_data();
+  const Device& spec = d.spec ? *d.spec : d;
+  Fabric f = fabric_of(spec, ranks);
+  double n = static_cast<double>(ranks), s = static_cast<double>(bytes),
+         alpha = data.step_latency_s;
+  double link = link_per_direction(spec, f);
+  // The all-reduce busbw is the fabric's measured one; the other collectives have no in-switch
+  // reduction to gain from, so they stay within the links.
+  double busbw = c == Collective::all_reduce ? allreduce_busbw(spec, ranks)
+                                             : std::min(allreduce_busbw(spec, ranks), link);
+  double factor = bus_factor(c, n);
+  auto consider = [&](const char* name, double steps, double moved_bytes, double bandwidth) {
+    double t = steps * alpha + moved_bytes / bandwidth;
+    if (best.algorithm.empty() || t < best.seconds) best = {t, name, 0};
+  };
+  switch (c) {
+    case Collective::all_reduce:
+      consider("ring", 2 * (n - 1), factor * s, busbw);
+      consider("tree", 2 * std::ceil(std::log2(n)), factor * s, busbw);
+      if (engine_kernels && f != Fabric::pcie && bytes <= data.custom_max_bytes) {
+        // One-shot: every GPU reads every peer's whole buffer and reduces it (two barriers).
+        consider("one-shot", 2, (n - 1) * s, link);
+        // Two-shot: reduce-scatter then all-gather through peer reads (four barriers).
+        consider("two-shot", 4, 2 * (n - 1) / n * s, link);
+      }
+      break;
+    case Collective::all_gather:
+    case Collective::reduce_scatter:
+      consider("ring", n - 1, factor * s, busbw);
+      break;
+    case Collective::all_to_all:
+      consider("p2p", 1, factor * s, busbw);
+      break;
+    case Collective::send_recv:
+      consider("p2p", 1, s, link);
+      break;
+  }
+  best.busbw = best.seconds > 0 ? s / best.seconds * factor : 0;
+  return best;
+}
+
+double collective_seconds(Collective c, int64_t bytes, int64_t ranks, const Device& d,
+                          bool engine_kernels) {
+  return price_collective(c, bytes, ranks, d, engine_kernels).seconds;
+}
+
+}  // namespace rooflens

@@ -1,0 +1,38 @@
+#pragma once
+// Collectives priced by a model of the links (data/collectives.json): per fabric (NVSwitch,
+// NVLink bridge, PCIe) and GPU count, time = latency steps x step latency + the bytes each GPU
+// moves / the fabric's bus bandwidth, with nccl-tests' bus-bandwidth definitions. NCCL's ring
+// and tree, and for small all-reduces the one-shot/two-shot peer-memory kernels serving engines
+// use (vLLM's custom all-reduce), each priced; the cheapest applicable one is taken.
+#include <cstdint>
+#include <string>
+
+#include "analyzer/hw/device.hpp"
+
+namespace rooflens {
+
+enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv };
+
+enum class Fabric { nvswitch, nvlink_bridge, pcie };
+
+struct CollectivePrice {
+  double seconds = 0;
+  std::string algorithm;  // "ring", "tree", "one-shot", "two-shot", "p2p"
+  double busbw = 0;       // the bus bandwidth this size reaches (nccl-tests' definition)
+};
+
+// `bytes`: nccl-tests' size: the all-reduce buffer, all-gather's gathered output,
+// reduce-scatter's input, all-to-all's per-GPU buffer, the message of a send. `engine_kernels`:
+// the one-shot/two-shot all-reduce of serving engines is available (NVLink fabrics).
+CollectivePrice price_collective(Collective c, int64_t bytes, int64_t ranks, const Device& d,
+                                 bool engine_kernels = false);
+double collective_seconds(Collective c, int64_t bytes, int64_t ranks, const Device& d,
+                          bool engine_kernels = false);
+
+// The fabric a group of `ranks` GPUs of this device communicates over.
+Fabric fabric_of(const Device& d, int64_t ranks);
+// Large-message all-reduce bus bandwidth of the fabric at this GPU count, and its source.
+double allreduce_busbw(const Device& d, int64_t ranks, std::string* source = nullptr);
+std::string_view collective_name(Collective c);
+
+}  // namespace rooflens

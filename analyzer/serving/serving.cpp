@@ -1,0 +1,374 @@
+#include "analyzer/serving/serving.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "analyzer/core/errors.hpp"
+#include "analyzer/hw/link_model.hpp"
+#include "analyzer/serving/step_cost.hpp"
+
+namespace rooflens {
+namespace {
+
+constexpr int64_t kMaxServeRequests = 1'000'000;
+constexpr double kMaxServeOutputTokens = 5e7;
+
+int64_t parse_positive(const std::string& flag, const std::string& text) {
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || v <= 0)
+    throw InputError(fmt::format("{} {}: expected a positive integer", flag, text));
+  if (v > (int64_t{1} << 40))
+    throw InputError(fmt::format("{} {}: beyond the limit 2^40 tokens", flag, text));
+  return v;
+}
+
+void check_plan(const TransformerConfig& c, const ServeOptions& o) {
+  if (o.pp < 1 || o.dp < 1 || o.ep < 1)
+    throw InputError("serve: --pp, --dp and --ep must be at least 1");
+  if (c.layers % o.pp != 0)
+    throw InputError(
+        fmt::format("serve: --pp {} does not divide the model's {} layers", o.pp, c.layers));
+  if (o.ep > 1) {
+    if (c.experts <= 0)
+      throw InputError(fmt::format(
+          "serve: --ep {} needs a mixture-of-experts model; {} has no experts", o.ep, c.path));
+    if (c.experts % o.ep != 0)
+      throw InputError(
+          fmt::format("serve: --ep {} does not divide the model's {} experts", o.ep, c.experts));
+    if (o.ep != o.lowering.tp)
+      throw InputError(fmt::format(
+          "serve: --ep {} must equal --tp {} (experts are spread over the tensor-parallel group)",
+          o.ep, o.lowering.tp));
+  }
+  validate_lowering(c, o.lowering);  // --tp against heads, KV heads and the FFN
+}
+
+// Expected busiest / mean load of `groups` expert groups when `assignments` token-expert pairs
+// fall uniformly: the mean plus sqrt(2 ln groups) standard deviations of a binomial count (the
+// Gaussian estimate of the maximum of `groups` draws).
+double routing_imbalance(double assignments, int64_t groups) {
+  if (groups <= 1 || assignments <= 0) return 1;
+  double g = static_cast<double>(groups), mean = assignments / g;
+  double sd = std::sqrt(assignments * (1 / g) * (1 - 1 / g));
+  return std::min(g, 1 + sd * std::sqrt(2 * std::log(g)) / mean);
+}
+
+struct Deployment {
+  StepCostModel& model;
+  const ServeOptions& o;
+  const TransformerConfig& c;
+  int64_t act_bytes = 2;
+
+  double step_seconds(const StepShape& s) const {
+    StepTime t = model.cost(s);
+    double gpu = t.gpu_s;
+    int64_t tokens = s.tokens();
+    if (o.ep > 1 && t.moe_s > 0)
+      gpu += t.moe_s *
+             (routing_imbalance(static_cast<double>(tokens * c.experts_per_token), o.ep) - 1);
+    // Sequence parallelism: every all-reduce of the TP group becomes a reduce-scatter and an
+    // all-gather of the same tensor (the norms between them run on 1/tp of the tokens: not
+    // credited here).
+    if (o.sp && o.lowering.tp > 1 && t.allreduces > 0) {
+      int64_t each = static_cast<int64_t>(t.allreduce_bytes / t.allreduces);
+      const Device& dev = model.device();
+      gpu +=
+          t.allreduces * (collective_seconds(Collective::reduce_scatter, each, o.lowering.tp, dev) +
+                          collective_seconds(Collective::all_gather, each, o.lowering.tp, dev)) -
+          t.allreduce_s;
+    }
+    // Pipeline stages hand the step's activations on: pp - 1 sends of tokens x hidden.
+    if (o.pp > 1)
+      gpu += static_cast<double>(o.pp - 1) * collective_seconds(Collective::send_recv,
+                                                                tokens * c.hidden * act_bytes, 2,
+                                                                model.device());
+    // --cuda-graphs off: the host launches every kernel of every step; where the device profile
+    // measured eager PyTorch's host time per kernel (eager_host, transformers' modules), a step is
+    // never shorter than that. With graphs on, the steps the engine does not capture (prefill
+    // chunks, large batches) are taken to keep the GPU busy: their kernels are large, and the
+    // engines' launch paths are not the one eager_host measured.
+    if (!o.cuda_graphs && model.device().eager_host)
+      gpu = std::max(gpu,
+                     static_cast<double>(t.kernels) * model.device().eager_host->forward_kernel_s);
+    return gpu + o.step_overhead_s;
+  }
+};
+
+std::vector<Request> make_requests(const ServeOptions& o, int64_t n, double rate, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Request> r(static_cast<size_t>(n));
+  std::exponential_distribution<double> gap(rate > 0 ? rate : 1.0);
+  double t = 0;
+  for (Request& q : r) {
+    q.prompt = o.isl.lo == o.isl.hi
+                   ? o.isl.lo
+                   : std::uniform_int_distribution<int64_t>(o.isl.lo, o.isl.hi)(rng);
+    q.output = o.osl.lo == o.osl.hi
+                   ? o.osl.lo
+                   : std::uniform_int_distribution<int64_t>(o.osl.lo, o.osl.hi)(rng);
+    if (rate > 0) {
+      t += gap(rng);
+      q.arrival_s = t;
+    }
+  }
+  return r;
+}
+
+ServingStats summarize(const std::vector<SimulationResult>& runs, int64_t gpus, int64_t concurrency,
+                       double rate) {
+  ServingStats s;
+  s.concurrency = concurrency;
+  s.rate = rate;
+  std::vector<double> ttft, tpot, e2e;
+  int64_t tokens = 0;
+  double makespan = 0, step_s = 0, decode_seqs = 0;
+  int64_t steps = 0;
+  double first_arrival = 1e300, last_arrival = 0;
+  for (const SimulationResult& r : runs) {
+    for (const RequestResult& q : r.requests) {
+      ttft.push_back(q.ttft());
+      if (q.output > 1) tpot.push_back(q.tpot());
+      e2e.push_back(q.e2e());
+      tokens += q.output;
+      first_arrival = std::min(first_arrival, q.arrival_s);
+      last_arrival = std::max(last_arrival, q.arrival_s);
+    }
+    makespan = std::max(makespan, r.makespan_s);
+    s.preemptions += r.preemptions;
+    s.max_running += r.max_running;
+    s.mixed_steps += r.mixed_steps;
+    s.prefill_only_steps += r.prefill_only_steps;
+    s.decode_only_steps += r.decode_only_steps;
+    step_s += r.step_seconds, decode_seqs += r.decode_seqs, steps += r.step_count;
+  }
+  auto mean = [](const std::vector<double>& v) {
+    return v.empty() ? 0.0
+                     : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  };
+  s.requests = static_cast<int64_t>(e2e.size());
+  s.ttft_mean_s = mean(ttft), s.ttft_p50_s = percentile(ttft, 50),
+  s.ttft_p99_s = percentile(ttft, 99);
+  s.tpot_mean_s = mean(tpot), s.tpot_p50_s = percentile(tpot, 50),
+  s.tpot_p99_s = percentile(tpot, 99);
+  s.e2e_latency_mean_s = mean(e2e);
+  s.throughput_tokens_per_s = makespan > 0 ? static_cast<double>(tokens) / makespan : 0;
+  s.throughput_tokens_per_s_per_gpu = s.throughput_tokens_per_s / static_cast<double>(gpus);
+  s.requests_per_s = makespan > 0 ? static_cast<double>(s.requests) / makespan : 0;
+  s.mean_step_s = steps > 0 ? step_s / static_cast<double>(steps) : 0;
+  s.mean_decode_batch = steps > 0 ? decode_seqs / static_cast<double>(steps) : 0;
+  // Open loop: when completions fall behind the arrivals the queue, and with it each request's
+  // wait, grows with time; a stable queue's wait does not. The least-squares slope of TTFT over
+  // arrival time is the growth (seconds of wait per second of arrivals; offered/served - 1 for an
+  // overloaded queue); above 0.05 the queue is taken to grow without bound.
+  if (rate > 0 && last_arrival > first_arrival) {
+    double n = 0, mx = 0, my = 0, sxx = 0, sxy = 0;
+    for (const SimulationResult& r : runs)
+      for (const RequestResult& q : r.requests) n += 1, mx += q.arrival_s, my += q.ttft();
+    mx /= n, my /= n;
+    for (const SimulationResult& r : runs)
+      for (const RequestResult& q : r.requests) {
+        sxx += (q.arrival_s - mx) * (q.arrival_s - mx);
+        sxy += (q.arrival_s - mx) * (q.ttft() - my);
+      }
+    s.wait_growth = sxx > 0 ? sxy / sxx : 0;
+    s.sustainable = s.wait_growth <= 0.05;
+  }
+  return s;
+}
+
+}  // namespace
+
+LengthSpec parse_length(const std::string& flag, const std::string& text) {
+  if (text.rfind("uniform:", 0) == 0) {
+    std::string rest = text.substr(8);
+    auto colon = rest.find(':');
+    if (colon == std::string::npos)
+      throw InputError(fmt::format("{} {}: expected uniform:LO:HI", flag, text));
+    LengthSpec s{parse_positive(flag, rest.substr(0, colon)),
+                 parse_positive(flag, rest.substr(colon + 1))};
+    if (s.lo > s.hi) throw InputError(fmt::format("{} {}: LO above HI", flag, text));
+    return s;
+  }
+  int64_t v = parse_positive(flag, text);
+  return {v, v};
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  double pos = p / 100.0 * static_cast<double>(v.size() - 1);
+  size_t i = static_cast<size_t>(std::floor(pos));
+  if (i + 1 >= v.size()) return v.back();
+  return v[i] + (v[i + 1] - v[i]) * (pos - static_cast<double>(i));
+}
+
+ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
+                      std::shared_ptr<const Device> device) {
+  check_plan(c, o);
+  if (o.sp && o.lowering.tp < 2)
+    throw InputError(
+        "serve: --sp splits the tensor-parallel group's all-reduces: it needs --tp 2 or more");
+  if ((o.concurrency > 0) == (o.rate > 0) && o.sweep.empty())
+    throw InputError("serve: give one of --concurrency N (closed loop) or --rate R (open loop)");
+  if (o.rate < 0 || o.concurrency < 0 || o.num_requests < 0)
+    throw InputError("serve: --rate, --concurrency and --num-requests must not be negative");
+  if (o.rate != 0 && !(std::isfinite(o.rate) && o.rate >= 1e-6 && o.rate <= 1e9))
+    throw InputError(
+        fmt::format("serve: --rate {}: expected 1e-6 to 1e9 requests per second", o.rate));
+  if (o.engine.max_batched_tokens <= 0 || o.engine.block_size <= 0 || o.engine.max_seqs < 0)
+    throw InputError("serve: the token budget and the block size must be positive");
+  ServeResult r;
+  r.model = c.path;
+  r.gpus = o.lowering.tp * o.pp * o.dp;
+  auto engine_device = std::make_shared<Device>(*device);
+  engine_device->engine_collectives =
+      true;  // small all-reduces take the engines' one-shot/two-shot kernels
+  StepCostModel model(c, o.lowering, engine_device);
+  const int64_t engines_per_replica = o.pp;
+
+  // Memory per GPU: its 1/pp of the (tp-sharded) weights, the activations of the largest step,
+  // and the cache in what the engine's fraction leaves.
+  MemoryPlanPerGpu& m = r.memory;
+  m.device_bytes = device->memory_bytes;
+  m.weight_bytes = model.weight_bytes() / o.pp;
+  m.activation_bytes = model.activation_peak_bytes(o.engine.max_batched_tokens);
+  m.kv_bytes_per_token = kv_cache_bytes_per_token(c, o.lowering) / o.pp;
+  if (!c.causal)
+    throw InputError(fmt::format("serve: {} is an encoder ({}): it generates no tokens to serve",
+                                 c.path, c.model_type));
+  if (m.kv_bytes_per_token <= 0)
+    throw InputError(
+        fmt::format("serve: {} keeps no per-token KV cache (recurrent state only): block admission "
+                    "does not apply",
+                    c.path));
+  double total = static_cast<double>(m.device_bytes), frac = o.engine.memory_fraction;
+  double kv = 0;
+  switch (o.engine.fraction_of) {
+    case CacheFractionOf::device_total:
+      kv = frac * total - static_cast<double>(m.weight_bytes + m.activation_bytes);
+      break;
+    case CacheFractionOf::device_total_static:
+      kv = frac * total - static_cast<double>(m.weight_bytes);
+      break;
+    case CacheFractionOf::free_after_model:
+      kv = frac * (total - static_cast<double>(m.weight_bytes + m.activation_bytes));
+      break;
+  }
+  if (kv <= 0 || m.kv_bytes_per_token <= 0)
+    throw InputError(
+        fmt::format("serve: no memory left for the KV cache: {:.1f} GB of weights and {:.1f} GB of "
+                    "activations per GPU "
+                    "against {:.2f} x {:.1f} GB (add GPUs with --tp/--pp, or quantize)",
+                    static_cast<double>(m.weight_bytes) / 1e9,
+                    static_cast<double>(m.activation_bytes) / 1e9, frac, total / 1e9));
+  m.kv_bytes = static_cast<int64_t>(kv);
+  SchedulerKnobs& k = r.knobs;
+  k.max_batched_tokens = o.engine.max_batched_tokens;
+  k.block_size = o.engine.block_size;
+  k.chunked_prefill = o.engine.chunked_prefill;
+  k.reserve_full_output = o.engine.reserve_full_output;
+  int64_t blocks_per_gpu = m.kv_bytes / (m.kv_bytes_per_token * k.block_size);
+  k.kv_blocks =
+      blocks_per_gpu / engines_per_replica;  // each of the pp batches in flight holds its share
+  k.max_seqs = o.engine.max_seqs > 0 ? std::max<int64_t>(1, o.engine.max_seqs / engines_per_replica)
+                                     : k.kv_blocks * k.block_size;
+  r.kv_blocks = k.kv_blocks;
+  r.kv_capacity_tokens = blocks_per_gpu * k.block_size;
+  int64_t per_seq_blocks =
+      (static_cast<int64_t>(std::ceil(o.isl.mean() + o.osl.mean())) + k.block_size - 1) /
+      k.block_size;
+  r.max_concurrency_without_preemption =
+      std::min(k.kv_blocks / std::max<int64_t>(per_seq_blocks, 1), k.max_seqs) *
+      engines_per_replica * o.dp;
+  int64_t longest_blocks = (o.isl.hi + o.osl.hi + k.block_size - 1) / k.block_size;
+  if (k.kv_blocks < longest_blocks)
+    throw InputError(
+        fmt::format("serve: the KV budget is below one sequence: {} tokens of cache per scheduler, "
+                    "a sequence of {} + {} "
+                    "tokens needs {}",
+                    k.kv_blocks * k.block_size, o.isl.hi, o.osl.hi, longest_blocks * k.block_size));
+
+  Deployment d{model, o, c, storage_bytes(o.lowering.activations, 1)};
+  StepSeconds f = [&d](const StepShape& s) { return d.step_seconds(s); };
+  const int64_t engines = engines_per_replica * o.dp;
+  auto run_point = [&](int64_t concurrency, double rate, bool keep_timeline) {
+    if (concurrency > kMaxServeRequests)
+      throw InputError(
+          fmt::format("serve: concurrency {} exceeds the simulation's limit of {} requests",
+                      concurrency, kMaxServeRequests));
+    int64_t n = o.num_requests > 0 ? o.num_requests
+                : rate > 0         ? 256
+                                   : std::max<int64_t>(32, 8 * concurrency);
+    // A step per output token at worst: bound the work so that no input makes the run hang.
+    if (n > kMaxServeRequests ||
+        static_cast<double>(n) * static_cast<double>(o.osl.hi) > kMaxServeOutputTokens)
+      throw InputError(
+          fmt::format("serve: {} requests of up to {} output tokens exceed the simulation's limits "
+                      "({} requests, {:.0e} "
+                      "output tokens a run)",
+                      n, o.osl.hi, kMaxServeRequests, kMaxServeOutputTokens));
+    std::vector<SimulationResult> runs;
+    for (int64_t e = 0; e < engines; ++e) {
+      ServingWorkload w;
+      int64_t share_n = n / engines + (e < n % engines ? 1 : 0);
+      if (concurrency > 0) {
+        w.concurrency = concurrency / engines + (e < concurrency % engines ? 1 : 0);
+        if (w.concurrency == 0)
+          continue;  // more schedulers than requests in flight: this one idles
+      }
+      if (share_n == 0) continue;
+      w.requests = make_requests(o, share_n, rate > 0 ? rate / static_cast<double>(engines) : 0,
+                                 o.seed + static_cast<uint64_t>(e));
+      runs.push_back(simulate(w, k, f));
+      if (keep_timeline && r.timeline.empty()) {
+        const auto& steps = runs.back().steps;
+        r.timeline.assign(steps.begin(), steps.end());
+      }
+    }
+    return summarize(runs, r.gpus, concurrency, rate);
+  };
+  if (o.concurrency > 0 || o.rate > 0) r.stats = run_point(o.concurrency, o.rate, true);
+  for (int64_t n : o.sweep) {
+    if (n <= 0)
+      throw InputError(fmt::format("--sweep-concurrency {}: concurrencies must be positive", n));
+    r.sweep.push_back(run_point(n, 0, r.timeline.empty()));
+  }
+  if (o.ep > 1) {
+    double tokens = r.stats.mean_decode_batch > 0 ? r.stats.mean_decode_batch : 1;
+    r.moe_imbalance = routing_imbalance(tokens * static_cast<double>(c.experts_per_token), o.ep);
+    r.notes.push_back(
+        fmt::format("--ep {}: expert GPUs wait for the busiest under uniform routing (x{:.2f} of "
+                    "the MoE time at the mean "
+                    "decode batch)",
+                    o.ep, r.moe_imbalance));
+  }
+  if (o.rate > 0 && !r.stats.sustainable)
+    r.notes.push_back(
+        fmt::format("{:.2f} requests/s offered: the wait grows {:.2f} s per s of arrivals, the "
+                    "queue grows without "
+                    "bound (the deployment completed {:.2f} requests/s over the run)",
+                    o.rate, r.stats.wait_growth, r.stats.requests_per_s));
+  if (!o.cuda_graphs && !device->eager_host)
+    r.notes.push_back(
+        "--cuda-graphs off: the device has no measured host time per kernel (a device profile with "
+        "eager_host adds it); "
+        "steps are costed as their kernels");
+  if (int64_t limit = c.context_limit(); limit > 0 && o.isl.hi + o.osl.hi > limit)
+    r.notes.push_back(fmt::format(
+        "{} + {} tokens exceed the model's context limit {}: an engine would refuse such requests",
+        o.isl.hi, o.osl.hi, limit));
+  r.cost_grid_points = model.grid_points();
+  return r;
+}
+
+}  // namespace rooflens

@@ -1,0 +1,350 @@
+// The serving simulator against hand-worked schedules (step costs given by hand, so every
+// expected time below is arithmetic on the comments' numbers), the link model against its
+// formulas by hand, and `rooflens serve`'s refusals through the real binary.
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "analyzer/analysis/analysis.hpp"
+#include "analyzer/core/errors.hpp"
+#include "analyzer/hw/link_model.hpp"
+#include "analyzer/serving/scheduler.hpp"
+#include "analyzer/serving/step_cost.hpp"
+#include "analyzer/training/training.hpp"
+#include "analyzer/transformers/analyze_transformer.hpp"
+#include "model_builder.hpp"
+#include "scratch_dir.hpp"
+
+using namespace rooflens;
+using Catch::Detail::Approx;
+
+namespace {
+
+// A step costs a + b x tokens: a = 10 ms, b = 1 ms per token.
+double linear_step(const StepShape& s) {
+  return 0.010 + 0.001 * static_cast<double>(s.tokens());
+}
+double one_second(const StepShape&) {
+  return 1.0;
+}
+
+SchedulerKnobs roomy() {
+  SchedulerKnobs k;
+  k.max_batched_tokens = 8192;
+  k.max_seqs = 256;
+  k.block_size = 16;
+  k.kv_blocks = 100000;
+  return k;
+}
+
+ServingWorkload closed(int64_t concurrency, int64_t n, int64_t prompt, int64_t output) {
+  ServingWorkload w;
+  w.concurrency = concurrency;
+  w.requests.assign(static_cast<size_t>(n), Request{0, prompt, output});
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("serve scheduler: one request's TTFT is one prefill step, then one step per token",
+          "[serving]") {
+  // Prompt 100: one step of 100 tokens = 10 + 100 ms = 0.110 s -> the first token.
+  // Then 3 decode steps of 1 token each, 11 ms: finish at 0.110 + 0.033 = 0.143 s.
+  SimulationResult r = simulate(closed(1, 1, 100, 4), roomy(), linear_step);
+  REQUIRE(r.requests.size() == 1);
+  CHECK(r.requests[0].ttft() == Approx(0.110));
+  CHECK(r.requests[0].finish_s == Approx(0.143));
+  CHECK(r.requests[0].tpot() == Approx(0.011));
+  CHECK(r.steps.size() == 4);
+  CHECK(r.prefill_only_steps == 1);
+  CHECK(r.decode_only_steps == 3);
+}
+
+TEST_CASE("serve scheduler: chunked prefill splits a prompt at the token budget", "[serving]") {
+  // Prompt 300 under a 128-token budget: chunks 128, 128, 44 ->
+  // TTFT = 2 x (10 + 128) ms + (10 + 44) ms = 0.276 + 0.054 = 0.330 s.
+  SchedulerKnobs k = roomy();
+  k.max_batched_tokens = 128;
+  SimulationResult r = simulate(closed(1, 1, 300, 1), k, linear_step);
+  CHECK(r.requests[0].ttft() == Approx(0.330));
+  CHECK(r.steps.size() == 3);
+  // Without chunking the whole prompt must fit the budget: refused, not silently truncated.
+  k.chunked_prefill = false;
+  CHECK_THROWS_AS(simulate(closed(1, 1, 300, 1), k, linear_step), InputError);
+}
+
+TEST_CASE("serve scheduler: a closed loop reaches the steady state the arithmetic predicts",
+          "[serving]") {
+  // Concurrency 4, prompt 100, output 11, 12 requests: the four run in lock step. A cycle is one
+  // prefill step of 4 x 100 tokens (10 + 400 ms = 0.41 s, the TTFT) and 10 decode steps of 4
+  // tokens (14 ms each, the TPOT): 0.41 + 0.14 = 0.55 s for 44 tokens; three cycles: 1.65 s,
+  // 132 tokens, 80 tokens/s.
+  SimulationResult r = simulate(closed(4, 12, 100, 11), roomy(), linear_step);
+  REQUIRE(r.requests.size() == 12);
+  for (const RequestResult& q : r.requests) {
+    CHECK(q.ttft() == Approx(0.41));
+    CHECK(q.tpot() == Approx(0.014));
+    CHECK(q.e2e() == Approx(0.55));
+  }
+  CHECK(r.makespan_s == Approx(1.65));
+  CHECK(12 * 11 / r.makespan_s == Approx(80.0));
+  CHECK(r.max_running == 4);
+}
+
+TEST_CASE("serve scheduler: arrivals mix prefill chunks into decode steps", "[serving]") {
+  // Open loop, 1 s per step. Request A arrives at 0 (prompt 10, output 5), B at 1.5 s. A: prefill
+  // step [0, 1) -> first token at 1; decodes [1, 2), [2, 3), ... B is admitted at the step that
+  // starts at 2 s (the first after it arrives), mixed with A's decode: B's TTFT = 3 - 1.5 = 1.5 s.
+  ServingWorkload w;
+  w.requests = {Request{0.0, 10, 5}, Request{1.5, 10, 2}};
+  SimulationResult r = simulate(w, roomy(), one_second);
+  CHECK(r.requests[0].ttft() == Approx(1.0));
+  CHECK(r.requests[0].finish_s == Approx(5.0));
+  CHECK(r.requests[1].ttft() == Approx(1.5));
+  CHECK(r.requests[1].finish_s == Approx(4.0));
+  CHECK(r.mixed_steps >= 1);
+}
+
+TEST_CASE("serve scheduler: arrivals faster than service make the wait grow without bound",
+          "[serving]") {
+  // One sequence at a time, 1 s a step, one-token requests arriving every 0.1 s: request i is
+  // served in the step [i, i + 1) and waits from 0.1 i, so TTFT_i = i + 1 - 0.1 i = 1 + 0.9 i.
+  SchedulerKnobs k = roomy();
+  k.max_seqs = 1;
+  ServingWorkload w;
+  for (int i = 0; i < 6; ++i) w.requests.push_back(Request{0.1 * i, 1, 1});
+  SimulationResult r = simulate(w, k, one_second);
+  for (int i = 0; i < 6; ++i)
+    CHECK(r.requests[static_cast<size_t>(i)].ttft() == Approx(1 + 0.9 * i));
+  CHECK(r.makespan_s == Approx(6.0));
+}
+
+TEST_CASE("serve scheduler: KV exhaustion preempts the newest sequence", "[serving]") {
+  // Two sequences of 32 + 40 tokens, blocks of 16: each ends at 72 tokens = 5 blocks. With 7
+  // blocks both start (2 blocks each), both grow to 3 blocks at token 33 (6 used), and at token 49
+  // the first takes the 7th block; the second then finds none and is preempted.
+  SchedulerKnobs k = roomy();
+  k.kv_blocks = 7;
+  SimulationResult r = simulate(closed(2, 2, 32, 40), k, one_second);
+  CHECK(r.preemptions >= 1);
+  CHECK(r.requests[1].preemptions >= 1);
+  CHECK(r.requests[0].preemptions == 0);
+  // Both still finish; the first is never delayed by the second.
+  CHECK(r.requests[0].finish_s == Approx(40.0));
+  CHECK(r.requests[1].finish_s > r.requests[0].finish_s);
+  // With room for both (10 blocks = 2 x 5) nothing is preempted.
+  k.kv_blocks = 10;
+  CHECK(simulate(closed(2, 2, 32, 40), k, one_second).preemptions == 0);
+}
+
+TEST_CASE("serve scheduler: reserving the whole output admits later instead of preempting",
+          "[serving]") {
+  // TensorRT-LLM's GUARANTEED_NO_EVICT with 7 blocks: the first reserves its 5, the second needs
+  // 5 and waits. The first runs 40 steps (1 prefill + 39 decodes) to t = 40; the second is admitted
+  // at the step starting at 40 and gets its first token at 41: TTFT 41 s (it arrived at 0).
+  SchedulerKnobs k = roomy();
+  k.kv_blocks = 7;
+  k.reserve_full_output = true;
+  SimulationResult r = simulate(closed(2, 2, 32, 40), k, one_second);
+  CHECK(r.preemptions == 0);
+  CHECK(r.requests[1].ttft() == Approx(41.0));
+}
+
+TEST_CASE("serve scheduler: a sequence larger than the whole cache is refused", "[serving]") {
+  SchedulerKnobs k = roomy();
+  k.kv_blocks = 4;  // 64 tokens; a sequence of 32 + 40 needs 5 blocks
+  CHECK_THROWS_AS(simulate(closed(1, 1, 32, 40), k, one_second), InputError);
+}
+
+TEST_CASE("serve step cost: a lone prefill step is analyze's prefill less the other tokens' logits",
+          "[serving]") {
+  // The step model takes its figures from the same lowering as `analyze --phase prefill`: at a
+  // grid point (512 tokens) a prefill of 512 tokens sampling 512 logits must equal analyze's
+  // prediction exactly (same nodes, same rules); sampling only the last token must cost less.
+  TransformerConfig c =
+      load_transformer_config(test::data_path("samples/configs/llama-3.1-8b/config.json"));
+  TransformerOptions o;
+  o.workload = Workload::prefill;
+  o.lowering.seq = 512;
+  double analyzed = analyze_transformer(c, o).totals.predicted_s;
+  StepCostModel m(c, o.lowering, std::make_shared<const Device>(find_device("H100-SXM")));
+  StepShape all;
+  all.prefills = {{512, 0}};
+  all.logits = 512;
+  CHECK(m.cost(all).gpu_s == Approx(analyzed).epsilon(1e-9));
+  StepShape last = all;
+  last.logits = 1;
+  CHECK(m.cost(last).gpu_s < analyzed);
+}
+
+TEST_CASE("link model: collectives by hand", "[serving][links]") {
+  const Device& h100 = find_device("H100-SXM");
+  // 1 GiB all-reduce over 8 H100s on NVSwitch: busbw 476 GB/s (nccl-tests issue #290), moved
+  // 2 x 7/8 x 2^30 = 1879048192 bytes -> 3.947580 ms; tree latency 2 x log2(8) = 6 steps of 1 us
+  // beats the ring's 14: 3.953580 ms.
+  CollectivePrice big = price_collective(Collective::all_reduce, int64_t{1} << 30, 8, h100);
+  CHECK(big.algorithm == "tree");
+  CHECK(big.seconds == Approx(6e-6 + 1879048192.0 / 476e9));
+  // 16 KiB decode all-reduce with the engines' kernels: one-shot reads 7 x 16384 bytes over one
+  // GPU's 450 GB/s per direction after 2 barriers: 2 us + 0.2549 us.
+  CollectivePrice small = price_collective(Collective::all_reduce, 16384, 8, h100, true);
+  CHECK(small.algorithm == "one-shot");
+  CHECK(small.seconds == Approx(2e-6 + 7 * 16384.0 / 450e9));
+  // Without them (NCCL): tree, 6 us + 28672 / 476e9.
+  CHECK(collective_seconds(Collective::all_reduce, 16384, 8, h100) ==
+        Approx(6e-6 + 28672.0 / 476e9));
+  // All-gather of 1 GiB over 4 H100s: ring, 3 steps, 3/4 of the bytes at the link's 450 GB/s
+  // (the 476 GB/s all-reduce figure includes in-switch reduction an all-gather cannot use).
+  CHECK(collective_seconds(Collective::all_gather, int64_t{1} << 30, 4, h100) ==
+        Approx(3e-6 + 0.75 * 1073741824.0 / 450e9));
+  // L40S has no NVLink: PCIe 32 GB/s per direction (devices.json), no published all-reduce
+  // figure: 1 MiB over 2 GPUs = 2 us + 1 x 2^20 / 32e9.
+  CHECK(collective_seconds(Collective::all_reduce, 1 << 20, 2, find_device("L40S")) ==
+        Approx(2e-6 + 1048576.0 / 32e9));
+  CHECK(collective_seconds(Collective::all_reduce, 1 << 20, 1, h100) == 0);
+}
+
+TEST_CASE("training: ZeRO-3's gathers are priced per micro-batch by the link model",
+          "[serving][links]") {
+  // Llama-3.1-8B, bf16-mixed (fp32 weights and gradients, bf16 GEMMs), ZeRO-3 over 8 H100s. Each
+  // micro-batch all-gathers the weights twice in bf16 (P x 2 bytes) and reduce-scatters the fp32
+  // gradients (P x 4 bytes); each ring collective: 7 steps of 1 us and 7/8 of the bytes at the
+  // 450 GB/s link. Eight micro-batches: eight times that.
+  TransformerConfig c =
+      load_transformer_config(test::data_path("samples/configs/llama-3.1-8b/config.json"));
+  TransformerOptions o;
+  o.lowering.seq = 256;
+  TrainingOptions t;
+  t.precision = parse_train_precision("bf16-mixed");
+  t.zero = 3;
+  t.dp = 8;
+  Analysis one = analyze_training(c, o, t);
+  t.grad_accum = 8;
+  Analysis eight = analyze_training(c, o, t);
+  double p = static_cast<double>(one.training->params);
+  double per_micro = 2 * (7e-6 + 0.875 * p * 2 / 450e9) + (7e-6 + 0.875 * p * 4 / 450e9);
+  CHECK(one.training->communication_s == Approx(per_micro));
+  CHECK(eight.training->communication_s == Approx(8 * per_micro));
+}
+
+namespace {
+
+struct Run {
+  int code;
+  std::string err;
+};
+
+Run serve(const std::string& args) {
+  static const std::filesystem::path dir = test::scratch_dir("serve");
+  std::filesystem::path err = dir / "stderr.txt";
+  std::string cmd =
+      std::string(ROOFLENS_BIN) + " serve " + args + " > /dev/null 2> " + err.string();
+  int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, test::slurp(err)};
+}
+
+std::string config(const std::string& name) {
+  return test::data_path("samples/configs/" + name + "/config.json");
+}
+
+int lines(const std::string& s) {
+  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+}
+
+}  // namespace
+
+TEST_CASE("serve CLI: impossible plans are one line and exit 2", "[serving][cli]") {
+  // Llama-3.1-8B: 32 layers, 32 heads, 8 KV heads; Mixtral-8x7B: 8 experts.
+  for (const std::string& args : {
+           config("llama-3.1-8b") + " --concurrency 4 --engine tgi",  // unknown engine
+           config("llama-3.1-8b") + " --concurrency 4 --pp 3",        // 3 does not divide 32 layers
+           config("llama-3.1-8b") + " --concurrency 4 --tp 3",        // nor 32 heads
+           config("llama-3.1-8b") + " --concurrency 4 --ep 2 --tp 2",  // dense: no experts
+           config("mixtral-8x7b") +
+               " --concurrency 4 --ep 3 --tp 3",        // 3 does not divide 8 experts
+           config("llama-2-70b") + " --concurrency 4",  // 140 GB of weights on one 80 GB GPU
+           config("llama-3.1-8b") +
+               " --concurrency 4 --isl 4000000",                  // KV budget below one sequence
+           config("llama-3.1-8b") + " --concurrency 4 --rate 2",  // both loops
+           config("llama-3.1-8b") + " --concurrency 4 --isl uniform:9:3",  // LO above HI
+           config("llama-3.1-8b") + " --concurrency 4 --sp",  // sequence parallelism without TP
+           config("llama-3.1-8b") + " --concurrency 4 --block-size 0",  // no block size
+           config("llama-3.1-8b") + " --concurrency 4 --max-seqs 0",    // no sequence at all
+           config("llama-3.1-8b") +
+               " --concurrency 4 --num-requests 2000000",  // beyond the simulation's limit
+           config("llama-3.1-8b") +
+               " --concurrency 4 --isl 9000000000000000000",  // beyond 2^40 tokens
+           config("llama-3.1-8b") + " --rate inf",            // no finite rate
+           config("llama-3.1-8b") + " --concurrency 4 --step-overhead-us nan",  // no overhead
+           config("bert-base-uncased") + " --concurrency 4",                    // an encoder
+           config("mamba-130m") + " --concurrency 4",  // no KV cache to admit by
+       }) {
+    Run r = serve(args);
+    INFO(args << "\n" << r.err);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err) == 1);
+  }
+}
+
+TEST_CASE("serve CLI: an unsustainable rate is reported, exit 0", "[serving][cli]") {
+  static const std::filesystem::path dir = test::scratch_dir("serve_json");
+  std::filesystem::path json = dir / "serve.json";
+  // 1000 requests/s of 1024 + 256 tokens is far beyond one H100 serving an 8B model
+  // (each request alone is >= 256 decode steps).
+  Run r = serve(config("llama-3.1-8b") +
+                " --rate 1000 --num-requests 64 --isl 1024 --osl 256 --json " + json.string());
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  nlohmann::json j = nlohmann::json::parse(test::slurp(json));
+  const auto& s = j.at("serving");
+  CHECK(s.at("sustainable") == false);
+  // One request a second, each alone about 1024 prompt tokens and 256 decode steps of a few ms
+  // (well under a second of GPU time): the queue stays empty and the wait does not grow, although
+  // completions over the 64 s run (ramp and drain) read below the offered rate.
+  Run low = serve(config("llama-3.1-8b") +
+                  " --rate 1 --num-requests 64 --isl 1024 --osl 256 --json " + json.string());
+  REQUIRE(low.code == 0);
+  nlohmann::json lj = nlohmann::json::parse(test::slurp(json));
+  CHECK(lj.at("serving").at("sustainable") == true);
+  CHECK(std::fabs(lj.at("serving").at("wait_growth").get<double>()) < 0.05);
+  for (const char* k :
+       {"ttft_mean_s", "ttft_p50_s", "ttft_p99_s", "tpot_mean_s", "tpot_p50_s", "tpot_p99_s",
+        "e2e_latency_mean_s", "throughput_tokens_per_s", "throughput_tokens_per_s_per_gpu",
+        "requests_per_s", "kv_capacity_tokens", "max_concurrency_without_preemption", "step_mix"})
+    CHECK(s.contains(k));
+}
+
+TEST_CASE("serve CLI: replicas and pipeline stages divide the work as the plan says",
+          "[serving][cli]") {
+  static const std::filesystem::path dir = test::scratch_dir("serve_plans");
+  auto run_json = [&](const std::string& args) {
+    std::filesystem::path json = dir / "plan.json";
+    Run r =
+        serve(config("llama-3.1-8b") + " --isl 512 --osl 64 " + args + " --json " + json.string());
+    INFO(args << "\n" << r.err);
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(test::slurp(json));
+  };
+  // Two identical replicas, each with half of the clients and half of the requests, are two
+  // copies of one replica: the same latencies, twice the deployment's throughput, the same per GPU.
+  nlohmann::json one = run_json("--concurrency 8 --num-requests 32");
+  nlohmann::json two = run_json("--concurrency 16 --num-requests 64 --dp 2");
+  CHECK(two.at("plan").at("gpus") == 2);
+  CHECK(two.at("serving").at("tpot_mean_s").get<double>() ==
+        Approx(one.at("serving").at("tpot_mean_s").get<double>()));
+  CHECK(two.at("serving").at("throughput_tokens_per_s").get<double>() ==
+        Approx(2 * one.at("serving").at("throughput_tokens_per_s").get<double>()));
+  CHECK(two.at("serving").at("throughput_tokens_per_s_per_gpu").get<double>() ==
+        Approx(one.at("serving").at("throughput_tokens_per_s_per_gpu").get<double>()));
+  // Two pipeline stages: each GPU holds half of the layers' KV per token (32 layers x 8 KV heads x
+  // 128 dims x 2 (K, V) x 2 bytes = 131072 B on one GPU; 65536 on each of two).
+  nlohmann::json pp = run_json("--concurrency 8 --pp 2");
+  CHECK(one.at("memory_per_gpu").at("kv_bytes_per_token") == 131072);
+  CHECK(pp.at("memory_per_gpu").at("kv_bytes_per_token") == 65536);
+  CHECK(pp.at("plan").at("schedulers") == 2);
+}
