@@ -321,10 +321,13 @@ void families_detail::warn_unread(TransformerConfig& c, const ConfigReader& r, c
     if (ch == ':') ch = '.';
   where.erase(std::remove(where.begin(), where.end(), ' '), where.end());
   for (const std::string& k : unread) {
-    c.has_unknown_keys = true;
     std::string key = where.empty() ? k : where + "." + k, near = closest_key(k, known);
-    c.warnings.push_back(near.empty() ? fmt::format("key {} is not read by rooflens (not costed if it changes the model)", key)
-                                      : fmt::format("{}: did you mean {}?", key, near));
+    // A near miss is a typo whose intended value would otherwise be silently defaulted
+    // (num_key_value_head: full multi-head attention, a 4x KV cache): refused, not noted.
+    if (!near.empty())
+      throw InputError(fmt::format("{}: key '{}' is not one rooflens reads: did you mean '{}'?", c.path, key, near));
+    c.has_unknown_keys = true;
+    c.warnings.push_back(fmt::format("key {} is not read by rooflens (not costed if it changes the model)", key));
   }
 }
 
