@@ -73,6 +73,8 @@ std::string Coverage::line() const {
   return s + "; not costed: " + fmt::format("{}", fmt::join(parts, ", "));
 }
 
+std::string Coverage::partial_line() const { return fmt::format("partial: {} of {} nodes costed", costed + folded, total); }
+
 std::string model_display_name(const std::string& path) {
   std::string p = path;
   while (p.size() > 1 && p.back() == '/') p.pop_back();

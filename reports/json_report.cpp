@@ -144,7 +144,13 @@ json result_json(const Analysis& a) {
         {"batch_source", t.batch_source},
         {"throughput_per_s", t.throughput},
         {"throughput_unit", t.throughput_unit},
-        {"prediction_sources", t.prediction_sources}}},
+        {"prediction_sources", t.prediction_sources},
+        // A node without a rule has no FLOP count, so the share of the graph's FLOPs it holds is
+        // unknown too: null, never a guessed zero (0 only when every node is costed).
+        {"partial", a.coverage.partial()},
+        {"nodes_costed", a.coverage.costed + a.coverage.folded},
+        {"nodes_total", a.coverage.total},
+        {"flops_unknown_share", a.coverage.partial() ? json(nullptr) : json(0.0)}}},
       {"memory",
        {{"weight_bytes", a.memory_total.weight_bytes},
         {"kv_cache_bytes", a.memory_total.kv_cache_bytes},
