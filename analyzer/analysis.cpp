@@ -147,6 +147,9 @@ Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* infer
     r.index = static_cast<int>(i);
     r.name = n.name;
     if (!n.module_scopes.empty()) r.module = n.module_scopes.back().first;
+    // The dynamo exporter names nodes by op and a counter (node_MatMul_36); its module path says
+    // where they are, as a TorchScript export's names do: "m.transformer.h.0.attn/MatMul_36".
+    if (!r.module.empty() && n.name.rfind("node_", 0) == 0) r.name = r.module + "/" + n.name.substr(5);
     r.op = n.display_op();
     join_shapes(g, n.inputs, r.input_shapes);
     join_shapes(g, n.outputs, r.output_shapes);

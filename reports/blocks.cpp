@@ -7,12 +7,28 @@
 
 namespace rooflens::reports {
 
+namespace {
+
+// The block a node folds into. A node named after its module ("m.transformer.h.3.mlp.act/pow_4",
+// a dynamo export) folds by its module and its name less the exporter's counter, which differs
+// from layer to layer: "m.transformer.h.*.mlp.act/pow".
+std::string block_of(const NodeResult& n) {
+  if (n.module.empty() || n.name.rfind(n.module + "/", 0) != 0) return fold_name(n.name);
+  std::string own = n.name.substr(n.module.size() + 1);
+  size_t cut = own.find_last_not_of("0123456789");
+  if (cut != std::string::npos && cut + 1 < own.size() && own[cut] == '_') own.erase(cut);
+  return fold_name(n.module) + "/" + own;
+}
+
+}  // namespace
+
 std::vector<BlockRow> fold_blocks(const Analysis& a) {
   std::map<std::pair<std::string, std::string>, BlockRow> rows;
   for (const NodeResult& n : a.nodes) {
     if (n.status != NodeStatus::costed) continue;
-    BlockRow& r = rows[{fold_name(n.name), n.op}];
-    r.block = fold_name(n.name);
+    std::string block = block_of(n);
+    BlockRow& r = rows[{block, n.op}];
+    r.block = block;
     r.op = n.op;
     ++r.count;
     r.flops += n.cost.flops;
