@@ -58,6 +58,9 @@ struct QuantizationSpec {
   bool block_scales = false;    // fp8 weight_block_size [128, 128]: one fp32 scale per block
   int64_t block_rows = 128, block_cols = 128;
   bool dynamic_activations = false;  // fp8 activation_scheme dynamic: W8A8
+  bool int8_activations = false;     // compressed-tensors W8A8 int: int8 GEMM inputs
+  bool float_weights = false;        // compressed-tensors float-quantized: fp8 e4m3 weights
+  bool scale_per_tensor = false;     // compressed-tensors strategy tensor: one scale a matrix
   bool experts_only = false;    // mxfp4 in transformers converts the MoE experts only
   std::vector<std::string> not_converted;  // modules_to_not_convert / llm_int8_skip_modules
   std::string compute_dtype;    // bitsandbytes bnb_4bit_compute_dtype
@@ -75,9 +78,25 @@ struct CheckpointIndex {
   int shards_read = 0, shards_missing = 0;
 };
 
+// Which model of a multimodal wrapper (text_config + vision_config) is analyzed: the language
+// model (the default) or the vision tower (--part).
+enum class ConfigPart { text, vision };
+
+// A vision tower (SigLIP, CLIP): the image cut into patch x patch squares by a strided
+// convolution, one token per patch, then a bidirectional encoder.
+struct VisionSpec {
+  int64_t image_size = 0, patch_size = 0, channels = 3;
+  bool class_token = false;  // CLIP: a learned class embedding before the patches
+  bool patch_bias = true;    // SigLIP's patch convolution has a bias, CLIP's none
+  std::string patch_embed, class_embed;
+  int64_t patches() const { return (image_size / patch_size) * (image_size / patch_size); }
+  int64_t tokens() const { return patches() + (class_token ? 1 : 0); }
+};
+
 struct TransformerConfig {
   std::string path;
   std::string model_type;
+  std::optional<VisionSpec> vision;  // --part vision: the tower; the lowering's tokens are its patches
   bool verified = true;      // model_type is in the family table; false: generic decoder lowering
   std::string dtype;         // "bfloat16" etc. from dtype/torch_dtype, "" if absent
   ModuleNames names;
@@ -160,8 +179,11 @@ struct TransformerConfig {
 
 // Reads and validates a config file, or a Hugging Face model directory holding config.json;
 // throws InputError with the file and key on any problem.
-TransformerConfig load_transformer_config(const std::string& path);
-TransformerConfig parse_transformer_config(const std::string& json_text, const std::string& path);
+// A multimodal wrapper yields its language model (part text) or vision tower (part vision); a
+// plain config refuses part vision.
+TransformerConfig load_transformer_config(const std::string& path, ConfigPart part = ConfigPart::text);
+TransformerConfig parse_transformer_config(const std::string& json_text, const std::string& path,
+                                           ConfigPart part = ConfigPart::text);
 
 // The model_type values with a verified family entry, for error messages and docs.
 const std::vector<std::string>& supported_model_types();

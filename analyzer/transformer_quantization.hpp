@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "analyzer/config_reader.hpp"
 #include "analyzer/dtype.hpp"
 #include "analyzer/transformer_config.hpp"
