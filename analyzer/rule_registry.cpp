@@ -10,6 +10,9 @@
 
 namespace rooflens {
 
+// rules/quantized.cpp: Q/DQ, dynamic quantization, QLinearMatMul, MatMulNBits.
+void register_quantized_rules(RuleRegistry& r);
+
 std::string_view family_name(OpFamily f) {
   switch (f) {
     case OpFamily::gemm: return "gemm";
@@ -133,6 +136,7 @@ const RuleRegistry& builtin_rules() {
     register_data_movement_rules(r);
     register_transformer_rules(r);
     register_ssm_rules(r);
+    register_quantized_rules(r);
     return r;
   }();
   return registry;

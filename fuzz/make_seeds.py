@@ -74,11 +74,12 @@ g = h.make_graph([h.make_node("Swish", ["x"], ["y"], domain="local")], "fn", [vi
 m = h.make_model(g, opset_imports=[h.make_opsetid("", 18), h.make_opsetid("local", 1)], functions=[fn])
 open(os.path.join(onnx_dir, "function.onnx"), "wb").write(m.SerializeToString())
 
-# Control flow (scripts/make_control_flow_models.py): If and Loop with and without constants.
-control_flow = os.path.join(here, "..", "tests", "data", "onnx", "control_flow")
-for name in sorted(os.listdir(control_flow)):
-    with open(os.path.join(control_flow, name), "rb") as src, open(os.path.join(onnx_dir, "control_flow_" + name), "wb") as dst:
-        dst.write(src.read())
+# Control flow (scripts/make_control_flow_models.py) and quantized graphs (make_quantized_models.py).
+for kind in ("control_flow", "quantized"):
+    folder = os.path.join(here, "..", "tests", "data", "onnx", kind)
+    for name in sorted(os.listdir(folder)):
+        with open(os.path.join(folder, name), "rb") as src, open(os.path.join(onnx_dir, kind + "_" + name), "wb") as dst:
+            dst.write(src.read())
 
 shrink = {"num_hidden_layers": 2, "n_layer": 2, "hidden_size": 64, "n_embd": 64, "num_attention_heads": 4, "n_head": 4,
           "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 64,

@@ -79,6 +79,12 @@ for t in loop.graph.initializer:
     if t.name == "M":
         t.CopyFrom(helper.make_tensor("M", TensorProto.INT64, [], [10**9]))
 save("loop_too_many_trips.onnx", loop, "exceeds the limit of")
+nbits = helper.make_node("MatMulNBits", ["a", "b", "s"], ["y"], domain="com.microsoft", K=64, N=16, bits=4, block_size=24)
+save("matmul_nbits_block_24.onnx",
+     model([nbits], [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 64])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+           [helper.make_tensor("b", TensorProto.UINT8, [16, 3, 12], [0] * 576), helper.make_tensor("s", TensorProto.FLOAT, [48], [1.0] * 48)],
+           extra_opsets=[("com.microsoft", 1)]),
+     "block_size 24 is not a power of 2")
 write("empty.json", b"", "malformed JSON")
 write("config_strings.json", b'{"model_type": "llama", "vocab_size": "32000", "hidden_size": 4096}', "'vocab_size' must be an integer")
 write("config_1e9_layers.json", b'{"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096, "num_hidden_layers": 1000000000, '
