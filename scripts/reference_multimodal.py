@@ -9,6 +9,9 @@ device (no weights) with AutoModelForImageTextToText.from_config:
   vision_params     the vision tower (model.vision_tower)
   projector_params  the multimodal projector
   total_params      the whole wrapper
+and, for Gemma-3-4B's SigLIP tower cut to 2 layers (vision_two_layer_flops), the FLOPs
+FlopCounterMode counts for one 896x896 image in fp32 on the CPU with eager attention, by aten op
+(convolution, addmm, bmm: 2 FLOPs a multiply-accumulate, matrix products only).
 
 Run (CPU, seconds): python scripts/reference_multimodal.py   (transformers and torch from PyPI)
 """
@@ -17,6 +20,7 @@ import os
 
 import torch
 import transformers as tf
+from torch.utils.flop_counter import FlopCounterMode
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 OUT = os.path.join(ROOT, "tests", "data", "multimodal")
@@ -61,6 +65,20 @@ def count(params):
     return total
 
 
+def siglip_two_layer_flops(vision_config):
+    keys = ("hidden_size", "intermediate_size", "num_attention_heads", "patch_size", "image_size", "num_channels", "hidden_act",
+            "vision_use_head")
+    config = tf.SiglipVisionConfig(**{k: v for k, v in vision_config.items() if k in keys}, num_hidden_layers=2)
+    config._attn_implementation = "eager"
+    model = tf.SiglipVisionModel(config).eval()
+    image = torch.zeros(1, config.num_channels, config.image_size, config.image_size)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(pixel_values=image)
+    flops = {str(op).split(".")[-1]: n for op, n in counter.get_flop_counts()["Global"].items()}
+    flops["total"] = counter.get_total_flops()
+    return flops
+
+
 def main():
     reference = {"transformers": tf.__version__, "torch": torch.__version__}
     for name, make in WRAPPERS.items():
@@ -76,6 +94,8 @@ def main():
             "total_params": count(model.parameters()),
             "class": type(model).__name__,
         }
+        if name == "gemma-3-4b":
+            entry["vision_two_layer_flops"] = siglip_two_layer_flops(config.vision_config.to_dict())
         reference[name] = entry
         os.makedirs(os.path.join(OUT, name), exist_ok=True)
         with open(os.path.join(OUT, name, "config.json"), "w") as f:

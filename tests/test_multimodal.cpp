@@ -86,7 +86,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "the vision tower (--part vision): SigLIP and CLIP, params as transformers counts them and as by hand",
+    "the vision tower (--part vision): SigLIP and CLIP, params as transformers counts them and as "
+    "by hand",
     "[transformer][multimodal]") {
   TransformerConfig g = load_transformer_config(config_path("gemma-3-4b"), ConfigPart::vision);
   REQUIRE(g.vision);
@@ -124,6 +125,31 @@ TEST_CASE(
   o.workload = Workload::decode;
   o.lowering.context = 10;
   CHECK_THROWS_AS(analyze_transformer(g, o), InputError);
+}
+
+TEST_CASE("a 2-layer SigLIP tower's matrix FLOPs match FlopCounterMode's",
+          "[transformer][multimodal]") {
+  // scripts/reference_multimodal.py: transformers' SiglipVisionModel with Gemma-3-4B's tower cut to
+  // 2 layers, one 896x896 image, eager attention, FlopCounterMode by aten op.
+  const json& ref = reference()["gemma-3-4b"]["vision_two_layer_flops"];
+  json j = read("tests/data/multimodal/gemma-3-4b/config.json");
+  j["vision_config"]["num_hidden_layers"] = 2;
+  TransformerConfig c = parse_transformer_config(j.dump(), "config.json", ConfigPart::vision);
+  Analysis a = prefill(c, 4096);
+  int64_t linear = 0, conv_macs = 0, attention = 0;
+  for (const NodeResult& n : a.nodes) {
+    if (n.op == "MatMul") linear += n.cost.flops;
+    if (n.op == "Conv") conv_macs += n.cost.macs.value_or(0);
+    if (n.op == "Attention") attention += n.cost.flops;
+  }
+  // The projections and MLPs (biases are Add nodes of their own) and the patch convolution: exact.
+  CHECK(linear == ref["addmm"].get<int64_t>());
+  CHECK(2 * conv_macs == ref["convolution"].get<int64_t>());
+  // Attention's two products, with the softmax on top in rooflens: within 1% of the whole count.
+  double ours = static_cast<double>(linear + 2 * conv_macs + attention),
+         theirs = ref["total"].get<double>();
+  CHECK(std::abs(ours - theirs) / theirs < 0.01);
+  CHECK(attention >= ref["bmm"].get<int64_t>());
 }
 
 TEST_CASE(
