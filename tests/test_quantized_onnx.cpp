@@ -54,6 +54,7 @@ TEST_CASE("quantize_dynamic: DynamicQuantizeLinear, ConvInteger and MatMulIntege
           "[rules][quantized]") {
   Analysis a = analyze("dynamic");
   CHECK(a.coverage.not_costed == 0);
+  CHECK(a.totals.params == 108 + 4 + 4608);  // uint8 kernels, the float bias
   const NodeResult& q = first_op(a, "DynamicQuantizeLinear");
   CHECK(q.cost.flops == 4 * 192);         // min, max, scale, zero point per element of x
   CHECK(q.cost.read_act == 2 * 192 * 4);  // fp32 x read by the range pass and the quantizing pass
@@ -80,6 +81,7 @@ TEST_CASE("QDQ: QuantizeLinear and DequantizeLinear are costed as element-wise k
           "[rules][quantized]") {
   Analysis a = analyze("qdq");
   CHECK(a.coverage.not_costed == 0);
+  CHECK(a.totals.params == 108 + 4 + 4608);  // the int8 kernels and int32 bias DequantizeLinear reads
   // The convolution between them stays a float one (the fused int8 kernel a runtime picks for
   // the pattern is not recognised yet).
   CHECK(first_op(a, "Conv").cost.macs == 3888);
