@@ -81,7 +81,8 @@ TEST_CASE("QDQ: QuantizeLinear and DequantizeLinear are costed as element-wise k
           "[rules][quantized]") {
   Analysis a = analyze("qdq");
   CHECK(a.coverage.not_costed == 0);
-  CHECK(a.totals.params == 108 + 4 + 4608);  // the int8 kernels and int32 bias DequantizeLinear reads
+  CHECK(a.totals.params ==
+        108 + 4 + 4608);  // the int8 kernels and int32 bias DequantizeLinear reads
   // The convolution between them stays a float one (the fused int8 kernel a runtime picks for
   // the pattern is not recognised yet).
   CHECK(first_op(a, "Conv").cost.macs == 3888);
