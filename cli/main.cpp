@@ -1,6 +1,7 @@
 // The `rooflens` command (cli/entry.hpp: the executable and the Python package both run it). The
 // only place that picks exit codes: 0 success, 2 bad input (one line on stderr), 1 an internal or
-// GPU error, 3 a profile run marked invalid (CUPTI dropped records), 130 a profile interrupted by
+// GPU error, 3 a profile run marked invalid (CUPTI dropped records), 4 an analysis with nodes not
+// costed (outputs written, marked partial; 0 under --allow-partial), 130 a profile interrupted by
 // Ctrl-C (outputs marked incomplete).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -28,9 +29,17 @@ namespace {
 
 using namespace rooflens;
 
-int run_analyze(const cli::ModelArgs& args, const CLI::App& cmd) {
-  cli::write_outputs(args, cli::build_analysis(args, cmd));
-  return 0;
+// A partial analysis (a node runs without a cost) writes every output, marked partial, and exits
+// 4 so that no script takes its lower bound for the model's cost; --allow-partial accepts it.
+constexpr int kPartialExit = 4;
+
+int run_analyze(const cli::ModelArgs& args, const CLI::App& cmd, bool allow_partial) {
+  Analysis a = cli::build_analysis(args, cmd);
+  cli::write_outputs(args, a);
+  if (!a.coverage.partial() || allow_partial) return 0;
+  std::cerr << fmt::format("rooflens: {}: {} (outputs written, marked partial; --allow-partial exits 0)\n", a.model_name,
+                           a.coverage.line());
+  return kPartialExit;
 }
 
 struct ReportArgs {
@@ -89,6 +98,8 @@ int rooflens::cli::run(int argc, char** argv) {
   auto* analyze = app.add_subcommand("analyze", "static cost model of an ONNX model or a transformer config.json");
   cli::add_model_options(*analyze, args);
   analyze->add_option("--trace", args.trace_path, "write the predicted timeline as a Chrome/Perfetto trace (no GPU needed)");
+  bool allow_partial = false;
+  analyze->add_flag("--allow-partial", allow_partial, "exit 0 when some nodes are not costed (else exit 4, outputs marked partial)");
   cli::ProfileArgs pargs;
   auto* profile = app.add_subcommand("profile", "replay every layer on this GPU under CUPTI/NVTX; prediction vs measurement");
   cli::add_profile_options(*profile, pargs);
@@ -124,7 +135,7 @@ int rooflens::cli::run(int argc, char** argv) {
     return 2;
   }
   try {
-    if (analyze->parsed()) return run_analyze(args, *analyze);
+    if (analyze->parsed()) return run_analyze(args, *analyze, allow_partial);
     if (profile->parsed()) return cli::run_profile_command(pargs, *profile);
     if (calibrate->parsed()) return cli::run_calibrate_command(cargs);
     if (report->parsed()) return run_report(rargs);

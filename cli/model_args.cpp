@@ -58,10 +58,13 @@ TrainingOptions training_options(const ModelArgs& args) {
   return t;
 }
 
-Analysis analyze_config(const ModelArgs& args, Graph* inferred, std::shared_ptr<const Device> calibrated) {
+Analysis analyze_config(const ModelArgs& args, const CLI::App& cmd, Graph* inferred, std::shared_ptr<const Device> calibrated) {
   if (!args.dims.empty()) throw InputError("--dim applies to ONNX models; a config takes --batch/--seq/--context");
   if (!args.dtype.empty()) throw InputError("--dtype applies to ONNX models; a config takes --weights/--activations/--kv-dtype");
-  TransformerConfig c = load_transformer_config(args.model);
+  if (args.part != "text" && args.part != "vision") throw InputError(fmt::format("--part {}: expected text or vision", args.part));
+  TransformerConfig c = load_transformer_config(args.model, args.part == "vision" ? ConfigPart::vision : ConfigPart::text);
+  if (c.vision && args.phase != "prefill")
+    throw InputError(fmt::format("--part vision: the vision tower is an encoder run once an image; --phase prefill only, not {}", args.phase));
   TransformerOptions o;
   o.device = args.device;
   o.calibrated = calibrated;
@@ -76,6 +79,7 @@ Analysis analyze_config(const ModelArgs& args, Graph* inferred, std::shared_ptr<
   LoweringOptions& l = o.lowering;
   l.batch = args.batch;
   l.seq = args.seq;
+  if (c.vision && !cmd.count("--seq")) l.seq = c.vision->tokens();  // an image's patches; --batch counts images
   l.context = args.context;
   l.tp = args.tp;
   l.group_size = args.group_size;
@@ -103,7 +107,7 @@ void reject_training_flags(const CLI::App& cmd) {
 // An ONNX model takes --phase train and its training flags; the rest are a config's.
 void reject_config_flags(const CLI::App& cmd, bool train) {
   for (const char* flag : {"--seq", "--context", "--prompt", "--gen", "--attention", "--weights", "--group-size",
-                           "--activations", "--kv-dtype", "--tp", "--sp"})
+                           "--activations", "--kv-dtype", "--tp", "--sp", "--part"})
     if (cmd.count(flag)) throw InputError(fmt::format("{} applies to transformer configs (config.json), not ONNX models", flag));
   if (train) return;
   if (cmd.count("--phase")) throw InputError("--phase applies to transformer configs (config.json); an ONNX model takes --phase train only");
@@ -133,6 +137,14 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& specs)
 Analysis analyze_model(const ModelArgs& args, const CLI::App& cmd, Graph* inferred, std::shared_ptr<const Device> calibrated) {
   LoadOptions load;
   load.dims = parse_dims(args.dims);
+  if (!args.if_branch.empty()) {
+    if (args.if_branch != "then" && args.if_branch != "else") throw InputError(fmt::format("--if-branch {}: expected then or else", args.if_branch));
+    load.if_branch = args.if_branch == "then" ? IfBranch::then_branch : IfBranch::else_branch;
+  }
+  if (cmd.count("--loop-trips")) {
+    if (args.loop_trips <= 0) throw InputError(fmt::format("--loop-trips {}: must be positive", args.loop_trips));
+    load.loop_trips = args.loop_trips;
+  }
   if (cmd.count("--batch")) {
     if (args.batch <= 0) throw InputError(fmt::format("--batch {}: must be positive", args.batch));
     load.batch = args.batch;
@@ -176,6 +188,7 @@ void choose_dtypes(const ModelArgs& args, const TransformerConfig& c, LoweringOp
     if (c.quantization->group_size > 0) l.group_size = c.quantization->group_size;
     l.weights_source = "quantization_config: " + c.quantization->label;
     l.activations = c.quantization->dynamic_activations ? DType::f8e4m3fn
+                    : c.quantization->int8_activations        ? DType::i8
                     : !c.quantization->compute_dtype.empty() ? dtype_named(c.quantization->compute_dtype)
                                                               : plain;
   } else {
@@ -220,6 +233,10 @@ void add_model_options(CLI::App& cmd, ModelArgs& args) {
   cmd.add_option("--activations", args.activations, "config: fp32|bf16|fp16|fp8|int8");
   cmd.add_option("--kv-dtype", args.kv_dtype, "config: KV cache dtype (default: the activations when 16/32-bit, else the config dtype)");
   cmd.add_option("--tp", args.tp, "config: tensor-parallel GPUs")->capture_default_str();
+  cmd.add_option("--if-branch", args.if_branch, "ONNX: the branch of an If whose condition is not a constant (then|else)");
+  cmd.add_option("--loop-trips", args.loop_trips, "ONNX: iterations of a Loop whose trip count is not a constant");
+  cmd.add_option("--part", args.part, "multimodal config: text (the language model) or vision (the vision tower)")
+      ->capture_default_str();
   cmd.add_option("--precision", args.precision, "train: fp32 | bf16 | bf16-mixed | fp8-mixed")->capture_default_str();
   cmd.add_option("--optimizer", args.optimizer, "train: adamw | sgd | adafactor")->capture_default_str();
   cmd.add_option("--recompute", args.recompute, "train: none | selective | full (activation checkpointing)")
@@ -239,7 +256,9 @@ Analysis build_analysis(const ModelArgs& args, const CLI::App& cmd, Graph* infer
   }
   if (is_config_path(args.model)) {
     if (args.phase != "train") reject_training_flags(cmd);
-    return analyze_config(args, inferred, calibrated);
+    for (const char* flag : {"--if-branch", "--loop-trips"})
+      if (cmd.count(flag)) throw InputError(fmt::format("{} applies to ONNX models (control flow), not configs", flag));
+    return analyze_config(args, cmd, inferred, calibrated);
   }
   reject_config_flags(cmd, cmd.count("--phase") && args.phase == "train");
   return analyze_model(args, cmd, inferred, calibrated);

@@ -25,6 +25,10 @@ struct ModelArgs {
   std::string by = "node";
   // Transformer configs only.
   std::string phase = "prefill", attention = "flash", weights, activations, kv_dtype;
+  std::string part = "text";
+  // ONNX control flow.
+  std::string if_branch;
+  int64_t loop_trips = 0;  // multimodal wrappers: text (the language model) or vision (the tower)
   int64_t batch = 1, seq = 2048, context = 2048, prompt = 2048, gen = 256, group_size = 128, tp = 1;
   // --phase train.
   std::string precision = "bf16-mixed", optimizer = "adamw", recompute = "none";

@@ -67,5 +67,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const InputError&) {
     }
   }
+  // A multimodal wrapper's vision tower (--part vision): one image of its patches.
+  try {
+    TransformerConfig v = parse_transformer_config(text, "fuzz.json", ConfigPart::vision);
+    if (v.layers > 4 || v.vision->tokens() > 4096) return 0;
+    TransformerOptions o;
+    o.lowering.seq = v.vision->tokens();
+    Analysis a = analyze_transformer(v, o);
+    std::ostringstream sink;
+    reports::JsonSink().write(sink, a);
+  } catch (const InputError&) {
+  }
   return 0;
 }

@@ -14,6 +14,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);
   rooflens::LoadOptions load;
   load.bind_unbound_dims = 3;  // reach the rules even when the model has symbolic dims
+  // Control flow spliced in: an If's else branch, a Loop unrolled three times (odd-sized inputs
+  // set the flags, so both paths are explored).
+  if (size % 2 == 1) {
+    load.if_branch = rooflens::IfBranch::else_branch;
+    load.loop_trips = 3;
+  }
   try {
     rooflens::Analysis a = rooflens::analyze_graph(rooflens::load_onnx_bytes(bytes, "fuzz.onnx", load), {});
     std::ostringstream sink;

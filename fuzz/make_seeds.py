@@ -74,6 +74,13 @@ g = h.make_graph([h.make_node("Swish", ["x"], ["y"], domain="local")], "fn", [vi
 m = h.make_model(g, opset_imports=[h.make_opsetid("", 18), h.make_opsetid("local", 1)], functions=[fn])
 open(os.path.join(onnx_dir, "function.onnx"), "wb").write(m.SerializeToString())
 
+# Control flow (scripts/make_control_flow_models.py) and quantized graphs (make_quantized_models.py).
+for kind in ("control_flow", "quantized"):
+    folder = os.path.join(here, "..", "tests", "data", "onnx", kind)
+    for name in sorted(os.listdir(folder)):
+        with open(os.path.join(folder, name), "rb") as src, open(os.path.join(onnx_dir, kind + "_" + name), "wb") as dst:
+            dst.write(src.read())
+
 shrink = {"num_hidden_layers": 2, "n_layer": 2, "hidden_size": 64, "n_embd": 64, "num_attention_heads": 4, "n_head": 4,
           "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 64,
           "n_positions": 64, "num_local_experts": 4, "n_routed_experts": 4, "num_experts_per_tok": 2,
@@ -95,4 +102,38 @@ for name in sorted(os.listdir(families)):
     if os.path.exists(two):
         with open(two) as src, open(os.path.join(cfg_dir, name + "-two-layer.json"), "w") as dst:
             dst.write(src.read())
+# Multimodal wrappers (tests/data/multimodal), both parts shrunk: a 2-layer language model
+# and a 2-layer tower over a 28x28 image (4 patches); and the quantization formats people export.
+vision_shrink = {"num_hidden_layers": 2, "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 2,
+                 "image_size": 28, "patch_size": 14, "depth": 2, "embed_dim": 32, "num_heads": 2}
+wrappers = os.path.join(here, "..", "tests", "data", "multimodal")
+for name in sorted(os.listdir(wrappers)):
+    path = os.path.join(wrappers, name, "config.json")
+    if not os.path.exists(path):
+        continue
+    cfg = json.load(open(path))
+    for k, v in shrink.items():
+        if cfg["text_config"].get(k) is not None:
+            cfg["text_config"][k] = v
+    cfg["text_config"].pop("layer_types", None)
+    for k, v in vision_shrink.items():
+        if k in cfg["vision_config"]:
+            cfg["vision_config"][k] = v
+    json.dump(cfg, open(os.path.join(cfg_dir, "multimodal-" + name + ".json"), "w"), indent=1)
+quantized = {
+    "compressed-tensors-w4a16": {"quant_method": "compressed-tensors", "format": "pack-quantized",
+                                 "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+                                     "num_bits": 4, "type": "int", "symmetric": True, "strategy": "group", "group_size": 32}}},
+                                 "ignore": ["lm_head"]},
+    "compressed-tensors-fp8": {"quant_method": "compressed-tensors", "format": "float-quantized",
+                               "config_groups": {"group_0": {"targets": ["Linear"],
+                                                             "weights": {"num_bits": 8, "type": "float", "strategy": "channel"},
+                                                             "input_activations": {"num_bits": 8, "type": "float", "dynamic": True}}}},
+    "hqq-4bit": {"quant_method": "hqq", "quant_config": {"weight_quant_params": {"nbits": 4, "group_size": 64}},
+                 "skip_modules": ["lm_head"]},
+    "bnb-fp4": {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "fp4"},
+}
+base = json.load(open(os.path.join(cfg_dir, "llama-2-7b.json")))
+for name, q in quantized.items():
+    json.dump(dict(base, quantization_config=q), open(os.path.join(cfg_dir, "quantized-" + name + ".json"), "w"), indent=1)
 print(len(os.listdir(onnx_dir)), "onnx seeds,", len(os.listdir(cfg_dir)), "config seeds")

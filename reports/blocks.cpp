@@ -12,8 +12,9 @@ std::vector<BlockRow> fold_blocks(const Analysis& a) {
   std::map<std::pair<std::string, std::string>, BlockRow> rows;
   for (const NodeResult& n : a.nodes) {
     if (n.status != NodeStatus::costed) continue;
-    BlockRow& r = rows[{fold_layer_numbers(n.name), n.op}];
-    r.block = fold_layer_numbers(n.name);
+    std::string block = node_block(n.name, n.module);
+    BlockRow& r = rows[{block, n.op}];
+    r.block = block;
     r.op = n.op;
     ++r.count;
     r.flops += n.cost.flops;

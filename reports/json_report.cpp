@@ -58,7 +58,7 @@ json device_with_spec(const Device& d, const std::string& requested) {
 json node_json(const NodeResult& n) {
   json j{{"index", n.index},
          {"name", n.name},
-         {"block", fold_layer_numbers(n.name)},
+         {"block", node_block(n.name, n.module)},
          {"module", n.module.empty() ? json(nullptr) : json(n.module)},
          {"op", n.op},
          {"family", n.family ? json(std::string(family_name(*n.family))) : json(nullptr)},
@@ -148,7 +148,13 @@ json result_json(const Analysis& a) {
         {"batch_source", t.batch_source},
         {"throughput_per_s", t.throughput},
         {"throughput_unit", t.throughput_unit},
-        {"prediction_sources", t.prediction_sources}}},
+        {"prediction_sources", t.prediction_sources},
+        // A node without a rule has no FLOP count, so the share of the graph's FLOPs it holds is
+        // unknown too: null, never a guessed zero (0 only when every node is costed).
+        {"partial", a.coverage.partial()},
+        {"nodes_costed", a.coverage.costed + a.coverage.folded},
+        {"nodes_total", a.coverage.total},
+        {"flops_unknown_share", a.coverage.partial() ? json(nullptr) : json(0.0)}}},
       {"memory",
        {{"weight_bytes", a.memory_total.weight_bytes},
         {"kv_cache_bytes", a.memory_total.kv_cache_bytes},

@@ -48,7 +48,7 @@ class HtmlSink : public Sink {
 // activation_bytes/peak_node_index, transformer MoE/MLA fields, measured.relative_iqr.
 // 1.4: compare, nodes[].module.
 // Minor versions only add.
-inline constexpr const char* kJsonSchemaVersion = "1.5";
+inline constexpr const char* kJsonSchemaVersion = "1.6";
 
 // Rows of the by-block view: nodes whose names differ only in layer numbers, summed.
 struct BlockRow {

@@ -148,7 +148,19 @@ void block_table(std::ostream& out, const json& r, int top_n) {
 }
 
 // "4.21 ms for batch 8 (dim 0 of input 'x') -> 1,900 samples/s"; a generate run's totals.
+std::string headline_of(const json& r);
+
+// The predicted time never stands alone over a partial graph: "partial: N of M nodes costed"
+// follows it (read from coverage, which results of every schema version carry).
 std::string headline(const json& r) {
+  const json& c = r.at("coverage");
+  std::string h = headline_of(r);
+  if (c.at("not_costed").get<int>() == 0) return h;
+  return fmt::format("{} [partial: {} of {} nodes costed; the time is a lower bound]", h,
+                     c.at("costed").get<int>() + c.at("folded").get<int>(), c.at("total").get<int>());
+}
+
+std::string headline_of(const json& r) {
   const json& t = r.at("totals");
   std::string rate = fmt::format("{:.1f} {}", t.at("throughput_per_s").get<double>(), t.at("throughput_unit").get<std::string>());
   double seconds = t.at("predicted_s").get<double>();

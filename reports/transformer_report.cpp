@@ -46,7 +46,10 @@ void write_transformer_header(std::ostream& out, const json& t) {
     fmt::print(out, "experts  top-{} of {} routed{}\n", t.at("experts_per_token").get<int64_t>(), experts,
                t.at("shared_experts").get<int64_t>() ? fmt::format(" + {} shared", t.at("shared_experts").get<int64_t>()) : "");
   fmt::print(out, "work     {}; {} attention\n", shape_of_work(t), t.at("attention") == "flash" ? "fused (flash)" : "naive");
-  std::string quant = t.at("weights_dtype") == "int4" ? fmt::format(" (group {})", t.at("group_size").get<int64_t>()) : "";
+  // A checkpoint's format by its own name (bitsandbytes nf4, hqq, ...), else --weights int4's group.
+  std::string quant = t.contains("quantization") && t["quantization"].is_string() ? fmt::format(" ({})", t["quantization"].get<std::string>())
+                      : t.at("weights_dtype") == "int4" ? fmt::format(" (group {})", t.at("group_size").get<int64_t>())
+                                                         : "";
   int64_t tp = t.at("tp").get<int64_t>();
   fmt::print(out, "dtypes   weights {}{}, activations {}, KV cache {}{}\n", dtype_short(t.at("weights_dtype")), quant,
              dtype_short(t.at("activations_dtype")), dtype_short(t.at("kv_dtype")),
@@ -103,6 +106,7 @@ nlohmann::json transformer_json(const TransformerSummary& t) {
          {"attention", l.attention == AttentionImpl::flash ? "flash" : "naive"},
          {"weights_dtype", dtype_name(l.weights)},
          {"weights_source", t.weights_source},
+         {"quantization", l.quantization ? json(l.quantization->label) : json(nullptr)},
          {"activations_dtype", dtype_name(l.activations)},
          {"kv_dtype", dtype_name(l.kv)},
          {"tp", l.tp},

@@ -71,6 +71,20 @@ save("huge_rank.onnx", model([helper.make_node("Relu", ["x"], ["y"])], [helper.m
 save("opset_6.onnx", model([helper.make_node("Relu", ["x"], ["y"])], [x4], [y], opset=6), "outside the supported range")
 save("unbound_dim.onnx", model([helper.make_node("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])], [y]),
      "bind it with --dim n=N")
+# A Loop whose constant trip count would unroll past the node limit (scripts/make_control_flow_models.py's loop).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_control_flow_models  # noqa: E402
+loop = make_control_flow_models.loop_model(True)
+for t in loop.graph.initializer:
+    if t.name == "M":
+        t.CopyFrom(helper.make_tensor("M", TensorProto.INT64, [], [10**9]))
+save("loop_too_many_trips.onnx", loop, "exceeds the limit of")
+nbits = helper.make_node("MatMulNBits", ["a", "b", "s"], ["y"], domain="com.microsoft", K=64, N=16, bits=4, block_size=24)
+save("matmul_nbits_block_24.onnx",
+     model([nbits], [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 64])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+           [helper.make_tensor("b", TensorProto.UINT8, [16, 3, 12], [0] * 576), helper.make_tensor("s", TensorProto.FLOAT, [48], [1.0] * 48)],
+           extra_opsets=[("com.microsoft", 1)]),
+     "block_size 24 is not a power of 2")
 write("empty.json", b"", "malformed JSON")
 write("config_strings.json", b'{"model_type": "llama", "vocab_size": "32000", "hidden_size": 4096}', "'vocab_size' must be an integer")
 write("config_1e9_layers.json", b'{"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096, "num_hidden_layers": 1000000000, '
@@ -78,6 +92,16 @@ write("config_1e9_layers.json", b'{"model_type": "llama", "vocab_size": 32000, "
 write("config_array.json", b"[1, 2, 3]", "must be a JSON object")
 write("config_nested.json", b"[" * 100000 + b"]" * 100000, "")
 write("config_unknown_type.json", b'{"model_type": "rwkv"}', "not one rooflens knows")
+# Multimodal wrappers and quantization formats: a misspelled key is refused naming the key meant.
+write("config_multimodal_typo.json", b'{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "vocab_size": 100, '
+      b'"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_head": 2, "intermediate_size": 128, '
+      b'"head_dim": 16}, "vision_config": {"model_type": "siglip_vision_model"}}', "did you mean 'num_key_value_heads'?")
+write("config_compressed_tensors_groups.json", b'{"model_type": "llama", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 2, '
+      b'"num_attention_heads": 4, "intermediate_size": 128, "quantization_config": {"quant_method": "compressed-tensors", '
+      b'"format": "pack-quantized", "config_groups": {}}}', "config_groups' is missing or empty")
+write("config_hqq_3bit.json", b'{"model_type": "llama", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 2, '
+      b'"num_attention_heads": 4, "intermediate_size": 128, "quantization_config": {"quant_method": "hqq", "nbits": 3}}',
+      "4- and 8-bit HQQ weights")
 
 with open(os.path.join(out, "EXPECTED"), "w") as f:
     f.write("# file<TAB>phrase its one error line must contain (empty: any)\n")

@@ -41,6 +41,31 @@ std::vector<std::vector<int>> weight_origins(const Graph& g, const std::vector<b
   return origins;
 }
 
+// Quantized exports keep learned weights as integer initializers (int8 kernels, int32 biases):
+// the weight inputs of the quantized ops are parameters, in their stored dtype. Scales and zero
+// points (even per-channel float ones) are not parameters.
+void mark_quantized_weights(Graph& g) {
+  static const std::map<std::string, std::vector<size_t>> weight_inputs{
+      {"QLinearConv", {3, 8}}, {"QLinearMatMul", {3}}, {"ConvInteger", {1}}, {"MatMulInteger", {1}}, {"DequantizeLinear", {0}}};
+  static const std::map<std::string, std::vector<size_t>> scale_inputs{
+      {"QLinearConv", {1, 2, 4, 5, 6, 7}}, {"QLinearMatMul", {1, 2, 4, 5, 6, 7}}, {"ConvInteger", {2, 3}},
+      {"MatMulInteger", {2, 3}},           {"DequantizeLinear", {1, 2}},        {"QuantizeLinear", {1, 2}}};
+  for (const Node& n : g.nodes) {
+    if (!n.domain.empty()) continue;
+    if (auto it = weight_inputs.find(n.op_type); it != weight_inputs.end())
+      for (size_t i : it->second) {
+        int t = n.input(i);
+        if (t < 0) continue;
+        Tensor& x = g.tensors[t];
+        if (x.role == TensorRole::constant && x.producer < 0 && !is_float(x.dtype) && x.shape && !x.shape->empty())
+          x.role = TensorRole::weight;
+      }
+    if (auto it = scale_inputs.find(n.op_type); it != scale_inputs.end())
+      for (size_t i : it->second)
+        if (int t = n.input(i); t >= 0 && g.tensors[t].producer < 0) g.tensors[t].is_param = false;
+  }
+}
+
 void join_shapes(const Graph& g, const std::vector<int>& ts, std::vector<std::string>& out) {
   for (int t : ts) {
     if (t < 0) continue;
@@ -72,6 +97,8 @@ std::string Coverage::line() const {
   for (auto& [op, k] : items) parts.push_back(fmt::format("{} x{}", op, k));
   return s + "; not costed: " + fmt::format("{}", fmt::join(parts, ", "));
 }
+
+std::string Coverage::partial_line() const { return fmt::format("partial: {} of {} nodes costed", costed + folded, total); }
 
 std::string model_display_name(const std::string& path) {
   std::string p = path;
@@ -110,6 +137,7 @@ Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* infer
   a.device = resolve_device(opt);
   if (!opt.calibrated) a.device_requested = opt.device;
   InferenceResult inf = infer_shapes(g, rules, foreign_node_shapes);
+  mark_quantized_weights(g);
   std::optional<DType> storage = opt.precision ? std::optional<DType>(storage_dtype(*opt.precision)) : std::nullopt;
 
   a.model = g.source;
@@ -145,6 +173,9 @@ Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* infer
     r.index = static_cast<int>(i);
     r.name = n.name;
     if (!n.module_scopes.empty()) r.module = n.module_scopes.back().first;
+    // The dynamo exporter names nodes by op and a counter (node_MatMul_36); its module path says
+    // where they are, as a TorchScript export's names do: "m.transformer.h.0.attn/MatMul_36".
+    if (!r.module.empty() && n.name.rfind("node_", 0) == 0) r.name = r.module + "/" + n.name.substr(5);
     r.op = n.display_op();
     join_shapes(g, n.inputs, r.input_shapes);
     join_shapes(g, n.outputs, r.output_shapes);

@@ -86,6 +86,9 @@ struct Coverage {
   int total = 0, costed = 0, folded = 0, not_costed = 0;
   std::map<std::string, int> missing;  // op -> count
   std::string line() const;            // "412/415 nodes costed; not costed: RotaryEmbedding x3"
+  // Some node runs but has no cost: every total (FLOPs, bytes, time) is a lower bound.
+  bool partial() const { return not_costed > 0; }
+  std::string partial_line() const;  // "partial: 412 of 415 nodes costed"
 };
 
 struct ModelInput {

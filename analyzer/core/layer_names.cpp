@@ -20,4 +20,12 @@ std::string fold_layer_numbers(const std::string& name) {
   return out;
 }
 
+std::string node_block(const std::string& name, const std::string& module) {
+  if (module.empty() || name.rfind(module + "/", 0) != 0) return fold_layer_numbers(name);
+  std::string own = name.substr(module.size() + 1);
+  size_t cut = own.find_last_not_of("0123456789");
+  if (cut != std::string::npos && cut + 1 < own.size() && own[cut] == '_') own.erase(cut);
+  return fold_layer_numbers(module) + "/" + own;
+}
+
 }  // namespace rooflens

@@ -9,4 +9,10 @@ namespace rooflens {
 // "model.layers.12.mlp.down_proj" -> "model.layers.*.mlp.down_proj", "/h.3/attn" -> "/h.*/attn".
 std::string fold_layer_numbers(const std::string& name);
 
+// The block a node folds into (the terminal's --by block, the JSON's `block`, the HTML): its name
+// with layer numbers folded; a node named after its module (a dynamo export,
+// "m.transformer.h.3.mlp.act/pow_4") by its module and its own name less the exporter's counter,
+// which differs from layer to layer: "m.transformer.h.*.mlp.act/pow".
+std::string node_block(const std::string& name, const std::string& module);
+
 }  // namespace rooflens

@@ -18,6 +18,7 @@
 #include "analyzer/core/checked.hpp"
 #include "analyzer/core/errors.hpp"
 #include "analyzer/core/limits.hpp"
+#include "analyzer/onnx/control_flow.hpp"
 #include "analyzer/onnx/wire.hpp"
 #include "analyzer/ops/rule_registry.hpp"
 
@@ -409,6 +410,15 @@ class Converter {
       inline_function(*fn->second, np, node_name + "/", map_name, depth);
       return;
     }
+    if (domain.empty() && depth < kMaxFunctionDepth && (np.op_type() == "If" || np.op_type() == "Loop")) {
+      SpliceTarget target{
+          [&](const onnx::NodeProto& node, const std::string& p, const std::map<std::string, std::string>& r, int d) { add_node(node, p, r, d); },
+          [&](const onnx::TensorProto& init) { add_initializer(init, std::nullopt); },
+          [&](const std::string& name) { return constant_of(name); },
+          [&](std::string note) { g_.notes.push_back(std::move(note)); },
+          path_};
+      if (splice_control_flow(target, opts_, np, node_name, map_name, depth)) return;
+    }
     if (!g_.opsets.count(domain))
       throw InputError(fmt::format("{}: node '{}' uses domain '{}', which the model does not import",
                                    path_, node_name, domain));
@@ -472,6 +482,14 @@ class Converter {
       if (!g_.opsets.count(o.domain())) g_.opsets[o.domain()] = o.version();
     for (const auto& body : f.node()) add_node(body, prefix, rename, depth + 1);
     call_attrs_ = saved;
+  }
+
+  // The known contents of an outer tensor (an initializer or a folded constant), else nullopt.
+  std::optional<Value> constant_of(const std::string& name) {
+    int t = name.empty() ? -1 : g_.find(name);
+    if (t < 0 || g_.tensors[t].producer >= 0) return std::nullopt;
+    if (g_.tensors[t].value) return g_.tensors[t].value;
+    return file_.read(t);
   }
 
   void check_dangling() {

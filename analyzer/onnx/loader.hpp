@@ -8,16 +8,9 @@
 #include <string>
 
 #include "analyzer/ir/graph.hpp"
+#include "analyzer/onnx/load_options.hpp"
 
 namespace rooflens {
-
-struct LoadOptions {
-  std::map<std::string, int64_t> dims;  // --dim NAME=VALUE, binds symbolic input dims
-  int64_t bind_unbound_dims = 0;        // > 0: every unbound or unnamed input dim takes this (fuzzing)
-  // --batch N: dim 0 of every input becomes N; every input must lead with the same dim (one
-  // symbolic name, or one size), else InputError. The graph's notes say what was rewritten.
-  std::optional<int64_t> batch;
-};
 
 // Throws InputError (file missing, not ONNX, truncated, dangling input, cycle, unsupported
 // opset or domain, unbound symbolic dim, overflowing dims).

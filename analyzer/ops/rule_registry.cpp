@@ -10,6 +10,9 @@
 
 namespace rooflens {
 
+// rules/quantized.cpp: Q/DQ, dynamic quantization, QLinearMatMul, MatMulNBits.
+void register_quantized_rules(RuleRegistry& r);
+
 const Tensor& InferContext::input(size_t i) const {
   int t = n_.input(i);
   if (t < 0) throw NotInferable{fmt::format("input {} is absent", i)};
@@ -116,6 +119,7 @@ const RuleRegistry& builtin_rules() {
     register_data_movement_rules(r);
     register_transformer_rules(r);
     register_ssm_rules(r);
+    register_quantized_rules(r);
     return r;
   }();
   return registry;

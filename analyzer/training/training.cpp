@@ -470,6 +470,23 @@ Analysis analyze_training(const TransformerConfig& c, const TransformerOptions& 
   return with_training(std::move(a), out);
 }
 
+namespace {
+
+// An inference export folds BatchNorm into the convolution before it (scale into the kernel,
+// shift into a bias): what is left is biased convolutions and no BatchNorm at all.
+bool batch_norm_folded(const Graph& g) {
+  int convs = 0, biased = 0;
+  for (const Node& n : g.nodes) {
+    if (n.op_type == "BatchNormalization") return false;
+    if (n.op_type != "Conv") continue;
+    ++convs;
+    if (n.input(2) >= 0) ++biased;
+  }
+  return convs > 0 && biased == convs;
+}
+
+}  // namespace
+
 Analysis analyze_training_onnx(const std::string& path, const LoadOptions& load,
                                const AnalysisOptions& options, const TrainingOptions& t) {
   using namespace training;
@@ -509,6 +526,12 @@ Analysis analyze_training_onnx(const std::string& path, const LoadOptions& load,
   if (std::find(trainable.begin(), trainable.end(), true) == trainable.end()) throw InputError(fmt::format("{}: no float parameters to train", path));
   std::shared_ptr<TrainingSummary> out = summary_at(fwd);
   out->seq = 0;  // samples: tokens_per_step (batch x 1) counts them already
+  if (batch_norm_folded(fwd.graph))
+    out->notes.push_back(
+        "no BatchNormalization, and every convolution has a bias: if the network trains with BatchNorm, this is an "
+        "inference export with BatchNorm folded into the convolutions, and the step lacks BatchNorm's work and saved "
+        "activations; export for training with BatchNorm kept "
+        "(torch.onnx.export(..., training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False))");
   try {
     largest_batch(summary_at(forward_at(2 * out->batch))->peak_memory_bytes, *out);
   } catch (const InputError&) {

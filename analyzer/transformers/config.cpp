@@ -20,6 +20,7 @@
 #include "analyzer/core/errors.hpp"
 #include "analyzer/core/limits.hpp"
 #include "analyzer/transformers/families.hpp"
+#include "analyzer/transformers/multimodal.hpp"
 #include "analyzer/transformers/quantization.hpp"
 
 namespace rooflens {
@@ -62,7 +63,9 @@ const std::set<std::string>& rope_keys() {
   static const std::set<std::string> keys{"rope_theta", "rope_type", "type", "factor", "original_max_position_embeddings",
                                           "low_freq_factor", "high_freq_factor", "beta_fast", "beta_slow", "truncate",
                                           "attention_factor", "mscale", "mscale_all_dim", "short_factor", "long_factor",
-                                          "short_mscale", "long_mscale", "partial_rotary_factor"};
+                                          "short_mscale", "long_mscale", "partial_rotary_factor",
+                                          // Qwen2-VL's multimodal RoPE: the same rotation, split over sections
+                                          "mrope_section", "mrope_interleaved"};
   return keys;
 }
 
@@ -321,10 +324,13 @@ void families_detail::warn_unread(TransformerConfig& c, const ConfigReader& r, c
     if (ch == ':') ch = '.';
   where.erase(std::remove(where.begin(), where.end(), ' '), where.end());
   for (const std::string& k : unread) {
-    c.has_unknown_keys = true;
     std::string key = where.empty() ? k : where + "." + k, near = closest_key(k, known);
-    c.warnings.push_back(near.empty() ? fmt::format("key {} is not read by rooflens (not costed if it changes the model)", key)
-                                      : fmt::format("{}: did you mean {}?", key, near));
+    // A near miss is a typo whose intended value would otherwise be silently defaulted
+    // (num_key_value_head: full multi-head attention, a 4x KV cache): refused, not noted.
+    if (!near.empty())
+      throw InputError(fmt::format("{}: key '{}' is not one rooflens reads: did you mean '{}'?", c.path, key, near));
+    c.has_unknown_keys = true;
+    c.warnings.push_back(fmt::format("key {} is not read by rooflens (not costed if it changes the model)", key));
   }
 }
 
@@ -368,7 +374,13 @@ void read_dropout(TransformerConfig& c, const json& j) {
 
 }  // namespace
 
-TransformerConfig parse_transformer_config(const std::string& text, const std::string& path) {
+namespace {
+
+TransformerConfig config_of(const json& j, const std::string& path, const std::string& where);
+
+}  // namespace
+
+TransformerConfig parse_transformer_config(const std::string& text, const std::string& path, ConfigPart part) {
   json j;
   try {
     j = json::parse(text);
@@ -380,12 +392,34 @@ TransformerConfig parse_transformer_config(const std::string& text, const std::s
   if (!j.is_object()) throw InputError(fmt::format("{}: a config must be a JSON object", path));
   if (!j.contains("model_type") || !j.at("model_type").is_string())
     throw InputError(fmt::format("{}: missing required key 'model_type'", path));
+  if (!is_multimodal_wrapper(j)) {
+    if (part == ConfigPart::vision)
+      throw InputError(fmt::format("{}: --part vision: model_type '{}' has no vision_config", path, j.at("model_type").get<std::string>()));
+    return config_of(j, path, path);
+  }
+  if (part == ConfigPart::vision) {
+    TransformerConfig c = vision_tower(j, path);
+    check_wrapper_keys(c, j);
+    return c;
+  }
+  TextPart text_part_of = text_part(j, path);
+  TransformerConfig c = config_of(text_part_of.object, path, text_part_of.where);
+  rename_for_wrapper(c);
+  check_wrapper_keys(c, j);
+  c.warnings.insert(c.warnings.begin(), text_part_of.note);
+  return c;
+}
+
+namespace {
+
+// One config object (the file's top level, or a wrapper's text_config), read under `where`.
+TransformerConfig config_of(const json& j, const std::string& path, const std::string& where) {
   TransformerConfig c;
   c.path = path;
   c.model_type = j.at("model_type").get<std::string>();
   const Family* family = find_family(c.model_type);
   c.verified = family != nullptr;
-  ConfigReader r(j, path);
+  ConfigReader r(j, where);
   r.has("model_type");
   if (family) family->defaults(c);
   try {
@@ -410,7 +444,9 @@ TransformerConfig parse_transformer_config(const std::string& text, const std::s
   return c;
 }
 
-TransformerConfig load_transformer_config(const std::string& path) {
+}  // namespace
+
+TransformerConfig load_transformer_config(const std::string& path, ConfigPart part) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   if (S_ISDIR(st.st_mode)) {
@@ -421,7 +457,7 @@ TransformerConfig load_transformer_config(const std::string& path) {
     struct stat cs;
     if (::stat(config.c_str(), &cs) != 0 || !S_ISREG(cs.st_mode))
       throw InputError(fmt::format("{}: is a directory without a config.json (a Hugging Face model directory holds one)", path));
-    TransformerConfig c = load_transformer_config(config);
+    TransformerConfig c = load_transformer_config(config, part);
     c.checkpoint = read_checkpoint_index(dir);
     return c;
   }
@@ -430,7 +466,7 @@ TransformerConfig load_transformer_config(const std::string& path) {
   if (!in) throw InputError(fmt::format("{}: cannot open", path));
   std::stringstream ss;
   ss << in.rdbuf();
-  return parse_transformer_config(ss.str(), path);
+  return parse_transformer_config(ss.str(), path, part);
 }
 
 }  // namespace rooflens

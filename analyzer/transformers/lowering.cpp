@@ -67,8 +67,36 @@ LoweredModel Builder::run() {
 
 // ---- model ----------------------------------------------------------------------------------
 
+// A vision tower's tokens: the image cut into patches by a strided convolution (one token per
+// patch, channels last), a class token in front where the model has one, then the learned
+// position table; the pre-norm CLIP has.
+int Builder::patch_embeddings() {
+  const ModuleNames& n = c_.names;
+  const VisionSpec& v = *c_.vision;
+  int pixels = b_.input("pixel_values", plain_, {B_, v.channels, v.image_size, v.image_size});
+  int kernel = b_.weight(v.patch_embed + ".weight", plain_, {c_.hidden, v.channels, v.patch_size, v.patch_size});
+  int bias = v.patch_bias ? b_.weight(v.patch_embed + ".bias", plain_, {c_.hidden}) : -1;
+  int grid = b_.op("Conv", v.patch_embed, {pixels, kernel, bias},
+                   {{"kernel_shape", ints_attr({v.patch_size, v.patch_size})}, {"strides", ints_attr({v.patch_size, v.patch_size})}});
+  int x = b_.op("Transpose", v.patch_embed + ".to_tokens", {reshape(v.patch_embed + ".flatten", grid, {B_, c_.hidden, v.patches()})},
+                {{"perm", ints_attr({0, 2, 1})}});
+  if (v.class_token) {
+    int cls = b_.weight(v.class_embed, plain_, {1, 1, c_.hidden});
+    int rows = b_.op("Expand", v.class_embed + ".expand", {cls, b_.int_constant(v.class_embed + ".shape", {B_, 1, c_.hidden})});
+    x = b_.op("Concat", v.class_embed + ".concat", {rows, x}, {{"axis", int_attr(1)}});
+  }
+  int table = b_.weight(n.positions + ".weight", plain_, {v.tokens(), c_.hidden});
+  x = b_.op("Add", n.positions + ".add", {x, b_.op("Gather", n.positions, {table, positions_})});
+  if (!n.embed_norm.empty()) x = norm(n.embed_norm, x, c_.hidden);
+  return x;
+}
+
 int Builder::embeddings() {
   const ModuleNames& n = c_.names;
+  if (c_.vision) {
+    positions_ = b_.input("position_ids", DType::i64, {B_, S_});
+    return patch_embeddings();
+  }
   int ids = b_.input("input_ids", DType::i64, {B_, S_});
   positions_ = b_.input("position_ids", DType::i64, {B_, S_});
   int64_t width = c_.embed_proj > 0 ? c_.embed_proj : c_.hidden;
@@ -92,6 +120,7 @@ int Builder::embeddings() {
 
 int Builder::head(int x) {
   const ModuleNames& n = c_.names;
+  if (c_.vision) return c_.final_norm && !n.final_norm.empty() ? norm(n.final_norm, x, c_.hidden) : x;  // no vocabulary
   if (c_.pooler) {
     int first_token = b_.op("Gather", "pooler.first_token", {x, b_.int_constant("pooler.index", {0}, true)}, {{"axis", int_attr(1)}});
     return b_.op("Tanh", "pooler.activation", {linear("pooler.dense", first_token, c_.hidden, c_.hidden, true, false)});
@@ -253,6 +282,8 @@ int Builder::activation(const std::string& name, const std::string& act, int x, 
   if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast" || act == "gelu_python_tanh")
     return b_.op("Gelu", name, {x}, {{"approximate", string_attr("tanh")}});
   if (act == "gelu" || act == "gelu_python") return b_.op("Gelu", name, {x});
+  if (act == "quick_gelu")  // CLIP: x * sigmoid(1.702 x)
+    return b_.op("Mul", name, {x, b_.op("Sigmoid", name + ".sigmoid", {scale(name + ".scale", x, 1.702)})});
   if (act == "relu") return b_.op("Relu", name, {x});
   if (act == "relu2") {  // Nemotron: relu(x)^2
     int r = b_.op("Relu", name, {x});
@@ -264,7 +295,7 @@ int Builder::activation(const std::string& name, const std::string& act, int x, 
     int chosen = b_.op("Where", name, {b_.op("Greater", name + ".is_positive", {x, b_.float_constant(name + ".zero", plain_, 0)}), positive, negative});
     return b_.op("Add", name + ".linear", {chosen, scale(name + ".beta", x, 0.5)});
   }
-  throw InputError(fmt::format("{}: activation '{}' is not one rooflens lowers (silu, gelu, gelu_new, gelu_pytorch_tanh, relu, "
+  throw InputError(fmt::format("{}: activation '{}' is not one rooflens lowers (silu, gelu, gelu_new, gelu_pytorch_tanh, quick_gelu, relu, "
                                "relu2, xielu)", c_.path, act));
 }
 
@@ -346,6 +377,8 @@ void validate_lowering(const TransformerConfig& c, const LoweringOptions& o) {
   need(o.context >= 0, "--context must not be negative");
   need(o.tp >= 1, "--tp must be at least 1");
   need(c.causal || o.phase == Phase::prefill, fmt::format("{} is an encoder: only --phase prefill applies", c.model_type));
+  need(!c.vision || o.seq == c.vision->tokens(),
+       fmt::format("the vision tower takes {} tokens an image (its patches), not --seq {}", c.vision ? c.vision->tokens() : 0, o.seq));
   if (o.tp > 1) {
     need(!c.any_layer(MixerKind::mamba) && !c.any_layer(MixerKind::linear_attention),
          "--tp over Mamba or linear-attention layers is not modelled");

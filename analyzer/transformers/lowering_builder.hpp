@@ -25,6 +25,7 @@ class Builder {
 
   // ---- model and blocks (lowering.cpp) ----
   int embeddings();
+  int patch_embeddings();
   int head(int x);
   int layer(int64_t i, int x);
   int mixer(int64_t i, const std::string& p, int h);  // attention, linear attention or Mamba, all-reduced

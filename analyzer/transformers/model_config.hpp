@@ -52,9 +52,25 @@ struct ModuleNames {
   std::string mixer = "mixer";
 };
 
+// Which model of a multimodal wrapper (text_config + vision_config) is analyzed: the language
+// model (the default) or the vision tower (--part).
+enum class ConfigPart { text, vision };
+
+// A vision tower (SigLIP, CLIP): the image cut into patch x patch squares by a strided
+// convolution, one token per patch, then a bidirectional encoder.
+struct VisionSpec {
+  int64_t image_size = 0, patch_size = 0, channels = 3;
+  bool class_token = false;  // CLIP: a learned class embedding before the patches
+  bool patch_bias = true;    // SigLIP's patch convolution has a bias, CLIP's none
+  std::string patch_embed, class_embed;
+  int64_t patches() const { return (image_size / patch_size) * (image_size / patch_size); }
+  int64_t tokens() const { return patches() + (class_token ? 1 : 0); }
+};
+
 struct TransformerConfig {
   std::string path;
   std::string model_type;
+  std::optional<VisionSpec> vision;  // --part vision: the tower; the lowering's tokens are its patches
   bool verified = true;      // model_type is in the family table; false: generic decoder lowering
   std::string dtype;         // "bfloat16" etc. from dtype/torch_dtype, "" if absent
   ModuleNames names;

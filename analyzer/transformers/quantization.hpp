@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "analyzer/transformers/config_reader.hpp"
 #include "analyzer/core/dtype.hpp"
 #include "analyzer/transformers/quantization_spec.hpp"

@@ -64,9 +64,12 @@
     `weights ${bytes(M.weight_bytes)}` + (M.kv_cache_bytes ? ` + KV ${bytes(M.kv_cache_bytes)}` : "") +
     ` + act. ${bytes(M.activation_bytes)}: ` + (M.fits ? "fits" : "does not fit"), !M.fits);
   const gen = R.transformer && R.transformer.generation;
+  // The predicted time never stands alone over a partial graph.
+  const Cov = R.coverage;
+  const partial = Cov.not_costed ? ` \u00b7 partial: ${Cov.costed + Cov.folded} of ${Cov.total} nodes costed, a lower bound` : "";
   if (gen) card("predicted", time(gen.total_s), `${gen.gen} tokens x batch ${R.transformer.batch}: ${gen.tokens_per_s.toFixed(1)} tokens/s (prefill ${time(gen.ttft_s)})`);
-  else if (R.training) card("forward", time(T.predicted_s), "the forward alone; the step's card holds the whole step");
-  else card("predicted", time(T.predicted_s), `${T.throughput_per_s.toFixed(1)} ${T.throughput_unit || "samples/s"}`);
+  else if (R.training) card("forward", time(T.predicted_s), "the forward alone; the step's card holds the whole step" + partial, partial !== "");
+  else card("predicted", time(T.predicted_s), `${T.throughput_per_s.toFixed(1)} ${T.throughput_unit || "samples/s"}` + partial, partial !== "");
   const anyMeasured = P && P.measured > 0;
   if (anyMeasured) card("measured", time(P.measured_s), `over ${P.measured} layers; model error ${(100 * P.model_error).toFixed(1)}%` + (P.valid ? "" : " \u2014 INVALID"), !P.valid);
   // The headline weighs each layer's error by its time; the median beside it.

@@ -32,7 +32,7 @@ TEST_CASE("JSON holds every node and totals that add up", "[reports]") {
   std::ostringstream s;
   reports::JsonSink().write(s, a);
   auto j = nlohmann::json::parse(s.str());
-  CHECK(j["schema_version"] == "1.5");
+  CHECK(j["schema_version"] == "1.6");
   REQUIRE(j["nodes"].size() == 3);
   int64_t flops = 0;
   for (const auto& n : j["nodes"])
@@ -43,6 +43,12 @@ TEST_CASE("JSON holds every node and totals that add up", "[reports]") {
   CHECK(nz["status"] == "not costed");
   CHECK_FALSE(nz.contains("flops"));  // unknown is never zero
   CHECK(j["coverage"]["line"] == "2/3 nodes costed; not costed: NonZero x1");
+  // The totals say they are partial: 2 of the 3 nodes costed (the NonZero has no rule), and the
+  // FLOP share of the uncosted node cannot be known (null, never 0).
+  CHECK(j["totals"]["partial"] == true);
+  CHECK(j["totals"]["nodes_costed"] == 2);
+  CHECK(j["totals"]["nodes_total"] == 3);
+  CHECK(j["totals"]["flops_unknown_share"].is_null());
   CHECK(j["model"]["bound_dims"]["batch"] == 8);
   CHECK(j["device"]["sources"]["hbm_bandwidth"].get<std::string>().find("datasheet") != std::string::npos);
 }

@@ -1,4 +1,5 @@
-// Convolutions: Conv (groups, depthwise, dilations, strides, pads, auto_pad) and ConvTranspose.
+// Convolutions: Conv (groups, depthwise, dilations, strides, pads, auto_pad) and ConvTranspose;
+// the quantized ConvInteger (int32 out, no bias) and QLinearConv (requantized, bias at input 8).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -83,18 +84,26 @@ ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const 
   return g;
 }
 
+// Where the weight and the bias are: QLinearConv interleaves scales and zero points; ConvInteger's
+// third input is a zero point, not a bias.
+size_t weight_input(const Node& n) { return n.op_type == "QLinearConv" ? 3 : 1; }
+int bias_input(const Node& n) { return n.op_type == "QLinearConv" ? 8 : n.op_type == "ConvInteger" ? -1 : 2; }
+
 void infer_conv(InferContext& ctx) {
-  ConvGeometry g = conv_geometry(ctx.node(), ctx.shape(0), ctx.shape(1), &ctx);
-  if (ctx.has_input(2) && ctx.shape(2) != Shape{g.out_channels})
-    ctx.fail(fmt::format("bias has shape {}, expected [{}]", shape_string(ctx.shape(2)), g.out_channels));
+  const Node& n = ctx.node();
+  ConvGeometry g = conv_geometry(n, ctx.shape(0), ctx.shape(weight_input(n)), &ctx);
+  int bias = bias_input(n);
+  if (bias >= 0 && ctx.has_input(bias) && ctx.shape(bias) != Shape{g.out_channels})
+    ctx.fail(fmt::format("bias has shape {}, expected [{}]", shape_string(ctx.shape(bias)), g.out_channels));
   Shape out{g.batch, g.out_channels};
   out.insert(out.end(), g.out_spatial.begin(), g.out_spatial.end());
-  ctx.set_output(0, ctx.dtype(0), out);
+  DType dtype = n.op_type == "ConvInteger" ? DType::i32 : n.op_type == "QLinearConv" && ctx.has_input(7) ? ctx.dtype(7) : ctx.dtype(0);
+  ctx.set_output(0, dtype, out);
 }
 
 NodeCost cost_conv(const CostContext& ctx) {
   const Node& n = ctx.node();
-  ConvGeometry g = conv_geometry(n, ctx.in_shape(0), ctx.in_shape(1), nullptr);
+  ConvGeometry g = conv_geometry(n, ctx.in_shape(0), ctx.in_shape(weight_input(n)), nullptr);
   int64_t k = checked_product(g.kernel, "kernel"), out_sp = checked_product(g.out_spatial, "conv output");
   int64_t in_sp = checked_product(g.in_spatial, "conv input");
   NodeCost c;
@@ -103,7 +112,9 @@ NodeCost cost_conv(const CostContext& ctx) {
   else
     c.macs = conv_macs(g.batch, g.out_channels, out_sp, g.in_channels / g.groups, k);
   c.flops = checked_mul(2, *c.macs, "conv FLOPs");
-  if (ctx.has_input(2)) c.flops = checked_add(c.flops, ctx.out_elements(0), "conv FLOPs");
+  if (int bias = bias_input(n); bias >= 0 && ctx.has_input(bias)) c.flops = checked_add(c.flops, ctx.out_elements(0), "conv FLOPs");
+  // QLinearConv requantizes its int32 accumulators: a multiply and an add per output.
+  if (n.op_type == "QLinearConv") c.flops = checked_add(c.flops, checked_mul(2, ctx.out_elements(0)), "conv FLOPs");
   ctx.read_all_inputs(c);
   ctx.write_all_outputs(c);
   // Implicit GEMM: M = batch * output pixels, N = output channels, K = reduction per output.
@@ -124,6 +135,8 @@ NodeCost cost_conv(const CostContext& ctx) {
 void register_conv_rules(RuleRegistry& r) {
   r.add({"", "Conv", OpFamily::conv, infer_conv, cost_conv});
   r.add({"", "ConvTranspose", OpFamily::conv, infer_conv, cost_conv});
+  r.add({"", "ConvInteger", OpFamily::conv, infer_conv, cost_conv});
+  r.add({"", "QLinearConv", OpFamily::conv, infer_conv, cost_conv});
 }
 
 }  // namespace rooflens

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "model_builder.hpp"
+#include "reports/sink.hpp"
 
 using namespace rooflens;
 using namespace rooflens::test;
@@ -73,6 +74,13 @@ TEST_CASE("GPT-2 from the dynamo exporter (opset 18) analyzes once seq is bound"
   int gemms = 0;
   for (const auto& n : a.nodes) gemms += n.op == "Gemm";
   CHECK(gemms == 48);  // 4 linear layers in each of 12 blocks
+  // Named by their module paths (the file's pkg.torch.onnx.name_scopes: node_pow_1 is in
+  // m.transformer.h.0.mlp.act, one pow per block), and --by block folds the 12 blocks into one row.
+  CHECK(node_named(a, "m.transformer.h.0.mlp.act/pow_1").op == "Pow");
+  bool folded = false;
+  for (const reports::BlockRow& r : reports::fold_blocks(a))
+    if (r.block == "m.transformer.h.*.mlp.act/pow") folded = r.count == 12;
+  CHECK(folded);
 }
 
 TEST_CASE("ViT-B/16 has 17.56 GMACs", "[real]") {

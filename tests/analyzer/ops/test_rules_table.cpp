@@ -226,7 +226,10 @@ TEST_CASE("every registered rule has a hand-computed test", "[rules][table]") {
       // test_rules_transformer.cpp
       "::Swish", "com.microsoft::RotaryEmbedding", "com.microsoft::MoE", "rooflens::AllReduce",
       // test_rules_ssm.cpp
-      "rooflens::SelectiveScan", "rooflens::CausalConv1d", "rooflens::LinearAttention"};
+      "rooflens::SelectiveScan", "rooflens::CausalConv1d", "rooflens::LinearAttention",
+      // test_quantized_onnx.cpp
+      "::QuantizeLinear", "::DequantizeLinear", "::DynamicQuantizeLinear", "::ConvInteger", "::QLinearConv",
+      "::QLinearMatMul", "com.microsoft::MatMulNBits"};
   for (const OpRule* r : builtin_rules().all()) {
     std::string key = r->domain + "::" + r->op_type;
     INFO(key);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -405,6 +406,13 @@ TEST_CASE("training: an ONNX graph's bad training flags are one line and exit 2"
   CliRun ok = run_cli(bin + " analyze " + resnet + " --phase train --batch 8 --precision bf16-mixed", dir);
   CHECK(ok.code == 0);
   CHECK(ok.out.find("Training step (bf16-mixed, adamw, recompute none)") != std::string::npos);
+  // The sample is an inference export (scripts/export_samples.py: BatchNorm folded into the 53
+  // convolutions, each left with a bias): the step says so. The export with BatchNorm kept does not.
+  std::string flat = std::regex_replace(ok.out, std::regex("\\s+"), " ");
+  CHECK(flat.find("this is an inference export with BatchNorm folded") != std::string::npos);
+  CliRun kept = run_cli(bin + " analyze " + data_path("tests/data/onnx/resnet50-bn-unfolded.onnx") + " --phase train --batch 8", dir);
+  CHECK(kept.code == 0);
+  CHECK(kept.out.find("BatchNorm folded") == std::string::npos);
   std::istringstream lines(ok.out);
   for (std::string line; std::getline(lines, line);) CHECK(line.size() <= 100);
   for (const std::string& bad :

@@ -79,26 +79,31 @@ TEST_CASE("docs/transformers.md lists every key rooflens deliberately ignores", 
   }
 }
 
-TEST_CASE("a misspelled key is a warning naming both keys, and an error under --strict", "[transformer][config]") {
+TEST_CASE("a misspelled key is an error naming both keys, and a key near nothing a note (an error under --strict)", "[transformer][config]") {
+  // Read as written, num_key_value_head would leave num_key_value_heads at its default (32, full
+  // multi-head attention): a 4x KV cache for Llama-3.1-8B (8 KV heads). So a near miss is refused.
   json j = read("samples/configs/llama-3.1-8b/config.json");
   j["num_key_value_head"] = j["num_key_value_heads"];
   j.erase("num_key_value_heads");
-  TransformerConfig c = parse(j);
-  REQUIRE(c.warnings.size() == 1);
-  CHECK(c.warnings[0] == "num_key_value_head: did you mean num_key_value_heads?");
-  Analysis a = analyze(c, Workload::decode, 100);
-  CHECK(has_note(a, "did you mean num_key_value_heads"));
-  // Read as written (32 KV heads): the cache is 4x Llama-3.1's, and the report says why.
-  CHECK(a.transformer->kv_bytes_per_token == 2LL * 32 * 32 * 128 * 2);
-  CHECK_THROWS_WITH(analyze(c, Workload::decode, 100, true), Catch::Contains("--strict") && Catch::Contains("did you mean"));
-  // A key near nothing is reported as unread; one inside rope_parameters too.
+  CHECK_THROWS_AS(parse(j), InputError);
+  CHECK_THROWS_WITH(parse(j), Catch::Contains("key 'num_key_value_head' is not one rooflens reads: did you mean 'num_key_value_heads'?"));
+  // Inside a nested object, named from the top of the config.
+  j = read("samples/configs/llama-2-7b/config.json");
+  j["rope_parameters"]["rope_thta"] = 10000.0;
+  CHECK_THROWS_WITH(parse(j), Catch::Contains("key 'rope_parameters.rope_thta' is not one rooflens reads: did you mean 'rope_theta'?"));
+  // A one-letter slip (intermediat_size is 1 edit from intermediate_size).
+  j = read("samples/configs/llama-2-7b/config.json");
+  j["intermediat_size"] = 11008;
+  CHECK_THROWS_WITH(parse(j), Catch::Contains("did you mean 'intermediate_size'?"));
+  // A key near nothing is reported as unread, a note; --strict refuses it.
   j = read("samples/configs/llama-2-7b/config.json");
   j["flux_capacitor"] = 1;
-  j["rope_parameters"]["rope_thta"] = 10000.0;
-  c = parse(j);
-  REQUIRE(c.warnings.size() == 2);
-  CHECK(c.warnings[0] == "rope_parameters.rope_thta: did you mean rope_theta?");
-  CHECK(c.warnings[1].find("key flux_capacitor is not read by rooflens") != std::string::npos);
+  TransformerConfig c = parse(j);
+  REQUIRE(c.warnings.size() == 1);
+  CHECK(c.warnings[0].find("key flux_capacitor is not read by rooflens") != std::string::npos);
+  Analysis a = analyze(c, Workload::decode, 100);
+  CHECK(has_note(a, "key flux_capacitor is not read"));
+  CHECK_THROWS_WITH(analyze(c, Workload::decode, 100, true), Catch::Contains("--strict") && Catch::Contains("flux_capacitor"));
 }
 
 TEST_CASE("an unknown model_type with a standard decoder's fields: generic lowering, refused by --strict", "[transformer][config]") {
@@ -132,7 +137,7 @@ TEST_CASE("contradictory or missing fields name the field", "[transformer][confi
   fails([](json& j) { j["num_local_experts"] = 8; }, "missing required key 'num_experts_per_tok'");
   fails([](json& j) { j.erase("intermediate_size"); }, "missing required key 'intermediate_size'");
   fails([](json& j) { j["num_key_value_heads"] = 5; }, "num_attention_heads (32) is not divisible by num_key_value_heads (5)");
-  fails([](json& j) { j["quantization_config"] = {{"quant_method", "hqq"}}; }, "quant_method' 'hqq' is not a method rooflens knows");
+  fails([](json& j) { j["quantization_config"] = {{"quant_method", "eetq"}}; }, "quant_method' 'eetq' is not a method rooflens knows");
   fails([](json& j) { j["quantization_config"] = {{"bits", 4}}; }, "key 'quant_method' is missing");
   fails([](json& j) { j["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 3}}; }, "key 'bits' is 3");
   fails([](json& j) { j["no_rope_layers"] = {1, 0}; }, "key 'no_rope_layers' has 2 entries");

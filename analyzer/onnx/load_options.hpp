@@ -1,0 +1,25 @@
+#pragma once
+// How an ONNX file is read (the loader's and the control-flow splicer's options).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace rooflens {
+
+enum class IfBranch { then_branch, else_branch };
+
+struct LoadOptions {
+  std::map<std::string, int64_t> dims;  // --dim NAME=VALUE, binds symbolic input dims
+  int64_t bind_unbound_dims = 0;        // > 0: every unbound or unnamed input dim takes this (fuzzing)
+  // --batch N: dim 0 of every input becomes N; every input must lead with the same dim (one
+  // symbolic name, or one size), else InputError. The graph's notes say what was rewritten.
+  std::optional<int64_t> batch;
+  // Control flow: an If whose condition is not a constant takes this branch (--if-branch); a Loop
+  // whose trip count is not a constant runs this many times (--loop-trips). Without them such a
+  // node stays one node, not costed.
+  std::optional<IfBranch> if_branch;
+  std::optional<int64_t> loop_trips;
+};
+
+}  // namespace rooflens

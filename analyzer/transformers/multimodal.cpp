@@ -1,0 +1,243 @@
+#include "analyzer/transformers/multimodal.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "analyzer/core/checked.hpp"
+#include "analyzer/transformers/config_reader.hpp"
+#include "analyzer/core/errors.hpp"
+#include "analyzer/core/limits.hpp"
+#include "analyzer/transformers/families.hpp"
+
+namespace rooflens {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kWidth = limits::kMaxConfigWidth;
+
+// The wrapper's own keys: token ids, the projector's settings and the parts. They change nothing
+// in the language model's or the tower's cost.
+const std::vector<std::string>& wrapper_keys() {
+  static const std::vector<std::string> k{"text_config",
+                                          "vision_config",
+                                          "image_token_index",
+                                          "image_token_id",
+                                          "video_token_id",
+                                          "vision_start_token_id",
+                                          "vision_end_token_id",
+                                          "vision_token_id",
+                                          "boi_token_index",
+                                          "eoi_token_index",
+                                          "mm_tokens_per_image",
+                                          "vision_feature_layer",
+                                          "vision_feature_select_strategy",
+                                          "projector_hidden_act",
+                                          "multimodal_projector_bias",
+                                          "image_seq_length",
+                                          "spatial_merge_size",
+                                          "ignore_index",
+                                          "projection_dim",
+                                          "tie_word_embeddings",
+                                          "dtype",
+                                          "torch_dtype"};
+  return k;
+}
+
+// The language model's family when its config does not name it (transformers' defaults per
+// wrapper).
+std::string text_model_type(const std::string& wrapper_type, const json& text) {
+  static const std::map<std::string, std::string> same_as{{"qwen2_vl_text", "qwen2"},
+                                                          {"qwen2_5_vl_text", "qwen2"},
+                                                          {"qwen2_vl", "qwen2"},
+                                                          {"qwen2_5_vl", "qwen2"}};
+  static const std::map<std::string, std::string> by_wrapper{
+      {"gemma3", "gemma3_text"}, {"llava", "llama"},    {"mistral3", "mistral"},
+      {"paligemma", "gemma"},    {"qwen2_vl", "qwen2"}, {"qwen2_5_vl", "qwen2"}};
+  std::string t = text.contains("model_type") && text["model_type"].is_string()
+                      ? text["model_type"].get<std::string>()
+                      : "";
+  if (t.empty()) {
+    auto it = by_wrapper.find(wrapper_type);
+    if (it == by_wrapper.end()) return "";
+    t = it->second;
+  }
+  auto same = same_as.find(t);
+  return same == same_as.end() ? t : same->second;
+}
+
+bool is_object_key(const json& j, const char* key) {
+  return j.contains(key) && j.at(key).is_object();
+}
+
+}  // namespace
+
+bool is_multimodal_wrapper(const json& j) {
+  return is_object_key(j, "text_config") || is_object_key(j, "vision_config");
+}
+
+TextPart text_part(const json& w, const std::string& path) {
+  std::string wrapper_type = w.at("model_type").get<std::string>();
+  TextPart p;
+  if (is_object_key(w, "text_config")) {
+    p.object = w.at("text_config");
+    p.where = path + ": text_config";
+  } else {  // Qwen2-VL as published: the language model's keys at the top level
+    p.object = w;
+    for (const std::string& k : wrapper_keys())
+      if (k != "tie_word_embeddings" && k != "dtype" && k != "torch_dtype") p.object.erase(k);
+    p.where = path;
+  }
+  std::string type = text_model_type(wrapper_type, p.object);
+  if (type.empty())
+    throw InputError(fmt::format(
+        "{}: the language model of multimodal model_type '{}' names no model_type in text_config",
+        path, wrapper_type));
+  p.object["model_type"] = type;
+  for (const char* k : {"dtype", "torch_dtype", "tie_word_embeddings"})
+    if (w.contains(k) && !p.object.contains(k)) p.object[k] = w.at(k);
+  std::string vision = "";
+  if (is_object_key(w, "vision_config")) {
+    const json& v = w.at("vision_config");
+    auto layers = [&](const char* k) {
+      return v.contains(k) && v.at(k).is_number_integer() ? v.at(k).get<int64_t>() : -1;
+    };
+    int64_t n = std::max(layers("num_hidden_layers"), layers("depth"));
+    vision = n > 0 ? fmt::format(" (vision_config, {} layers)", n) : " (vision_config)";
+  }
+  p.note = fmt::format(
+      "multimodal {}: the language model only ({} layout); the vision tower{} and the projector "
+      "are not "
+      "included: --part vision analyzes the tower",
+      wrapper_type, type, vision);
+  return p;
+}
+
+void rename_for_wrapper(TransformerConfig& c) {
+  for (std::string* name : {&c.names.embed, &c.names.layers, &c.names.final_norm,
+                            &c.names.positions, &c.names.embed_norm})
+    if (name->rfind("model.", 0) == 0) *name = "model.language_model." + name->substr(6);
+}
+
+void check_wrapper_keys(TransformerConfig& c, const json& w) {
+  ConfigReader r(w, c.path);
+  r.has("model_type");
+  std::vector<std::string> known = wrapper_keys();
+  r.ignore(std::set<std::string>(known.begin(), known.end()));
+  const auto& ignored = ignored_config_keys();
+  r.ignore(std::set<std::string>(ignored.begin(), ignored.end()));
+  if (!is_object_key(w, "text_config")) {  // Qwen2-VL: the text part read the rest
+    for (auto it = w.begin(); it != w.end(); ++it) r.has(it.key());
+  }
+  known.insert(known.end(), ignored.begin(), ignored.end());
+  families_detail::warn_unread(c, r, r.unread(), known);
+}
+
+TransformerConfig vision_tower(const json& w, const std::string& path) {
+  std::string wrapper_type = w.at("model_type").get<std::string>();
+  if (!is_object_key(w, "vision_config"))
+    throw InputError(
+        fmt::format("{}: --part vision: model_type '{}' has no vision_config", path, wrapper_type));
+  const json& v = w.at("vision_config");
+  ConfigReader r(v, path + ": vision_config");
+  std::string type = r.string_or("model_type", "");
+  bool clip = type == "clip_vision_model", siglip = type == "siglip_vision_model";
+  if (!clip && !siglip)
+    throw InputError(fmt::format(
+        "{}: --part vision: vision_config model_type '{}' is not a tower rooflens lowers "
+        "(siglip_vision_model, clip_vision_model)",
+        path, type.empty() ? "(none)" : type));
+  if (siglip && r.boolean_or("vision_use_head", true))
+    r.fail(
+        "vision_use_head",
+        "is true: the attention-pooling head is not lowered (Gemma 3 and PaliGemma set it false)");
+  TransformerConfig c;
+  c.path = path;
+  c.model_type = type;
+  c.dtype = v.contains("dtype") ? r.string_or("dtype", "") : r.string_or("torch_dtype", "");
+  if (c.dtype.empty()) {
+    for (const char* k : {"dtype", "torch_dtype"})
+      if (w.contains(k) && w.at(k).is_string()) c.dtype = w.at(k).get<std::string>();
+  }
+  c.hidden = r.integer("hidden_size", kWidth);
+  c.intermediate = r.integer("intermediate_size", kWidth);
+  c.layers = r.integer("num_hidden_layers", limits::kMaxConfigLayers);
+  c.heads = r.integer("num_attention_heads", kWidth);
+  VisionSpec s;
+  s.image_size = r.integer("image_size", kWidth);
+  s.patch_size = r.integer("patch_size", kWidth);
+  s.channels = r.integer_or("num_channels", 3, 64);
+  s.class_token = clip;
+  s.patch_bias = !clip;
+  for (auto [key, value] : {std::pair{"hidden_size", c.hidden},
+                            {"intermediate_size", c.intermediate},
+                            {"num_hidden_layers", c.layers},
+                            {"num_attention_heads", c.heads},
+                            {"image_size", s.image_size},
+                            {"patch_size", s.patch_size},
+                            {"num_channels", s.channels}})
+    if (value <= 0) r.fail(key, "must be positive");
+  if (c.hidden % c.heads != 0)
+    r.fail("num_attention_heads",
+           fmt::format("({}) does not divide hidden_size ({})", c.heads, c.hidden));
+  if (s.image_size % s.patch_size != 0)
+    r.fail("patch_size",
+           fmt::format("({}) does not divide image_size ({})", s.patch_size, s.image_size));
+  // A token per patch: the grid squared must stay a sequence length (and inside 64 bits).
+  int64_t grid = s.image_size / s.patch_size;
+  if (grid > (1 << 15))
+    r.fail("image_size", fmt::format("({}) is {} patches a side; rooflens takes at most 32768",
+                                     s.image_size, grid));
+  checked_mul(checked_mul(checked_mul(c.hidden, s.channels, "patch embedding"), s.patch_size,
+                          "patch embedding"),
+              s.patch_size, "patch embedding");
+  c.activation = r.string_or("hidden_act", clip ? "quick_gelu" : "gelu_pytorch_tanh");
+  // projection_dim: CLIP's projection head, which the tower a wrapper uses does not have.
+  r.ignore({"projection_dim", "vision_use_head", "dtype", "torch_dtype", "num_image_tokens"});
+  const auto& ignored = ignored_config_keys();
+  r.ignore(std::set<std::string>(ignored.begin(), ignored.end()));
+  std::vector<std::string> known{"hidden_size",         "intermediate_size", "num_hidden_layers",
+                                 "num_attention_heads", "image_size",        "patch_size",
+                                 "num_channels",        "hidden_act",        "projection_dim",
+                                 "vision_use_head"};
+  known.insert(known.end(), ignored.begin(), ignored.end());
+  families_detail::warn_unread(c, r, r.unread(), known);
+
+  // transformers' SiglipVisionTransformer / CLIPVisionTransformer under the wrapper.
+  const std::string tower = "model.vision_tower.vision_model";
+  s.patch_embed = tower + ".embeddings.patch_embedding";
+  s.class_embed = tower + ".embeddings.class_embedding";
+  c.vision = s;
+  c.names.embed = s.patch_embed;
+  c.names.positions = tower + ".embeddings.position_embedding";
+  c.names.embed_norm = clip ? tower + ".pre_layrnorm" : "";  // CLIP's own spelling
+  c.names.layers = tower + ".encoder.layers";
+  c.names.final_norm = tower + ".post_layernorm";
+  c.names.o = "self_attn.out_proj";
+  c.names.norm_attn = "layer_norm1";
+  c.names.norm_mlp = "layer_norm2";
+  c.names.up = "mlp.fc1";
+  c.names.down = "mlp.fc2";
+  c.names.gate = "";
+  c.kv_heads = c.heads;
+  c.head_dim = c.hidden / c.heads;
+  c.norm = NormKind::layer;
+  c.gated_mlp = false;
+  c.qkv_bias = c.o_bias = c.mlp_bias = true;
+  c.causal = false;
+  c.positions = PositionKind::learned;
+  c.max_positions = s.tokens();
+  c.tie_embeddings = false;
+  c.layer_specs.assign(static_cast<size_t>(c.layers), LayerSpec{});
+  for (LayerSpec& l : c.layer_specs) l.rope = false;
+  c.warnings.push_back(fmt::format(
+      "multimodal {}: the vision tower only ({}, {} patches of {}x{} an image of {}x{}); the "
+      "language "
+      "model and the projector are not included; batch = images",
+      wrapper_type, type, s.patches(), s.patch_size, s.patch_size, s.image_size, s.image_size));
+  return c;
+}
+
+}  // namespace rooflens

@@ -1,0 +1,63 @@
+"""Quantized ONNX test models (tests/test_quantized_onnx.cpp), each made by ONNX Runtime's own
+quantization tools from one small float model built with onnx.helper:
+
+  float:   x [1,3,8,8] -> Conv (4 filters 3x3, bias) -> Relu -> Flatten [1,144] -> MatMul [144,32]
+  qoperator.onnx  quantize_static, QuantFormat.QOperator (QLinearConv, QLinearMatMul)
+  qdq.onnx        quantize_static, QuantFormat.QDQ (QuantizeLinear/DequantizeLinear pairs)
+  dynamic.onnx    quantize_dynamic (DynamicQuantizeLinear, ConvInteger, MatMulInteger)
+  nbits.onnx      MatMulNBitsQuantizer, 4 bits, block 32 (com.microsoft MatMulNBits)
+
+Run: python scripts/make_quantized_models.py   (onnx, onnxruntime and numpy from PyPI)
+"""
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T, helper as h, numpy_helper
+from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
+from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "onnx", "quantized")
+
+
+def float_model():
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b"),
+             numpy_helper.from_array(rng.standard_normal((144, 32)).astype(np.float32), "fc")]
+    nodes = [h.make_node("Conv", ["x", "w", "b"], ["c"], name="conv"), h.make_node("Relu", ["c"], ["r"], name="relu"),
+             h.make_node("Flatten", ["r"], ["f"], name="flatten"), h.make_node("MatMul", ["f", "fc"], ["y"], name="fc")]
+    g = h.make_graph(nodes, "small", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 8, 8])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 32])], inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
+class Images(CalibrationDataReader):
+    def __init__(self):
+        rng = np.random.default_rng(1)
+        self.batches = iter([{"x": rng.standard_normal((1, 3, 8, 8)).astype(np.float32)} for _ in range(4)])
+
+    def get_next(self):
+        return next(self.batches, None)
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    src = os.path.join(OUT, "float.onnx")
+    onnx.save(float_model(), src)
+    quantize_static(src, os.path.join(OUT, "qoperator.onnx"), Images(), quant_format=QuantFormat.QOperator,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    quantize_static(src, os.path.join(OUT, "qdq.onnx"), Images(), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    quantize_dynamic(src, os.path.join(OUT, "dynamic.onnx"), weight_type=QuantType.QUInt8)
+    q = MatMulNBitsQuantizer(onnx.load(src), block_size=32, is_symmetric=True)
+    q.process()
+    onnx.save(q.model.model, os.path.join(OUT, "nbits.onnx"))
+    os.remove(src)
+    for name in sorted(os.listdir(OUT)):
+        m = onnx.load(os.path.join(OUT, name))
+        print(name, os.path.getsize(os.path.join(OUT, name)), [n.op_type for n in m.graph.node])
+
+
+if __name__ == "__main__":
+    main()
