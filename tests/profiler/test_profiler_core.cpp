@@ -176,18 +176,20 @@ TEST_CASE("prediction against measurement: achieved rates, measured class, signe
   n.roof.predicted = 1e-3;
   Measurement m;
   m.status = ReplayStatus::measured;
-  m.time.median = 2e-3;
+  // The class as Nsight Compute measures it (hw/roofline classify): on the CUDA cores about one
+  // instruction per FLOP, issued at half the FP32 FLOP rate (5e11 per second here); DRAM at 1e9.
+  m.time.median = 4e-3;
   complete_measurement(n, d, m);
-  CHECK(m.achieved_flops == Approx(5e11));
-  CHECK(m.achieved_bytes_per_s == Approx(5e8));
-  CHECK(m.roof_fraction == Approx(0.5));
-  CHECK(m.measured_class == Bound::latency);  // half of both roofs: below the 0.6 threshold
-  CHECK(m.error == Approx(-0.5));
-  m.time.median = 1.25e-3;  // 0.8 of the compute roof, 0.8 of HBM: compute wins the tie
+  CHECK(m.achieved_flops == Approx(2.5e11));
+  CHECK(m.achieved_bytes_per_s == Approx(2.5e8));
+  CHECK(m.roof_fraction == Approx(0.5));      // 1e9 instructions / (4 ms * 5e11); DRAM 0.25
+  CHECK(m.measured_class == Bound::latency);  // below the 0.6 threshold
+  CHECK(m.error == Approx(-0.75));            // (1 ms - 4 ms) / 4 ms
+  m.time.median = 1.25e-3;                    // issue 1.6, DRAM 0.8: compute-bound
   complete_measurement(n, d, m);
   CHECK(m.measured_class == Bound::compute);
   CHECK(m.error == Approx(-0.2));
-  n.cost.read_act = 2'000'000;  // now 1.6 of the memory roof's time share: memory-bound
+  n.cost.read_act = 4'000'000;  // DRAM now 3.2 of its roof's time share, above issue's 1.6
   complete_measurement(n, d, m);
   CHECK(m.measured_class == Bound::memory);
 }
