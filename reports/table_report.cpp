@@ -100,6 +100,44 @@ std::string nodes_are(const json& r) {
   return r.contains("transformer") && r["transformer"].contains("generation") ? " of the prefill" : "";
 }
 
+// A generate run: each block's prefill time beside its time in the first decode step (context =
+// the prompt), ordered by prefill + steps x that step, since decode is most of such a run.
+void generate_table(std::ostream& out, const json& r, int top_n, size_t width) {
+  const json& g = r.at("transformer").at("generation");
+  struct Row {
+    std::string block, op;
+    int count = 0;
+    double prefill = 0, decode = 0;
+  };
+  std::vector<Row> rows;
+  std::map<std::pair<std::string, std::string>, size_t> at;
+  auto add = [&](const json& b, bool decode) {
+    auto key = std::make_pair(b.at("block").get<std::string>(), b.at("op").get<std::string>());
+    auto [it, fresh] = at.emplace(key, rows.size());
+    if (fresh) rows.push_back({key.first, key.second, b.at("count").get<int>(), 0, 0});
+    (decode ? rows[it->second].decode : rows[it->second].prefill) += b.at("predicted_s").get<double>();
+  };
+  for (const json& b : r.at("by_block")) add(b, false);
+  for (const json& b : g.at("decode_blocks")) add(b, true);
+  const double steps = static_cast<double>(g.at("decode_step_s").size());
+  std::stable_sort(rows.begin(), rows.end(),
+                   [&](const Row& x, const Row& y) { return x.prefill + steps * x.decode > y.prefill + steps * y.decode; });
+  if (static_cast<int>(rows.size()) > top_n) rows.resize(static_cast<size_t>(top_n));
+  double prefill_total = r.at("totals").at("predicted_s").get<double>(), step_total = 0;
+  for (const json& b : g.at("decode_blocks")) step_total += b.at("predicted_s").get<double>();
+  out << '\n'
+      << wrap("", fmt::format("Top {} blocks of the generate run: the prefill beside the first decode step ({} cached), ordered by "
+                              "prefill + {} x that step (repeated layers folded: *)",
+                              rows.size(), g.at("prompt").get<int64_t>(), g.at("decode_step_s").size()),
+              width);
+  const size_t name_w = width >= 100 ? 38 : std::max<size_t>(16, width - 51);
+  fmt::print(out, "{:<{}} {:<10} {:>5} {:>9} {:>5} {:>9} {:>5}\n", "block", name_w, "op", "count", "prefill", "%", "decode", "%");
+  for (const Row& x : rows)
+    fmt::print(out, "{:<{}} {:<10} {:>5} {:>9} {:>5.1f} {:>9} {:>5.1f}\n", fit_name(x.block, name_w, x.op), name_w, fit_op(x.op, 10),
+               x.count, human_time(x.prefill), prefill_total > 0 ? 100 * x.prefill / prefill_total : 0, human_time(x.decode),
+               step_total > 0 ? 100 * x.decode / step_total : 0);
+}
+
 // One row of the node table: a node, or identical repeated layers folded (count > 1).
 struct NodeRow {
   const json* node;  // the first of the row's nodes
@@ -285,7 +323,10 @@ void write_table(std::ostream& out, const json& r, const TableOptions& o) {
     write_first_screen(out, r, width);
     details(out, r, width);
     if (r.contains("transformer")) write_transformer_header(out, r["transformer"], width);
-    if (o.rows == TableRows::block) block_table(out, r, o.top, width);
+    bool generate = r.contains("transformer") && r["transformer"].contains("generation") &&
+                    r["transformer"]["generation"].contains("decode_blocks");
+    if (generate && o.rows != TableRows::layer) generate_table(out, r, o.top, width);
+    else if (o.rows == TableRows::block) block_table(out, r, o.top, width);
     else node_table(out, r, o.top, o.rows == TableRows::folded, width);
     totals(out, r, width);
     if (r.contains("transformer")) write_transformer_totals(out, r["transformer"], r, width);

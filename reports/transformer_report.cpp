@@ -4,6 +4,7 @@
 #include <fmt/ostream.h>
 
 #include "reports/format.hpp"
+#include "reports/sink.hpp"
 
 namespace rooflens::reports {
 namespace {
@@ -125,6 +126,12 @@ nlohmann::json transformer_json(const TransformerSummary& t) {
                        {"ttft_s", g.ttft_s},         {"tpot_first_s", g.tpot_first_s},
                        {"tpot_last_s", g.tpot_last_s}, {"total_s", g.total_s},
                        {"tokens_per_s", g.tokens_per_s}, {"decode_step_s", g.step_s}};
+    if (t.decode_step) {  // the first decode step's blocks, beside the prefill's by_block
+      json blocks = json::array();
+      for (const BlockRow& b : fold_blocks(*t.decode_step))
+        blocks.push_back({{"block", b.block}, {"op", b.op}, {"count", b.count}, {"predicted_s", b.predicted_s}});
+      j["generation"]["decode_blocks"] = std::move(blocks);
+    }
   }
   return j;
 }

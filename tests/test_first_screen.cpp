@@ -106,7 +106,7 @@ TEST_CASE("first screen of an ONNX CNN: model, spec roofs, fp32, time and sample
   CHECK(headline(r, "coverage ") == "coverage 122/122 nodes costed; every node costed");
 }
 
-TEST_CASE("first screen of an LLM decode step; the top table folds the 32 identical layers", "[reports][first-screen]") {
+TEST_CASE("first screen of an LLM decode step, and the top table folds the 32 identical layers", "[reports][first-screen]") {
   Run r = analyze(config("llama-2-7b") + " --phase decode --batch 8 --context 4096");
   std::string head = first12(r);
   INFO(head);
@@ -161,6 +161,20 @@ TEST_CASE("first screen of a generate run: prefill and decode side by side", "[r
   CHECK(prefill == Approx(g["ttft_s"].get<double>()).epsilon(0.01));
   CHECK(headline(r, "memory   ").find(": fits") != std::string::npos);
   CHECK(!headline(r, "coverage ").empty());
+
+  // The table: each block's prefill beside its first decode step. The decode column is that
+  // step's analysis; the sweep computes the same step (512 cached) on its own: they agree.
+  double step = 0;
+  for (const json& b : g["decode_blocks"]) step += b["predicted_s"].get<double>();
+  CHECK(step == Approx(g["decode_step_s"][0].get<double>()).epsilon(0.01));
+  for (const char* by : {"", " --by block"}) {
+    INFO(by);
+    Run t = analyze(config("llama-2-7b") + " --phase generate --prompt 512 --gen 16" + by);
+    auto title = std::find_if(t.lines.begin(), t.lines.end(), [](auto& l) { return l.rfind("Top 15 blocks of the generate run", 0) == 0; });
+    REQUIRE(title != t.lines.end());
+    CHECK(std::regex_search(t.text, std::regex(R"(\nblock +op +count +prefill +% +decode +%\n)")));
+    CHECK(std::regex_search(t.text, std::regex(R"(\n\S*self_attn\.attn +Attention +32 )")));  // 32 layers, one row
+  }
 }
 
 TEST_CASE("first screen of a training step: step time, tokens/s, its split and the peak", "[reports][first-screen]") {
@@ -185,7 +199,7 @@ TEST_CASE("first screen of a training step: step time, tokens/s, its split and t
   CHECK(!headline(r, "coverage ").empty());
 }
 
-TEST_CASE("--width 80: the compact layout, no line longer than 80, for each kind of report", "[reports][first-screen]") {
+TEST_CASE("width 80: the compact layout, no line longer than 80, for each kind of report", "[reports][first-screen]") {
   for (std::string args : {data_path("samples/resnet50-opset17.onnx"), config("llama-2-7b") + " --phase decode --batch 8",
                            config("llama-2-7b") + " --phase generate --prompt 512 --gen 16",
                            config("llama-2-7b") + " --phase generate --prompt 512 --gen 16 --by block",

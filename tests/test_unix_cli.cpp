@@ -32,7 +32,7 @@ std::string resnet() { return data_path("samples/resnet50-opset17.onnx"); }
 
 }  // namespace
 
-TEST_CASE("--json - writes the result to stdout and nothing else", "[cli][unix]") {
+TEST_CASE("standard output: --json - writes the result there and nothing else", "[cli][unix]") {
   CliRun r = run("analyze " + resnet() + " --json -");
   REQUIRE(r.code == 0);
   nlohmann::json j = nlohmann::json::parse(r.out);  // throws if the table were mixed in
@@ -44,7 +44,7 @@ TEST_CASE("--json - writes the result to stdout and nothing else", "[cli][unix]"
   CHECK(nlohmann::json::parse(slurp(file)) == j);
 }
 
-TEST_CASE("--csv -, --html - and --trace - on analyze and report", "[cli][unix]") {
+TEST_CASE("standard output: --csv -, --html - and --trace - on analyze and report", "[cli][unix]") {
   CliRun csv = run("analyze " + resnet() + " --csv -");
   REQUIRE(csv.code == 0);
   CHECK(csv.out.rfind("index,name,op,", 0) == 0);  // the CSV header first: no table before it
