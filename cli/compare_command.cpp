@@ -43,8 +43,6 @@ int run_compare_command(const CompareArgs& a, const CLI::App& cmd) {
   outputs.write_all();
   if (outputs.takes_stdout()) return 0;  // the report on stdout stays parseable
   std::ostringstream text;
-  text << fmt::format("rooflens compare: {} ({} nodes) on {} ({} roofs)\n", reports::fit(analysis.model, 40), analysis.nodes.size(),
-                      reports::fit(analysis.device.id, 16), analysis.device.roofs);
   reports::write_compare_table(text, result, m.top, by_block);
   std::cout << text.str();
   return 0;

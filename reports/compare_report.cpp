@@ -113,6 +113,10 @@ json compare_json(const profiler::TimelineComparison& c) {
 }
 
 void write_compare_table(std::ostream& out, const json& result, int top_n, bool by_block) {
+  // The header line from the result alone, so `report` of a saved compare prints it too.
+  fmt::print(out, "rooflens compare: {} ({} nodes) on {} ({} roofs)\n", fit(result.at("model").at("name").get<std::string>(), 40),
+             result.at("nodes").size(), fit(result.at("device").at("id").get<std::string>(), 16),
+             result.at("device").at("roofs").get<std::string>());
   const json& c = result.at("compare");
   const json& tl = c.at("timeline");
   const json& step = c.at("step");

@@ -564,6 +564,7 @@ TEST_CASE("compare on the command line: every output, the JSON against its schem
   Cli again = rooflens_cli("report " + json.string());
   CHECK(again.code == 0);
   CHECK_THAT(again.out, Catch::Contains("Compared with") && Catch::Contains("transformer.h.0.mlp.act"));
+  CHECK(again.out == r.out);  // the header line included: report renders it from the saved result
   Cli blocks = rooflens_cli("compare " + config + " " + trace.string() + " --phase prefill --seq 128 --by block");
   CHECK_THAT(blocks.out, Catch::Contains("transformer.h.*.mlp.act"));
 }
