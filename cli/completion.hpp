@@ -3,7 +3,6 @@
 // definition (subcommands, their options, which options take a value), so it cannot drift from
 // the flags the parser accepts.
 #include <CLI/CLI.hpp>
-
 #include <string>
 
 namespace rooflens::cli {

@@ -13,7 +13,7 @@ namespace rooflens::reports {
 // further coverage facts (e.g. a partial-coverage flag in the totals).
 std::string coverage_text(const nlohmann::json& result);
 
-// The predicted time and throughput of the workload: "4.21 ms for batch 8 (...) -> 1,900 samples/s".
+// The predicted time and throughput: "4.21 ms for batch 8 (...) -> 1900.0 samples/s".
 std::string predicted_text(const nlohmann::json& result);
 
 // The headline lines, each at most `width` columns, ending with a blank line.

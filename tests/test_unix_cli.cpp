@@ -2,7 +2,6 @@
 // stays out of it), every unbound input dim in one error line with the flags that bind it, and
 // shell completion generated from the parser's own definition.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -26,9 +25,13 @@ fs::path scratch() {
   return dir;
 }
 
-CliRun run(const std::string& args) { return run_cli(std::string(ROOFLENS_BIN) + " " + args, scratch()); }
+CliRun run(const std::string& args) {
+  return run_cli(std::string(ROOFLENS_BIN) + " " + args, scratch());
+}
 
-std::string resnet() { return data_path("samples/resnet50-opset17.onnx"); }
+std::string resnet() {
+  return data_path("samples/resnet50-opset17.onnx");
+}
 
 }  // namespace
 
@@ -57,17 +60,21 @@ TEST_CASE("standard output: --csv -, --html - and --trace - on analyze and repor
   CliRun html = run("report " + saved.string() + " --html -");
   REQUIRE(html.code == 0);
   CHECK(html.out.rfind("<!DOCTYPE html>", 0) == 0);
-  CHECK(html.out.find("coverage:") == std::string::npos);  // the terminal report's last line is not there
+  CHECK(html.out.find("coverage:") ==
+        std::string::npos);  // the terminal report's last line is not there
   // Two reports cannot share stdout: one line, exit 2, nothing written.
   fs::path other = scratch() / "other.csv";
   CliRun both = run("analyze " + resnet() + " --json - --csv " + other.string() + " --trace -");
   CHECK(both.code == 2);
-  CHECK(both.err == "rooflens: --json - and --trace -: only one output can go to standard output\n");
+  CHECK(both.err ==
+        "rooflens: --json - and --trace -: only one output can go to standard output\n");
   CHECK(both.out.empty());
   CHECK_FALSE(fs::exists(other));
 }
 
-TEST_CASE("every unbound input dim in one line, with --dim for each and --batch for the leading one", "[cli][unix][errors]") {
+TEST_CASE(
+    "every unbound input dim in one line, with --dim for each and --batch for the leading one",
+    "[cli][unix][errors]") {
   // x[batch, seq, 64] and m[batch, seq]: two names, the first leading every input. Expected text
   // written by hand from that shape.
   ModelBuilder b;
@@ -79,28 +86,34 @@ TEST_CASE("every unbound input dim in one line, with --dim for each and --batch 
   CliRun r = run("analyze " + model.string());
   CHECK(r.code == 2);
   CHECK(r.err == "rooflens: " + model.string() +
-                     ": 2 input dims are unbound: input 'x' dim 0 'batch', input 'x' dim 1 'seq'; bind them with "
+                     ": 2 input dims are unbound: input 'x' dim 0 'batch', input 'x' dim 1 'seq'; "
+                     "bind them with "
                      "--dim batch=N --dim seq=N; --batch N binds 'batch' (dim 0 of every input)\n");
   // With one bound, the other alone; with both, the analysis runs.
   CliRun one = run("analyze " + model.string() + " --batch 4");
   CHECK(one.code == 2);
-  CHECK(one.err == "rooflens: " + model.string() + ": input 'x' dim 1 'seq' is symbolic; bind it with --dim seq=N\n");
+  CHECK(one.err == "rooflens: " + model.string() +
+                       ": input 'x' dim 1 'seq' is symbolic; bind it with --dim seq=N\n");
   CHECK(run("analyze " + model.string() + " --batch 4 --dim seq=16").code == 0);
 
   // A second input led by another dim: --batch binds neither, so it is not offered.
   ModelBuilder c;
-  c.input("a", DType::f32, {std::string("n"), int64_t{8}}).input("b", DType::f32, {int64_t{8}, std::string("k")});
+  c.input("a", DType::f32, {std::string("n"), int64_t{8}})
+      .input("b", DType::f32, {int64_t{8}, std::string("k")});
   c.node("MatMul", {"a", "b"}, {"y"}).output("y");
   fs::path model2 = scratch() / "no_batch.onnx";
   fs::rename(c.save(), model2);
   CliRun r2 = run("analyze " + model2.string());
   CHECK(r2.code == 2);
   CHECK(r2.err == "rooflens: " + model2.string() +
-                      ": 2 input dims are unbound: input 'a' dim 0 'n', input 'b' dim 1 'k'; bind them with --dim n=N --dim k=N\n");
+                      ": 2 input dims are unbound: input 'a' dim 0 'n', input 'b' dim 1 'k'; bind "
+                      "them with --dim n=N --dim k=N\n");
 }
 
-TEST_CASE("shell completion is generated from the parser: every flag of --help is offered", "[cli][unix]") {
-  for (const char* sub : {"analyze", "report", "compare", "profile", "calibrate", "record", "devices"}) {
+TEST_CASE("shell completion is generated from the parser: every flag of --help is offered",
+          "[cli][unix]") {
+  for (const char* sub :
+       {"analyze", "report", "compare", "profile", "calibrate", "record", "devices"}) {
     INFO(sub);
     // The flags the parser documents, read from its --help.
     CliRun help = run(std::string(sub) + " --help");
@@ -117,13 +130,15 @@ TEST_CASE("shell completion is generated from the parser: every flag of --help i
     CliRun bash = run("completion bash");
     REQUIRE(bash.code == 0);
     std::smatch line;
-    REQUIRE(std::regex_search(bash.out, line, std::regex("\n    " + std::string(sub) + "\\) opts=\"([^\"]*)\"")));
+    REQUIRE(std::regex_search(bash.out, line,
+                              std::regex("\n    " + std::string(sub) + "\\) opts=\"([^\"]*)\"")));
     std::string opts = " " + line[1].str() + " ";
     for (const std::string& f : flags) CHECK(opts.find(" " + f + " ") != std::string::npos);
     CliRun fish = run("completion fish");
     REQUIRE(fish.code == 0);
     for (const std::string& f : flags)
-      CHECK(fish.out.find("'__fish_seen_subcommand_from " + std::string(sub) + "' -l " + f.substr(2)) != std::string::npos);
+      CHECK(fish.out.find("'__fish_seen_subcommand_from " + std::string(sub) + "' -l " +
+                          f.substr(2)) != std::string::npos);
   }
   // Each script parses in its shell, where the shell is installed.
   for (const char* shell : {"bash", "zsh", "fish"}) {
@@ -132,7 +147,8 @@ TEST_CASE("shell completion is generated from the parser: every flag of --help i
     CliRun r = run(std::string("completion ") + shell);
     REQUIRE(r.code == 0);
     std::ofstream(script) << r.out;
-    if (std::system((std::string("command -v ") + shell + " > /dev/null 2>&1").c_str()) != 0) continue;
+    if (std::system((std::string("command -v ") + shell + " > /dev/null 2>&1").c_str()) != 0)
+      continue;
     CHECK(std::system((std::string(shell) + " -n " + script.string()).c_str()) == 0);
   }
   CliRun bad = run("completion tcsh");
