@@ -43,7 +43,7 @@ int run_compare_command(const CompareArgs& a, const CLI::App& cmd) {
   outputs.write_all();
   if (outputs.takes_stdout()) return 0;  // the report on stdout stays parseable
   std::ostringstream text;
-  reports::write_compare_table(text, result, m.top, by_block);
+  reports::write_compare_table(text, result, m.top, by_block, table_options(m.by, m.top, m.width).width);
   std::cout << text.str();
   return 0;
 }

@@ -44,7 +44,7 @@ int run_report(const ReportArgs& a) {
   const bool compared = r.json.contains("compare");  // a `compare` result: its own table and CSV
   const bool by_block = a.by == "block";
   std::ostringstream text;  // rendered whole before any file is written: a bad field writes nothing
-  if (compared) reports::write_compare_table(text, r.json, a.top, by_block);
+  if (compared) reports::write_compare_table(text, r.json, a.top, by_block, layout.width);
   else reports::write_table(text, r.json, layout);
   reports::OutputSet outputs;
   outputs.add("--html", a.html, [&](std::ostream& o) { reports::write_html(o, r.json); });
