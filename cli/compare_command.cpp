@@ -42,16 +42,15 @@ int run_compare_command(const CompareArgs& a, const CLI::App& cmd) {
   nlohmann::json result = reports::result_json(analysis);
   bool by_block = a.model.by == "block";
   const ModelArgs& m = a.model;
-  if (!m.json_path.empty()) reports::write_atomically(m.json_path, [&](std::ostream& o) { reports::JsonSink().write(o, analysis); });
-  if (!m.csv_path.empty())
-    reports::write_atomically(m.csv_path, [&](std::ostream& o) { reports::write_compare_csv(o, result, by_block); });
-  if (!m.html_path.empty()) reports::write_atomically(m.html_path, [&](std::ostream& o) { reports::write_html(o, result); });
-  if (!a.trace_path.empty())
-    reports::write_atomically(a.trace_path, [&](std::ostream& o) { reports::write_compare_trace(o, trace, *comparison); });
+  reports::OutputSet outputs;
+  outputs.add("--json", m.json_path, [&](std::ostream& o) { reports::JsonSink().write(o, analysis); });
+  outputs.add("--csv", m.csv_path, [&](std::ostream& o) { reports::write_compare_csv(o, result, by_block); });
+  outputs.add("--html", m.html_path, [&](std::ostream& o) { reports::write_html(o, result); });
+  outputs.add("--trace", a.trace_path, [&](std::ostream& o) { reports::write_compare_trace(o, trace, *comparison); });
+  outputs.write_all();
+  if (outputs.takes_stdout()) return 0;  // the report on stdout stays parseable
   std::ostringstream text;
-  text << fmt::format("rooflens compare: {} ({} nodes) on {} ({} roofs)\n", reports::fit(analysis.model, 40), analysis.nodes.size(),
-                      reports::fit(analysis.device.id, 16), analysis.device.roofs);
-  reports::write_compare_table(text, result, m.top, by_block);
+  reports::write_compare_table(text, result, m.top, by_block, table_options(m.by, m.top, m.width).width);
   std::cout << text.str();
   return 0;
 }

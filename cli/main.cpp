@@ -14,6 +14,7 @@
 #include "analyzer/core/errors.hpp"
 #include "cli/compare_command.hpp"
 #include "cli/entry.hpp"
+#include "cli/completion.hpp"
 #include "cli/model_args.hpp"
 #include "cli/profile_command.hpp"
 #include "cli/record_command.hpp"
@@ -44,27 +45,28 @@ int run_analyze(const cli::ModelArgs& args, const CLI::App& cmd, bool allow_part
 
 struct ReportArgs {
   std::string path, html, csv, trace, by = "node";
-  int top = 15;
+  int top = 15, width = 0;
 };
 
 // Re-renders a saved result (--json of analyze, profile or compare): the same terminal report,
 // HTML, CSV and trace as the run that wrote it.
 int run_report(const ReportArgs& a) {
-  if (a.by != "node" && a.by != "block") throw InputError(fmt::format("--by {}: expected node or block", a.by));
-  if (a.top < 0) throw InputError("--top must be >= 0");
+  const reports::TableOptions layout = cli::table_options(a.by, a.top, a.width);
   reports::SavedResult r = reports::read_result(a.path);
   const bool compared = r.json.contains("compare");  // a `compare` result: its own table and CSV
   const bool by_block = a.by == "block";
   std::ostringstream text;  // rendered whole before any file is written: a bad field writes nothing
-  if (compared) reports::write_compare_table(text, r.json, a.top, by_block);
-  else reports::write_table(text, r.json, a.top, by_block);
-  if (!a.html.empty()) reports::write_atomically(a.html, [&](std::ostream& o) { reports::write_html(o, r.json); });
-  if (!a.csv.empty())
-    reports::write_atomically(a.csv, [&](std::ostream& o) {
-      if (compared) reports::write_compare_csv(o, r.json, by_block);
-      else reports::write_csv_from_json(o, r.json);
-    });
-  if (!a.trace.empty()) reports::write_atomically(a.trace, [&](std::ostream& o) { reports::write_chrome_trace(o, r.json); });
+  if (compared) reports::write_compare_table(text, r.json, a.top, by_block, layout.width);
+  else reports::write_table(text, r.json, layout);
+  reports::OutputSet outputs;
+  outputs.add("--html", a.html, [&](std::ostream& o) { reports::write_html(o, r.json); });
+  outputs.add("--csv", a.csv, [&](std::ostream& o) {
+    if (compared) reports::write_compare_csv(o, r.json, by_block);
+    else reports::write_csv_from_json(o, r.json);
+  });
+  outputs.add("--trace", a.trace, [&](std::ostream& o) { reports::write_chrome_trace(o, r.json); });
+  outputs.write_all();
+  if (outputs.takes_stdout()) return 0;  // the report on stdout stays parseable
   std::cout << text.str();
   return 0;
 }
@@ -116,12 +118,15 @@ int rooflens::cli::run(int argc, char** argv) {
   report->add_option("--csv", rargs.csv, "write the per-node CSV");
   report->add_option("--trace", rargs.trace, "write the predicted timeline as a Chrome/Perfetto trace");
   report->add_option("--top", rargs.top, "nodes listed in the table")->capture_default_str();
-  report->add_option("--by", rargs.by, "table rows: node, or block (repeated layers folded)")->capture_default_str();
+  cli::add_layout_options(*report, rargs.by, rargs.width);
   auto* devices = app.add_subcommand("devices", "list the device database");
   cli::CompareArgs compare_args;
   auto* compare = app.add_subcommand("compare", "the prediction next to a real run's timeline (rooflens record, PyTorch profiler), module by module");
   cli::add_compare_options(*compare, compare_args);
   cli::RecordArgs record_args;
+  std::string shell;
+  auto* completion = app.add_subcommand("completion", "print a shell completion script: rooflens completion bash|zsh|fish");
+  completion->add_option("shell", shell, "bash, zsh or fish")->required();
   auto* record = app.add_subcommand("record", "run a program under CUPTI and write its GPU timeline: rooflens record [--out FILE] -- CMD [ARGS...]");
   cli::add_record_options(*record, record_args);
   cli::ServeArgs serve_args;
@@ -142,6 +147,10 @@ int rooflens::cli::run(int argc, char** argv) {
     if (devices->parsed()) return run_devices();
     if (compare->parsed()) return cli::run_compare_command(compare_args, *compare);
     if (record->parsed()) return cli::run_record_command(record_args);
+    if (completion->parsed()) {
+      std::cout << cli::completion_script(app, shell);
+      return 0;
+    }
     if (serve->parsed()) return cli::run_serve_command(serve_args, *serve);
     return 2;
   } catch (const InputError& e) {

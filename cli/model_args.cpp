@@ -2,7 +2,11 @@
 #include "cli/model_args.hpp"
 
 #include <fmt/format.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include <iostream>
 #include <map>
@@ -12,6 +16,7 @@
 #include "analyzer/training/training.hpp"
 #include "analyzer/transformers/analyze_transformer.hpp"
 #include "analyzer/transformers/quantization.hpp"
+#include "analyzer/onnx/unbound_dims.hpp"
 #include "reports/atomic_file.hpp"
 #include "reports/result_json.hpp"
 #include "reports/saved_result.hpp"
@@ -160,6 +165,8 @@ Analysis analyze_model(const ModelArgs& args, const CLI::App& cmd, Graph* inferr
   try {
     if (train) return analyze_training_onnx(args.model, load, opt, training_options(args));
     return analyze_onnx(args.model, load, opt, inferred);
+  } catch (const UnboundDimsError&) {
+    throw;  // the inputs' own dims, whatever --batch did
   } catch (const InputError& e) {
     std::string what = e.what();
     // A flag's own error ("--precision bf16: ...") is not the graph's: nothing to add.
@@ -219,7 +226,7 @@ void add_model_options(CLI::App& cmd, ModelArgs& args) {
   cmd.add_option("--csv", args.csv_path, "write the per-node table as CSV");
   cmd.add_option("--html", args.html_path, "write a self-contained HTML report with the roofline");
   cmd.add_flag("--strict", args.strict, "fail when any node is not costed");
-  cmd.add_option("--by", args.by, "table rows: node, or block (repeated layers folded)")->capture_default_str();
+  add_layout_options(cmd, args.by, args.width);
   cmd.add_option("--phase", args.phase, "config: prefill | decode | generate | train")->capture_default_str();
   cmd.add_option("--batch", args.batch, "config: sequences; ONNX: rewrite dim 0 of every input to this batch")
       ->capture_default_str();
@@ -247,9 +254,34 @@ void add_model_options(CLI::App& cmd, ModelArgs& args) {
   cmd.add_flag("--sp", args.sp, "train: sequence parallelism beside --tp");
 }
 
+void add_layout_options(CLI::App& cmd, std::string& by, int& width) {
+  cmd.add_option("--by", by,
+                 "table rows: node (identical repeated layers folded, with a count), layer (every node of every layer), "
+                 "or block (layers summed by name)")
+      ->capture_default_str();
+  cmd.add_option("--width", width, "terminal report columns (default: the terminal's, else 100; below 100 the compact layout)");
+}
+
+reports::TableOptions table_options(const std::string& by, int top, int width) {
+  reports::TableOptions o;
+  if (by == "node") o.rows = reports::TableRows::folded;
+  else if (by == "layer") o.rows = reports::TableRows::layer;
+  else if (by == "block") o.rows = reports::TableRows::block;
+  else throw InputError(fmt::format("--by {}: expected node, layer or block", by));
+  if (top < 0) throw InputError("--top must be >= 0");
+  o.top = top;
+  if (width != 0 && (width < 60 || width > 1000)) throw InputError(fmt::format("--width {}: expected 60 to 1000 columns", width));
+  if (width == 0) {
+    struct winsize ws {};
+    bool terminal = ::isatty(STDOUT_FILENO) && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0;
+    width = terminal ? std::clamp<int>(ws.ws_col, 60, 100) : 100;  // wider than 100 adds nothing
+  }
+  o.width = static_cast<size_t>(width);
+  return o;
+}
+
 Analysis build_analysis(const ModelArgs& args, const CLI::App& cmd, Graph* inferred, std::shared_ptr<const Device> calibrated) {
-  if (args.by != "node" && args.by != "block") throw InputError(fmt::format("--by {}: expected node or block", args.by));
-  if (args.top < 0) throw InputError("--top must be >= 0");
+  table_options(args.by, args.top, args.width);  // a bad --by, --top or --width before any work
   if (!calibrated && !args.device_profile.empty()) {
     if (cmd.count("--device")) throw InputError("--device and --device-profile exclude each other: the profile names its device");
     calibrated = std::make_shared<const Device>(calibrated_device(read_device_profile(args.device_profile)));
@@ -264,19 +296,16 @@ Analysis build_analysis(const ModelArgs& args, const CLI::App& cmd, Graph* infer
   return analyze_model(args, cmd, inferred, calibrated);
 }
 
-void write_outputs(const ModelArgs& args, const Analysis& a) {
+void write_outputs(const ModelArgs& args, const Analysis& a, reports::OutputSet outputs) {
   const nlohmann::json result = reports::result_json(a);
   std::ostringstream text;
-  reports::write_table(text, result, args.top, args.by == "block");
-  if (!args.json_path.empty())
-    reports::write_atomically(args.json_path, [&](std::ostream& o) { reports::write_json(o, result); });
-  if (!args.csv_path.empty())
-    reports::write_atomically(args.csv_path, [&](std::ostream& o) { reports::write_csv_from_json(o, result); });
-  if (!args.html_path.empty())
-    reports::write_atomically(args.html_path, [&](std::ostream& o) { reports::write_html(o, result); });
-  if (!args.trace_path.empty())
-    reports::write_atomically(args.trace_path, [&](std::ostream& o) { reports::write_chrome_trace(o, result); });
-  std::cout << text.str();
+  reports::write_table(text, result, table_options(args.by, args.top, args.width));
+  outputs.add("--json", args.json_path, [&](std::ostream& o) { reports::write_json(o, result); });
+  outputs.add("--csv", args.csv_path, [&](std::ostream& o) { reports::write_csv_from_json(o, result); });
+  outputs.add("--html", args.html_path, [&](std::ostream& o) { reports::write_html(o, result); });
+  outputs.add("--trace", args.trace_path, [&](std::ostream& o) { reports::write_chrome_trace(o, result); });
+  outputs.write_all();
+  if (!outputs.takes_stdout()) std::cout << text.str();  // a report on stdout stays parseable
 }
 
 }  // namespace rooflens::cli

@@ -10,6 +10,8 @@
 #include "analyzer/analysis/analysis.hpp"
 #include "analyzer/transformers/config.hpp"
 #include "analyzer/transformers/lowering.hpp"
+#include "reports/atomic_file.hpp"
+#include "reports/result_json.hpp"
 
 namespace rooflens::cli {
 
@@ -23,6 +25,7 @@ struct ModelArgs {
   std::string json_path, csv_path, html_path, trace_path;  // trace: analyze's predicted timeline
   bool strict = false;
   std::string by = "node";
+  int width = 0;  // --width; 0: the terminal's when stdout is one, else 100
   // Transformer configs only.
   std::string phase = "prefill", attention = "flash", weights, activations, kv_dtype;
   std::string part = "text";
@@ -38,6 +41,12 @@ struct ModelArgs {
 
 void add_model_options(CLI::App& cmd, ModelArgs& args);
 
+// --by, --top and --width as the terminal report's options: the width is --width, else the
+// terminal's when stdout is one, else 100. InputError on a bad value.
+reports::TableOptions table_options(const std::string& by, int top, int width);
+// A command's --width and --by flags (analyze, profile, compare, report share them).
+void add_layout_options(CLI::App& cmd, std::string& by, int& width);
+
 // Analyzes the model or config. `inferred` receives the shape-bound graph; `calibrated`, when
 // set, replaces --device and --device-profile (profile measures its own GPU).
 Analysis build_analysis(const ModelArgs& args, const CLI::App& cmd, Graph* inferred = nullptr,
@@ -50,8 +59,9 @@ void choose_dtypes(const ModelArgs& args, const TransformerConfig& c, LoweringOp
 // --dtype as a precision (nullopt when not given); InputError on a bad name.
 std::optional<Precision> forced_precision(const ModelArgs& args);
 
-// Writes --json/--csv/--html/--trace (atomically), every one rendered from the one result JSON,
-// and prints the terminal table.
-void write_outputs(const ModelArgs& args, const Analysis& a);
+// Writes --json/--csv/--html/--trace (atomically, "-" to stdout) and the command's own `outputs`,
+// every one rendered from the one result JSON, and prints the terminal table unless a report
+// went to standard output.
+void write_outputs(const ModelArgs& args, const Analysis& a, reports::OutputSet outputs = {});
 
 }  // namespace rooflens::cli

@@ -93,11 +93,10 @@ int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
   gpu.profile(analysis, inferred, forced_precision(a.model), o, want_trace ? &trace : nullptr, st);
   std::signal(SIGINT, previous);
   raise(st);
-  if (!a.record_path.empty())
-    reports::write_atomically(a.record_path, [&](std::ostream& out) { profiler::write_trace(out, trace); });
-  if (!a.trace_path.empty())
-    reports::write_atomically(a.trace_path, [&](std::ostream& out) { reports::write_chrome_trace(out, analysis, trace); });
-  write_outputs(a.model, analysis);
+  reports::OutputSet outputs;
+  outputs.add("--record", a.record_path, [&](std::ostream& out) { profiler::write_trace(out, trace); });
+  outputs.add("--trace", a.trace_path, [&](std::ostream& out) { reports::write_chrome_trace(out, analysis, trace); });
+  write_outputs(a.model, analysis, std::move(outputs));
   if (!analysis.profile->complete) {
     std::cerr << "rooflens: interrupted; the outputs are marked incomplete\n";
     return 130;
@@ -113,14 +112,15 @@ int run_calibrate_command(const CalibrateArgs& a) {
   co.cudnn_dir = a.cudnn_dir;
   DeviceProfile p = calibrate_here(gpu, co);
   reports::write_atomically(a.out, [&](std::ostream& out) { out << device_profile_json(p); });
+  std::ostream& say = reports::is_stdout(a.out) ? std::cerr : std::cout;  // --out -: stdout holds the JSON alone
   Device spec = find_device(p.base_device);
-  std::cout << fmt::format("{} ({}), SM clock {:.0f} MHz\n", p.gpu, p.base_device, p.sm_clock_mhz);
-  auto line = [](const char* what, double measured, double spec_value, const char* unit, double scale) {
-    std::cout << fmt::format("  {:<22} {:>10.1f} {:<7} spec {:>10.1f}  ({:.0f}% of spec)\n", what, measured / scale, unit,
+  say << fmt::format("{} ({}), SM clock {:.0f} MHz\n", p.gpu, p.base_device, p.sm_clock_mhz);
+  auto line = [&say](const char* what, double measured, double spec_value, const char* unit, double scale) {
+    say << fmt::format("  {:<22} {:>10.1f} {:<7} spec {:>10.1f}  ({:.0f}% of spec)\n", what, measured / scale, unit,
                              spec_value / scale, spec_value > 0 ? 100 * measured / spec_value : 0);
   };
   line("HBM bandwidth", p.hbm_bandwidth, spec.hbm_bandwidth, "GB/s", 1e9);
-  std::cout << fmt::format("  {:<22} {:>10.1f} GB/s\n", "L2 bandwidth", p.l2_bandwidth / 1e9);
+  say << fmt::format("  {:<22} {:>10.1f} GB/s\n", "L2 bandwidth", p.l2_bandwidth / 1e9);
   for (const auto& [k, v] : p.tensor_flops) {
     auto it = spec.tensor_flops.find(k);
     line(fmt::format("tensor {}", k).c_str(), v, it == spec.tensor_flops.end() ? 0 : it->second, "TFLOP/s", 1e12);
@@ -129,10 +129,10 @@ int run_calibrate_command(const CalibrateArgs& a) {
     auto it = spec.cuda_core_flops.find(k);
     line(fmt::format("CUDA cores {}", k).c_str(), v, it == spec.cuda_core_flops.end() ? 0 : it->second, "TFLOP/s", 1e12);
   }
-  std::cout << fmt::format("  {:<22} {:>10.2f} us    (back-to-back launch every {:.2f} us)\n", "shortest kernel",
+  say << fmt::format("  {:<22} {:>10.2f} us    (back-to-back launch every {:.2f} us)\n", "shortest kernel",
                            p.launch_floor_s * 1e6, p.launch_interval_s * 1e6);
-  if (p.gemm_floor_s > 0) std::cout << fmt::format("  {:<22} {:>10.2f} us\n", "shortest tiled GEMM", p.gemm_floor_s * 1e6);
-  std::cout << fmt::format("wrote {}\n", a.out);
+  if (p.gemm_floor_s > 0) say << fmt::format("  {:<22} {:>10.2f} us\n", "shortest tiled GEMM", p.gemm_floor_s * 1e6);
+  say << fmt::format("wrote {}\n", a.out);
   return 0;
 }
 

@@ -112,40 +112,61 @@ json compare_json(const profiler::TimelineComparison& c) {
       {"notes", c.notes}};
 }
 
-void write_compare_table(std::ostream& out, const json& result, int top_n, bool by_block) {
+void write_compare_table(std::ostream& out, const json& result, int top_n, bool by_block, size_t width) {
+  width = std::max<size_t>(width, 60);
+  // The header line from the result alone, so `report` of a saved compare prints it too.
+  out << wrap("rooflens compare: ", fmt::format("{} ({} nodes) on {} ({} roofs)", fit(result.at("model").at("name").get<std::string>(), 40),
+                                               result.at("nodes").size(), fit(result.at("device").at("id").get<std::string>(), 16),
+                                               result.at("device").at("roofs").get<std::string>()),
+              width);
   const json& c = result.at("compare");
   const json& tl = c.at("timeline");
   const json& step = c.at("step");
   double total = c.at("total_kernel_s").get<double>();
-  fmt::print(out, "\nCompared with {} ({}{})\n", fit(tl.at("path").get<std::string>(), 42), tl.at("source").get<std::string>(),
-             tl.at("gpu").get<std::string>().empty() ? "" : ", " + fit(tl.at("gpu").get<std::string>(), 24));
-  if (!tl.at("complete").get<bool>()) fmt::print(out, "{}", wrap("  ", "INCOMPLETE timeline: " + tl.at("incomplete_reason").get<std::string>(), 100));
-  fmt::print(out, "  module ranges: {}\n", fit(tl.at("ranges").get<std::string>(), 82));
-  fmt::print(out, "  steps: {}, from {}\n", c.at("steps").get<int>(), fit(c.at("step_source").get<std::string>(), 80));
-  fmt::print(out, "  per step: predicted {}, GPU busy {} (IQR {} - {}), efficiency {}\n", human_time(c.at("predicted_s").get<double>()),
-             human_time(step.at("kernel_s").get<double>()), human_time(step.at("kernel_q1_s").get<double>()),
-             human_time(step.at("kernel_q3_s").get<double>()), percent(c.at("efficiency")));
-  fmt::print(out, "            wall {}, GPU idle {}\n", human_time(step.at("wall_s").get<double>()),
-             human_time(step.at("idle_s").get<double>()));
-  fmt::print(out, "  GPU time: {} in {} kernels, {} memcpys, {} memsets\n", human_time(total), with_commas(c.at("kernels").get<int64_t>()),
-             with_commas(c.at("memcpys").get<int64_t>()), with_commas(c.at("memsets").get<int64_t>()));
-  fmt::print(out, "            {} in modules of the model, {} in other module ranges, {} in none\n",
-             share(c.at("matched_kernel_s").get<double>(), total),
-             share(c.at("attributed_kernel_s").get<double>() - c.at("matched_kernel_s").get<double>(), total),
-             share(c.at("unattributed_kernel_s").get<double>(), total));
+  out << '\n'
+      << wrap("Compared with ", fmt::format("{} ({}{})", fit(tl.at("path").get<std::string>(), 42), tl.at("source").get<std::string>(),
+                                            tl.at("gpu").get<std::string>().empty() ? "" : ", " + fit(tl.at("gpu").get<std::string>(), 24)),
+              width);
+  if (!tl.at("complete").get<bool>()) fmt::print(out, "{}", wrap("  ", "INCOMPLETE timeline: " + tl.at("incomplete_reason").get<std::string>(), width));
+  out << wrap("  module ranges: ", fit(tl.at("ranges").get<std::string>(), width - 17), width);
+  out << wrap("  steps: ", fmt::format("{}, from {}", c.at("steps").get<int>(), fit(c.at("step_source").get<std::string>(), width - 20)), width);
+  out << wrap("  per step: ", fmt::format("predicted {}, GPU busy {} (IQR {} - {}), efficiency {}", human_time(c.at("predicted_s").get<double>()),
+                                         human_time(step.at("kernel_s").get<double>()), human_time(step.at("kernel_q1_s").get<double>()),
+                                         human_time(step.at("kernel_q3_s").get<double>()), percent(c.at("efficiency"))),
+              width);
+  out << wrap("            ", fmt::format("wall {}, GPU idle {}", human_time(step.at("wall_s").get<double>()),
+                                         human_time(step.at("idle_s").get<double>())),
+              width);
+  // The whole timeline from here on (all its steps), as the lines say.
+  out << wrap("  GPU time: ", fmt::format("{} over the whole timeline in {} kernels, {} memcpys, {} memsets", human_time(total),
+                                                         with_commas(c.at("kernels").get<int64_t>()),
+                                                         with_commas(c.at("memcpys").get<int64_t>()),
+                                                         with_commas(c.at("memsets").get<int64_t>())),
+              width);
+  out << wrap("            ", fmt::format("{} in modules of the model, {} in other module ranges, {} in none",
+                                         share(c.at("matched_kernel_s").get<double>(), total),
+                                         share(c.at("attributed_kernel_s").get<double>() - c.at("matched_kernel_s").get<double>(), total),
+                                         share(c.at("unattributed_kernel_s").get<double>(), total)),
+              width);
   const json& idle = c.at("idle");
-  fmt::print(out, "  host gaps (GPU idle between activities): {}: host wait {}, kernel wait {}, other {}\n",
-             human_time(c.at("host_gap_s").get<double>()), human_time(idle.at("host_wait_s").get<double>()),
-             human_time(idle.at("kernel_wait_s").get<double>()), human_time(idle.at("other_s").get<double>()));
+  out << wrap("  host gaps ",
+              fmt::format("{} over the whole timeline (GPU idle between activities): host wait {}, kernel wait {}, other {}",
+                          human_time(c.at("host_gap_s").get<double>()),
+                          human_time(idle.at("host_wait_s").get<double>()), human_time(idle.at("kernel_wait_s").get<double>()),
+                          human_time(idle.at("other_s").get<double>())),
+              width);
 
   const json& rows = c.at(by_block ? "blocks" : "modules");
   std::vector<const json*> ranked;
   for (const json& r : rows) ranked.push_back(&r);
   std::stable_sort(ranked.begin(), ranked.end(), [](const json* x, const json* y) { return x->at("gap_s").get<double>() > y->at("gap_s").get<double>(); });
   size_t shown = std::min(ranked.size(), static_cast<size_t>(std::max(top_n, 0)));
-  fmt::print(out, "\n{} by gap, per step (own kernels; children excluded){}\n", by_block ? "Blocks (repeated layers summed)" : "Modules",
-             shown < ranked.size() ? fmt::format(", top {} of {}", shown, ranked.size()) : "");
-  const int w = by_block ? 42 : 46;
+  out << '\n'
+      << wrap("", fmt::format("{} by gap, per step (own kernels; children excluded){}", by_block ? "Blocks (repeated layers summed)" : "Modules",
+                              shown < ranked.size() ? fmt::format(", top {} of {}", shown, ranked.size()) : ""),
+              width);
+  // 100 columns: the name takes what the numbers leave (46, or 42 beside the count); fewer: less.
+  const int w = static_cast<int>(width) - (by_block ? 58 : 54);
   fmt::print(out, "{:<{}} {}{:>9} {:>9} {:>5} {:>9} {:>6}\n", by_block ? "block" : "module", w, by_block ? "    x " : "", "predicted",
              "measured", "eff", "gap", "kernels");
   for (size_t i = 0; i < shown; ++i) {
@@ -154,19 +175,21 @@ void write_compare_table(std::ostream& out, const json& result, int top_n, bool 
                by_block ? fmt::format("{:>5} ", r.at("instances").get<int>()) : "", human_time(r.at("predicted_s").get<double>()),
                human_time(r.at("measured_s").get<double>()), percent(r.at("efficiency")), signed_time(r.at("gap_s").get<double>()),
                r.at("kernels").get<double>());
-    if (r.at("hint").is_string()) fmt::print(out, "{}", wrap("    ", r.at("hint").get<std::string>(), 100));
+    if (r.at("hint").is_string()) fmt::print(out, "{}", wrap("    ", r.at("hint").get<std::string>(), width));
   }
 
   if (!by_block) {
     // Where the time above the prediction goes: repeated layers summed, positive gaps only.
     double above = 0;
     for (const json& b : c.at("blocks")) above += std::max(0.0, b.at("gap_s").get<double>());
-    fmt::print(out, "\nWhere the time above the prediction goes (repeated layers summed; {} per step)\n", human_time(above));
+    out << '\n'
+        << wrap("", fmt::format("Where the time above the prediction goes (repeated layers summed; {} per step)", human_time(above)), width);
     int listed = 0;
     for (const json& b : c.at("blocks")) {
       double gap = b.at("gap_s").get<double>();
       if (gap <= 0 || listed++ >= 8) break;
-      fmt::print(out, "  {:<52} x{:<4} {:>9} {:>6}\n", fit(label(b, true), 52), b.at("instances").get<int>(), signed_time(gap),
+      const size_t name_w = width - 48;
+      fmt::print(out, "  {:<{}} x{:<4} {:>9} {:>6}\n", fit(label(b, true), name_w), name_w, b.at("instances").get<int>(), signed_time(gap),
                  share(gap, above));
     }
   }
@@ -174,26 +197,27 @@ void write_compare_table(std::ostream& out, const json& result, int top_n, bool 
   fmt::print(out, "\nTop kernels of the largest gaps (per step)\n");
   for (size_t i = 0; i < std::min<size_t>(shown, 3); ++i) {
     const json& r = *ranked[i];
-    fmt::print(out, "  {}\n", fit(label(r, by_block), 96));
+    fmt::print(out, "  {}\n", fit(label(r, by_block), width - 4));
     int k = 0;
     for (const json& kern : r.at("top_kernels")) {
       if (k++ >= 3) break;
       fmt::print(out, "    {:>9} {:>5.0f}x  {}\n", human_time(kern.at("time_s").get<double>()), kern.at("count").get<double>(),
-                 head(kern.at("short_name").get<std::string>(), 78));
+                 head(kern.at("short_name").get<std::string>(), width - 22));
     }
   }
   auto list = [&](const char* key, const char* what) {
     const json& v = c.at(key);
     if (v.empty()) return;
-    fmt::print(out, "\n{} ({}):\n", what, v.size());
+    out << '\n' << wrap("", fmt::format("{} ({}):", what, v.size()), width);
     for (size_t i = 0; i < v.size() && i < 5; ++i)
-      fmt::print(out, "  {:<80} {:>9}\n", fit(v[i].at("name").get<std::string>(), 80), human_time(v[i].at("kernel_s").get<double>()));
+      fmt::print(out, "  {:<{}} {:>9}\n", fit(v[i].at("name").get<std::string>(), width - 20), width - 20,
+                 human_time(v[i].at("kernel_s").get<double>()));
   };
   list("unmatched_ranges", "Module ranges that name no module of the model, kernel time inside");
   list("unmapped_instances", "Module instances matched to no module (time counted in the module around them)");
   if (!c.at("notes").empty()) {
     fmt::print(out, "\nNotes\n");
-    for (const json& n : c.at("notes")) fmt::print(out, "{}", wrap("  - ", n.get<std::string>(), 100));
+    for (const json& n : c.at("notes")) fmt::print(out, "{}", wrap("  - ", n.get<std::string>(), width));
   }
 }
 

@@ -63,8 +63,9 @@ std::string fit(const std::string& s, size_t width) {
 
 namespace {
 
+// A layer number, or '*' where repeated layers were folded: what tells the part's row apart.
 bool has_digit(const std::string& s) {
-  return std::any_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+  return std::any_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) || c == '*'; });
 }
 
 // "a/b.c/d" -> "a/", "b.c/", "d" when the name has '/', else split at '.'.
@@ -149,6 +150,7 @@ std::string wrap(const std::string& label, const std::string& text, size_t width
     size_t space = text.find(' ', i);
     std::string word = text.substr(i, space == std::string::npos ? std::string::npos : space - i);
     i = space == std::string::npos ? text.size() : space + 1;
+    if (width > label.size() + 8 && word.size() > width - label.size()) word = fit(word, width - label.size());  // no overflow
     bool first = line.size() == label.size();
     if (!first && line.size() + 1 + word.size() > width) {
       out += line + "\n";

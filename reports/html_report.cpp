@@ -27,8 +27,10 @@ void write_html(std::ostream& out, const nlohmann::json& result) {
   std::string page = kHtmlPage;
   replace(page, "/*ROOFLENS_CSS*/", kHtmlCss);
   replace(page, "/*ROOFLENS_DOM_JS*/", kHtmlDomJs);
+  replace(page, "/*ROOFLENS_ROOFLINE_JS*/", kHtmlRooflineJs);
   replace(page, "/*ROOFLENS_JS*/", kHtmlJs);
   replace(page, "/*ROOFLENS_COMPARE_JS*/", kHtmlCompareJs);
+  replace(page, "/*ROOFLENS_TRAINING_JS*/", kHtmlTrainingJs);
   replace(page, "/*ROOFLENS_DATA*/", safe);
   out << page;
 }

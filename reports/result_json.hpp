@@ -15,7 +15,21 @@ nlohmann::json device_json(const Device& d);
 // becomes U+FFFD).
 void write_json(std::ostream& out, const nlohmann::json& result);
 void write_csv_from_json(std::ostream& out, const nlohmann::json& result);
-// The terminal report (TableSink) from a result: top `top_n` nodes, or folded blocks.
+// Rows of the terminal report's top-N table.
+enum class TableRows {
+  folded,  // one row per distinct node: identical repeated layers folded, with their count
+  layer,   // one row per node of every layer
+  block,   // repeated layers summed by name (model.layers.*.mlp.down_proj), shapes or not
+};
+struct TableOptions {
+  int top = 15;
+  TableRows rows = TableRows::folded;
+  size_t width = 100;  // columns; below 100 the compact layout
+};
+// The terminal report (TableSink) from a result.
+void write_table(std::ostream& out, const nlohmann::json& result, const TableOptions& options);
+// top `top_n` rows, folded nodes or (by_block) blocks, at 100 columns.
 void write_table(std::ostream& out, const nlohmann::json& result, int top_n, bool by_block);
+
 
 }  // namespace rooflens::reports

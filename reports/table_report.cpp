@@ -9,6 +9,7 @@
 
 #include "analyzer/core/errors.hpp"
 #include "analyzer/core/layer_names.hpp"
+#include "reports/first_screen.hpp"
 #include "reports/format.hpp"
 #include "reports/profile_report.hpp"
 #include "reports/result_json.hpp"
@@ -38,19 +39,11 @@ std::string shape_text(const json& shape) {
   return s + "]";
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
-void header(std::ostream& out, const json& r) {
+// What the first screen leaves out: the file, the inputs, the roofs and where the times come from.
+void details(std::ostream& out, const json& r, size_t width) {
   const json& m = r.at("model");
-  // The name, not the path: the path's length depends on where the file sits, and the line must
-  // read at 100 columns wherever that is. The path follows, cut from the left (the file's end).
-  std::string producer = m.at("producer").get<std::string>();
-  fmt::print(out, "model    {}  ({}, opset {})\n", fit(m.at("name").get<std::string>(), 50),
-             fit(producer.empty() ? "unknown producer" : producer, 28), m.at("opset").get<int64_t>());
-  if (m.at("path") != m.at("name")) fmt::print(out, "file     {}\n", fit(m.at("path").get<std::string>(), 91));
+  const size_t rest = width - 9;  // after the 9-column label
+  if (m.at("path") != m.at("name")) fmt::print(out, "file     {}\n", fit(m.at("path").get<std::string>(), rest));
   // Inputs that differ only in layer numbers (one seqlens input per sliding-window layer) fold
   // into one line; KV cache inputs are summarized.
   std::vector<std::tuple<std::string, std::string, int>> inputs;  // folded name, "dtype[shape]", count
@@ -68,38 +61,39 @@ void header(std::ostream& out, const json& r) {
     if (same != inputs.end() && name != in.at("name")) ++std::get<2>(*same);
     else inputs.emplace_back(name, type, 1);
   }
-  for (auto& [name, type, count] : inputs)
-    fmt::print(out, "input    {} {}{}\n", fit(name, 70), type, count > 1 ? fmt::format(" x{}", count) : "");
+  for (auto& [name, type, count] : inputs) {
+    std::string suffix = type + (count > 1 ? fmt::format(" x{}", count) : "");
+    fmt::print(out, "input    {} {}\n", fit(name, std::min<size_t>(70, rest > suffix.size() + 9 ? rest - suffix.size() - 1 : 8)),
+               fit(suffix, rest > 9 ? rest - 9 : rest));
+  }
   if (caches)
-    fmt::print(out, "kv cache {} inputs like {} {}{}\n", caches, fit(first_cache->at("name").get<std::string>(), 40),
-               first_cache->at("dtype").get<std::string>(), shape_text(first_cache->at("shape")));
+    out << wrap("kv cache ", fmt::format("{} inputs like {} {}{}", caches, fit(first_cache->at("name").get<std::string>(), 40),
+                                         first_cache->at("dtype").get<std::string>(), shape_text(first_cache->at("shape"))),
+                width);
   if (!m.at("bound_dims").empty()) {
     std::vector<std::string> parts;
     for (auto& [k, v] : m.at("bound_dims").items()) parts.push_back(fmt::format("{}={}", k, v.get<int64_t>()));
-    fmt::print(out, "bound    {}\n", fit(fmt::format("{}", fmt::join(parts, " ")), 91));
+    out << wrap("bound    ", fmt::format("{}", fmt::join(parts, " ")), width);
   }
   for (const json& note : r.at("notes"))
-    if (note.get<std::string>().rfind("--batch", 0) == 0) fmt::print(out, "batch    {}\n", fit(note.get<std::string>(), 91));
+    if (note.get<std::string>().rfind("--batch", 0) == 0) out << wrap("batch    ", note.get<std::string>(), width);
   const json& d = r.at("device");
-  std::string requested = d.value("requested", json(nullptr)).is_string() ? d["requested"].get<std::string>() : "";
-  std::string picked = !requested.empty() && lower(requested) != lower(d.at("id").get<std::string>())
-                           ? fmt::format("; --device {} picked {}", requested, d.at("id").get<std::string>())
-                           : "";
-  fmt::print(out, "device   {}: {} ({} roofs{})\n", d.at("id").get<std::string>(), fit(d.at("name").get<std::string>(), 40),
-             d.at("roofs").get<std::string>(), picked);
   auto rate = [](const json& m, const char* k) { return m.contains(k) ? m[k].get<double>() : 0.0; };
-  fmt::print(out, "roofs    {} bf16 tensor, {} fp32 CUDA core, {} HBM, launch floor {}\n",
-             human_rate(rate(d.at("tensor_flops"), "bf16"), "FLOP"), human_rate(rate(d.at("cuda_core_flops"), "fp32"), "FLOP"),
-             human_rate(d.at("hbm_bandwidth").get<double>(), "B"), human_time(d.at("launch_floor_s").get<double>()));
+  out << wrap("roofs    ", fmt::format("{} bf16 tensor, {} fp32 CUDA core, {} HBM, launch floor {}",
+                                       human_rate(rate(d.at("tensor_flops"), "bf16"), "FLOP"),
+                                       human_rate(rate(d.at("cuda_core_flops"), "fp32"), "FLOP"),
+                                       human_rate(d.at("hbm_bandwidth").get<double>(), "B"),
+                                       human_time(d.at("launch_floor_s").get<double>())),
+              width);
   // Where the times come from: the calibrated tables, fitted beyond them, or the roofline.
   const json& sources = r.at("totals").value("prediction_sources", json::object());
   if (!sources.empty()) {
     std::string line;
     for (const char* s : {"measured table", "fitted", "roofline"})
       if (sources.contains(s)) line += fmt::format("{}{} {}", line.empty() ? "" : ", ", sources[s].get<int>(), s);
-    fmt::print(out, "times    {} nodes{}\n", line, d.contains("tables") ? "" : " (no measured tables: `rooflens calibrate` writes them)");
+    out << wrap("times    ", fmt::format("{} nodes{}", line, d.contains("tables") ? "" : " (no measured tables: `rooflens calibrate` writes them)"),
+                width);
   }
-  fmt::print(out, "dtype    {}\n", fit(r.at("dtype").get<std::string>(), 91));
 }
 
 // "of the prefill" where the nodes are one part of a generate run.
@@ -107,116 +101,186 @@ std::string nodes_are(const json& r) {
   return r.contains("transformer") && r["transformer"].contains("generation") ? " of the prefill" : "";
 }
 
-void node_table(std::ostream& out, const json& r, int top_n) {
-  std::vector<const json*> rows;
-  for (const json& n : r.at("nodes"))
-    if (n.at("status") == "costed") rows.push_back(&n);
+// A generate run: each block's prefill time beside its time in the first decode step (context =
+// the prompt), ordered by prefill + steps x that step, since decode is most of such a run.
+void generate_table(std::ostream& out, const json& r, int top_n, size_t width) {
+  const json& g = r.at("transformer").at("generation");
+  struct Row {
+    std::string block, op;
+    int count = 0;
+    double prefill = 0, decode = 0;
+  };
+  std::vector<Row> rows;
+  std::map<std::pair<std::string, std::string>, size_t> at;
+  auto add = [&](const json& b, bool decode) {
+    auto key = std::make_pair(b.at("block").get<std::string>(), b.at("op").get<std::string>());
+    auto [it, fresh] = at.emplace(key, rows.size());
+    if (fresh) rows.push_back({key.first, key.second, b.at("count").get<int>(), 0, 0});
+    (decode ? rows[it->second].decode : rows[it->second].prefill) += b.at("predicted_s").get<double>();
+  };
+  for (const json& b : r.at("by_block")) add(b, false);
+  for (const json& b : g.at("decode_blocks")) add(b, true);
+  const double steps = static_cast<double>(g.at("decode_step_s").size());
   std::stable_sort(rows.begin(), rows.end(),
-                   [](auto* x, auto* y) { return x->at("predicted_s").template get<double>() > y->at("predicted_s").template get<double>(); });
+                   [&](const Row& x, const Row& y) { return x.prefill + steps * x.decode > y.prefill + steps * y.decode; });
+  if (static_cast<int>(rows.size()) > top_n) rows.resize(static_cast<size_t>(top_n));
+  double prefill_total = r.at("totals").at("predicted_s").get<double>(), step_total = 0;
+  for (const json& b : g.at("decode_blocks")) step_total += b.at("predicted_s").get<double>();
+  out << '\n'
+      << wrap("", fmt::format("Top {} blocks of the generate run: the prefill beside the first decode step ({} cached), ordered by "
+                              "prefill + {} x that step (repeated layers folded: *)",
+                              rows.size(), g.at("prompt").get<int64_t>(), g.at("decode_step_s").size()),
+              width);
+  const size_t name_w = width >= 100 ? 38 : std::max<size_t>(16, width - 51);
+  fmt::print(out, "{:<{}} {:<10} {:>5} {:>9} {:>5} {:>9} {:>5}\n", "block", name_w, "op", "count", "prefill", "%", "decode", "%");
+  for (const Row& x : rows)
+    fmt::print(out, "{:<{}} {:<10} {:>5} {:>9} {:>5.1f} {:>9} {:>5.1f}\n", fit_name(x.block, name_w, x.op), name_w, fit_op(x.op, 10),
+               x.count, human_time(x.prefill), prefill_total > 0 ? 100 * x.prefill / prefill_total : 0, human_time(x.decode),
+               step_total > 0 ? 100 * x.decode / step_total : 0);
+}
+
+// One row of the node table: a node, or identical repeated layers folded (count > 1).
+struct NodeRow {
+  const json* node;  // the first of the row's nodes
+  std::string name;
+  int count = 1;
+  double seconds = 0;  // of all `count` nodes
+};
+
+// Nodes whose names differ only in layer numbers and whose op and cost are the same
+// (model.layers.*.mlp.down_proj) make one row; `fold` false: one row per node.
+std::vector<NodeRow> node_rows(const json& r, bool fold) {
+  std::vector<NodeRow> rows;
+  std::map<std::tuple<std::string, std::string, int64_t, int64_t, int64_t, int64_t>, size_t> seen;
+  for (const json& n : r.at("nodes")) {
+    if (n.at("status") != "costed") continue;
+    std::string name = n.at("name").get<std::string>();
+    double t = n.at("predicted_s").get<double>();
+    if (fold) {
+      // The analyzer folded the name (the JSON's block); a result saved before it carried one folds here.
+      std::string block = n.contains("block") ? n.at("block").get<std::string>() : fold_layer_numbers(name);
+      auto key = std::make_tuple(block, n.at("op").get<std::string>(), n.at("flops").get<int64_t>(),
+                                 n.at("bytes_read_activations").get<int64_t>(), n.at("bytes_read_weights").get<int64_t>(),
+                                 n.at("bytes_written").get<int64_t>());
+      auto [it, fresh] = seen.emplace(key, rows.size());
+      if (!fresh) {
+        NodeRow& row = rows[it->second];
+        ++row.count;
+        row.seconds += t;
+        row.name = std::get<0>(key);
+        continue;
+      }
+    }
+    rows.push_back({&n, name, 1, t});
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const NodeRow& x, const NodeRow& y) { return x.seconds > y.seconds; });
+  return rows;
+}
+
+void node_table(std::ostream& out, const json& r, int top_n, bool fold, size_t width) {
+  std::vector<NodeRow> rows = node_rows(r, fold);
   if (static_cast<int>(rows.size()) > top_n) rows.resize(static_cast<size_t>(top_n));
   double total = r.at("totals").at("predicted_s").get<double>();
-  fmt::print(out, "\nTop {} nodes{} by predicted time (bytes: Ki, Mi, Gi = KiB, MiB, GiB)\n", rows.size(), nodes_are(r));
-  fmt::print(out, "{:<26} {:<12} {:>6} {:>6} {:>6} {:>6} {:>5} {:>5} {:>7} {:>7} {:>4}\n", "node", "op", "FLOPs", "rd act",
-             "rd wt", "write", "param", "AI", "time", "bound", "%");
-  for (const json* n : rows) {
-    double ai = n->at("intensity").get<double>(), t = n->at("predicted_s").get<double>();
-    std::string op = n->at("op").get<std::string>();
-    fmt::print(out, "{:<26} {:<12} {:>6} {:>6} {:>6} {:>6} {:>5} {:>5} {:>7} {:>7} {:>4.1f}\n",
-               fit_name(n->at("name").get<std::string>(), 26, op), fit_op(op, 12), short_count(n->at("flops").get<int64_t>()),
-               short_bytes(n->at("bytes_read_activations").get<int64_t>()), short_bytes(n->at("bytes_read_weights").get<int64_t>()),
-               short_bytes(n->at("bytes_written").get<int64_t>()), short_count(n->at("params").get<int64_t>()),
-               n->at("flops").get<int64_t>() == 0 ? "-" : ai < 100 ? fmt::format("{:.1f}", ai) : short_count(static_cast<int64_t>(ai)),
-               human_time(t), n->at("bound").get<std::string>(), total > 0 ? 100 * t / total : 0);
+  out << '\n'
+      << wrap("", fmt::format("Top {} nodes{} by predicted time{}", rows.size(), nodes_are(r),
+                              fold ? " (n: identical layers folded; time: all n)" : ""),
+              width);
+  const bool wide = width >= 100;
+  // Wide: 100 columns with every byte column; compact: one bytes column, the name takes the rest.
+  // Parameters per node are in the CSV and JSON; the totals hold the model's.
+  const size_t name_w = wide ? 28 : std::max<size_t>(16, width - 50);
+  if (wide)
+    fmt::print(out, "{:<{}} {:<12} {:>3} {:>6} {:>6} {:>6} {:>6} {:>5} {:>7} {:>7} {:>4}\n", "node", name_w, "op", "n", "FLOPs",
+               "rd act", "rd wt", "write", "AI", "time", "bound", "%");
+  else
+    fmt::print(out, "{:<{}} {:<10} {:>3} {:>6} {:>6} {:>7} {:>7} {:>4}\n", "node", name_w, "op", "n", "FLOPs", "bytes", "time",
+               "bound", "%");
+  for (const NodeRow& row : rows) {
+    const json& n = *row.node;
+    double ai = n.at("intensity").get<double>();
+    std::string op = n.at("op").get<std::string>();
+    int64_t flops = n.at("flops").get<int64_t>(), read_act = n.at("bytes_read_activations").get<int64_t>(),
+            read_wt = n.at("bytes_read_weights").get<int64_t>(), written = n.at("bytes_written").get<int64_t>();
+    std::string count = row.count < 1000 ? std::to_string(row.count) : short_count(row.count);
+    double share = total > 0 ? 100 * row.seconds / total : 0;
+    if (wide)
+      fmt::print(out, "{:<{}} {:<12} {:>3} {:>6} {:>6} {:>6} {:>6} {:>5} {:>7} {:>7} {:>4.1f}\n", fit_name(row.name, name_w, op),
+                 name_w, fit_op(op, 12), count, short_count(flops), short_bytes(read_act), short_bytes(read_wt), short_bytes(written),
+                 flops == 0 ? "-" : ai < 100 ? fmt::format("{:.1f}", ai) : short_count(static_cast<int64_t>(ai)),
+                 human_time(row.seconds), n.at("bound").get<std::string>(), share);
+    else
+      fmt::print(out, "{:<{}} {:<10} {:>3} {:>6} {:>6} {:>7} {:>7} {:>4.1f}\n", fit_name(row.name, name_w, op), name_w,
+                 fit_op(op, 10), count, short_count(flops), short_bytes(read_act + read_wt + written), human_time(row.seconds),
+                 n.at("bound").get<std::string>(), share);
   }
 }
 
-void block_table(std::ostream& out, const json& r, int top_n) {
+void block_table(std::ostream& out, const json& r, int top_n, size_t width) {
   const json& blocks = r.at("by_block");
   size_t shown = std::min(blocks.size(), static_cast<size_t>(top_n));
   double total = r.at("totals").at("predicted_s").get<double>();
-  fmt::print(out, "\nTop {} blocks{} by predicted time (repeated layers folded: *)\n", shown, nodes_are(r));
-  fmt::print(out, "{:<38} {:<12} {:>5} {:>7} {:>9} {:>7} {:>9} {:>5}\n", "block", "op", "count", "FLOPs", "bytes", "params",
-             "time", "%");
+  const bool wide = width >= 100;
+  const size_t name_w = wide ? 38 : std::max<size_t>(16, width - 51);
+  out << '\n' << wrap("", fmt::format("Top {} blocks{} by predicted time (repeated layers folded: *)", shown, nodes_are(r)), width);
+  if (wide)
+    fmt::print(out, "{:<{}} {:<12} {:>5} {:>7} {:>9} {:>7} {:>9} {:>5}\n", "block", name_w, "op", "count", "FLOPs", "bytes",
+               "params", "time", "%");
+  else
+    fmt::print(out, "{:<{}} {:<10} {:>5} {:>7} {:>9} {:>9} {:>5}\n", "block", name_w, "op", "count", "FLOPs", "bytes", "time", "%");
   for (size_t i = 0; i < shown; ++i) {
     const json& b = blocks[i];
     std::string op = b.at("op").get<std::string>();
     double t = b.at("predicted_s").get<double>();
-    fmt::print(out, "{:<38} {:<12} {:>5} {:>7} {:>9} {:>7} {:>9} {:>5.1f}\n", fit_name(b.at("block").get<std::string>(), 38, op),
-               fit_op(op, 12), b.at("count").get<int>(), short_count(b.at("flops").get<int64_t>()), bytes(b.at("bytes")),
-               short_count(b.at("params").get<int64_t>()), human_time(t), total > 0 ? 100 * t / total : 0);
+    if (wide)
+      fmt::print(out, "{:<{}} {:<12} {:>5} {:>7} {:>9} {:>7} {:>9} {:>5.1f}\n", fit_name(b.at("block").get<std::string>(), name_w, op),
+                 name_w, fit_op(op, 12), b.at("count").get<int>(), short_count(b.at("flops").get<int64_t>()), bytes(b.at("bytes")),
+                 short_count(b.at("params").get<int64_t>()), human_time(t), total > 0 ? 100 * t / total : 0);
+    else
+      fmt::print(out, "{:<{}} {:<10} {:>5} {:>7} {:>9} {:>9} {:>5.1f}\n", fit_name(b.at("block").get<std::string>(), name_w, op),
+                 name_w, fit_op(op, 10), b.at("count").get<int>(), short_count(b.at("flops").get<int64_t>()), bytes(b.at("bytes")),
+                 human_time(t), total > 0 ? 100 * t / total : 0);
   }
 }
 
-// "4.21 ms for batch 8 (dim 0 of input 'x') -> 1,900 samples/s"; a generate run's totals.
-std::string headline_of(const json& r);
-
-// The predicted time never stands alone over a partial graph: "partial: N of M nodes costed"
-// follows it (read from coverage, which results of every schema version carry).
-std::string headline(const json& r) {
-  const json& c = r.at("coverage");
-  std::string h = headline_of(r);
-  if (c.at("not_costed").get<int>() == 0) return h;
-  return fmt::format("{} [partial: {} of {} nodes costed; the time is a lower bound]", h,
-                     c.at("costed").get<int>() + c.at("folded").get<int>(), c.at("total").get<int>());
-}
-
-std::string headline_of(const json& r) {
-  const json& t = r.at("totals");
-  std::string rate = fmt::format("{:.1f} {}", t.at("throughput_per_s").get<double>(), t.at("throughput_unit").get<std::string>());
-  double seconds = t.at("predicted_s").get<double>();
-  if (!r.contains("transformer")) {
-    std::string source = t.at("batch_source").get<std::string>();
-    return fmt::format("{} for batch {} ({}) -> {}", human_time(seconds), t.at("batch").get<int64_t>(),
-                       source.empty() ? "no batch dim" : source, rate);
-  }
-  const json& x = r["transformer"];
-  int64_t batch = x.at("batch").get<int64_t>();
-  if (x.contains("generation")) {
-    const json& g = x["generation"];
-    return fmt::format("{} for {} tokens x batch {}: {:.1f} tokens/s (prefill {} + {} decode steps)",
-                       human_time(g.at("total_s").get<double>()), g.at("gen").get<int64_t>(), batch, g.at("tokens_per_s").get<double>(),
-                       human_time(g.at("ttft_s").get<double>()), g.at("decode_step_s").size());
-  }
-  if (x.at("workload") == "decode")
-    return fmt::format("{} a decode step for batch {} (one token each, {} cached) -> {}", human_time(seconds), batch,
-                       x.at("context").get<int64_t>(), rate);
-  return fmt::format("{} for the prefill of batch {} x {} tokens -> {}", human_time(seconds), batch, x.at("seq").get<int64_t>(), rate);
-}
-
-void totals(std::ostream& out, const json& r) {
+void totals(std::ostream& out, const json& r, size_t width) {
   const json& t = r.at("totals");
   const json& m = r.at("memory");  // weights + KV cache + the activation peak, against the device
   bool tp = r.contains("transformer") && r["transformer"].at("tp").get<int64_t>() > 1;
   fmt::print(out, "\nTotals{}\n", r.contains("training")  ? " (FLOPs and bytes: the forward)"
                                    : nodes_are(r).empty() ? ""
                                                           : " (FLOPs and bytes: the prefill)");
-  fmt::print(out, "  params      {} learnable{}", with_commas(t.at("params").get<int64_t>()), tp ? " on each GPU" : "");
-  if (t.at("buffers").get<int64_t>()) fmt::print(out, " + {} buffers (BatchNorm running stats)", with_commas(t.at("buffers").get<int64_t>()));
+  std::string params = fmt::format("{} learnable{}", with_commas(t.at("params").get<int64_t>()), tp ? " on each GPU" : "");
+  if (t.at("buffers").get<int64_t>()) params += fmt::format(" + {} buffers (BatchNorm running stats)", with_commas(t.at("buffers").get<int64_t>()));
   int64_t constants = t.at("constants").get<int64_t>();
-  fmt::print(out, "; {} constant{} ({})\n", constants, constants == 1 ? "" : "s", bytes(t.at("constant_bytes")));
-  fmt::print(out, "  FLOPs       {}", human_count(t.at("flops").get<double>()));
-  if (t.at("macs").get<int64_t>()) fmt::print(out, "  (GEMM/conv MACs {})", human_count(t.at("macs").get<double>()));
-  if (t.at("dense_flops") != t.at("flops")) fmt::print(out, "  dense-attention convention: {}", human_count(t.at("dense_flops").get<double>()));
-  fmt::print(out, "\n  bytes       read {} activations + {} weights, written {} (unfused)\n", bytes(t.at("bytes_read_activations")),
-             bytes(t.at("bytes_read_weights")), bytes(t.at("bytes_written")));
+  params += fmt::format("; {} constant{} ({})", constants, constants == 1 ? "" : "s", bytes(t.at("constant_bytes")));
+  out << wrap("  params      ", params, width);
+  std::string flops = human_count(t.at("flops").get<double>());
+  if (t.at("macs").get<int64_t>()) flops += fmt::format("  (GEMM/conv MACs {})", human_count(t.at("macs").get<double>()));
+  if (t.at("dense_flops") != t.at("flops")) flops += fmt::format("  dense-attention convention: {}", human_count(t.at("dense_flops").get<double>()));
+  out << wrap("  FLOPs       ", flops, width);
+  out << wrap("  bytes       ", fmt::format("read {} activations + {} weights, written {} (unfused)", bytes(t.at("bytes_read_activations")),
+                                           bytes(t.at("bytes_read_weights")), bytes(t.at("bytes_written"))),
+              width);
   if (r.contains("training")) {  // a training step's memory is its own section below
-    out << wrap("  predicted   ", headline(r) + " (the forward alone; the step is below)");
+    out << wrap("  predicted   ", predicted_text(r) + " (the forward alone; the step is below)", width);
     return;
   }
   std::string kv = m.at("kv_cache_bytes").get<int64_t>() ? fmt::format(" + KV {}", bytes(m.at("kv_cache_bytes"))) : "";
   out << wrap("  memory      ",
               fmt::format("weights {}{} + act. {} = {} of {}{}: {}", bytes(m.at("weight_bytes")), kv,
                           bytes(m.at("activation_bytes")), bytes(m.at("total_bytes")), bytes(m.at("device_memory_bytes")),
-                          tp ? " per GPU" : "", m.at("fits").get<bool>() ? "fits" : "does NOT fit"));
+                          tp ? " per GPU" : "", m.at("fits").get<bool>() ? "fits" : "does NOT fit"),
+              width);
   if (m.at("peak_node_index").get<int64_t>() >= 0) {
-    fmt::print(out, "  peak at     node {} (step {} of {})\n", fit_name(m.at("peak_node").get<std::string>(), 60),
-               m.at("peak_node_index").get<int64_t>() + 1, r.at("nodes").size());
+    std::string step = fmt::format(" (step {} of {})", m.at("peak_node_index").get<int64_t>() + 1, r.at("nodes").size());
+    fmt::print(out, "  peak at     node {}{}\n", fit_name(m.at("peak_node").get<std::string>(), std::min<size_t>(60, width - 19 - step.size())),
+               step);
     std::string line = "  live then  ";
     size_t shown = 0;
     const json& live = m.at("live_at_peak");
     for (; shown < live.size(); ++shown) {
       std::string item = fmt::format(" {} {}", fit_name(live[shown].at("tensor").get<std::string>(), 26), bytes(live[shown].at("bytes")));
-      if (line.size() + item.size() + 12 > 100) break;
+      if (line.size() + item.size() + 12 > width) break;
       line += item + ",";
     }
     if (line.back() == ',') line.pop_back();
@@ -224,11 +288,12 @@ void totals(std::ostream& out, const json& r) {
     fmt::print(out, "{}\n", line);
   }
   if (m.at("unknown_tensors").get<int>())
-    fmt::print(out, "  note        {} activations of unknown shape are not in the peak\n", m.at("unknown_tensors").get<int>());
-  out << wrap("  predicted   ", headline(r));
+    out << wrap("  note        ", fmt::format("{} activations of unknown shape are not in the peak", m.at("unknown_tensors").get<int>()),
+                width);
+  out << wrap("  predicted   ", predicted_text(r), width);
 }
 
-void by_op(std::ostream& out, const json& r) {
+void by_op(std::ostream& out, const json& r, size_t width) {
   fmt::print(out, "\nTime by op type{}\n{:<28} {:>6} {:>9} {:>6} {:>8} {:>9}\n", nodes_are(r), "op", "count", "time", "%", "FLOPs",
              "bytes");
   double total = r.at("totals").at("predicted_s").get<double>();
@@ -243,7 +308,7 @@ void by_op(std::ostream& out, const json& r) {
   std::string line = "by class:";
   for (auto& [f, t] : families) {
     std::string item = fmt::format(" {} {:.1f}%,", f, total > 0 ? 100 * t / total : 0);
-    if (line.size() + item.size() > 100) {
+    if (line.size() + item.size() > width) {
       fmt::print(out, "{}\n", line);
       line = "         ";
     }
@@ -255,23 +320,32 @@ void by_op(std::ostream& out, const json& r) {
 
 }  // namespace
 
-void write_table(std::ostream& out, const json& r, int top_n, bool by_block) {
+void write_table(std::ostream& out, const json& r, const TableOptions& o) {
+  const size_t width = std::max<size_t>(o.width, 60);  // narrower would cut every name to nothing
   try {
-    header(out, r);
-    if (r.contains("transformer")) write_transformer_header(out, r["transformer"]);
-    if (by_block) block_table(out, r, top_n);
-    else node_table(out, r, top_n);
-    totals(out, r);
-    if (r.contains("transformer")) write_transformer_totals(out, r["transformer"], r);
-    by_op(out, r);
-    if (r.contains("training")) write_training(out, r, top_n);
-    if (r.contains("profile")) write_profile_table(out, r, top_n);
+    write_first_screen(out, r, width);
+    details(out, r, width);
+    if (r.contains("transformer")) write_transformer_header(out, r["transformer"], width);
+    bool generate = r.contains("transformer") && r["transformer"].contains("generation") &&
+                    r["transformer"]["generation"].contains("decode_blocks");
+    if (generate && o.rows != TableRows::layer) generate_table(out, r, o.top, width);
+    else if (o.rows == TableRows::block) block_table(out, r, o.top, width);
+    else node_table(out, r, o.top, o.rows == TableRows::folded, width);
+    totals(out, r, width);
+    if (r.contains("transformer")) write_transformer_totals(out, r["transformer"], r, width);
+    by_op(out, r, width);
+    if (r.contains("training")) write_training(out, r, o.top, width, o.rows != TableRows::layer);
+    if (r.contains("profile")) write_profile_table(out, r, o.top);
     for (const json& note : r.at("notes"))
-      if (note.get<std::string>().rfind("--batch", 0) != 0) out << wrap("note: ", note.get<std::string>());
-    fmt::print(out, "\ncoverage: {}\n", r.at("coverage").at("line").get<std::string>());
+      if (note.get<std::string>().rfind("--batch", 0) != 0) out << wrap("note: ", note.get<std::string>(), width);
+    out << '\n' << wrap("coverage: ", coverage_text(r), width);
   } catch (const json::exception& e) {
     throw InputError(fmt::format("result is missing a field or has one of another type: {}", e.what()));
   }
+}
+
+void write_table(std::ostream& out, const json& r, int top_n, bool by_block) {
+  write_table(out, r, TableOptions{top_n, by_block ? TableRows::block : TableRows::folded, 100});
 }
 
 void TableSink::write(std::ostream& out, const Analysis& a) const { write_table(out, result_json(a), top_n_, by_block_); }

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <tuple>
 
+#include "analyzer/core/layer_names.hpp"
 #include "reports/format.hpp"
 
 namespace rooflens::reports {
@@ -115,7 +118,8 @@ std::string gib(const json& v) {
 
 }  // namespace
 
-void write_training(std::ostream& out, const json& r, int top_n) {
+void write_training(std::ostream& out, const json& r, int top_n, size_t width, bool fold) {
+  const bool wide = width >= 100;
   const json& t = r.at("training");
   fmt::print(
       out, "\nTraining step ({}, {}, recompute {}{}{})\n", t.at("precision").get<std::string>(),
@@ -126,38 +130,72 @@ void write_training(std::ostream& out, const json& r, int top_n) {
       t.at("zero").get<int>() > 0 ? fmt::format(", ZeRO-{} over {} GPUs", t.at("zero").get<int>(),
                                                 t.at("dp").get<int64_t>())
                                   : "");
-  // Nodes by forward + backward + recompute time.
-  std::vector<const json*> rows;
-  for (const json& row : t.at("rows"))
-    if (row.at("costed").get<bool>()) rows.push_back(&row);
-  auto total_of = [](const json* x) {
-    return x->at("forward_s").get<double>() + x->at("backward_s").get<double>() +
-           x->at("recompute_s").get<double>();
+  // Nodes by forward + backward + recompute time; identical repeated layers folded into one row
+  // (their count n; times summed over them) unless `fold` is off (--by layer).
+  struct Row {
+    const json* first;
+    std::string name;
+    int count = 1;
+    double forward = 0, backward = 0, recompute = 0;
+    double total() const { return forward + backward + recompute; }
   };
-  std::stable_sort(rows.begin(), rows.end(),
-                   [&](const json* a, const json* b) { return total_of(a) > total_of(b); });
-  double step = t.at("step_time_s").get<double>();
-  fmt::print(out, "{:<28} {:<10} {:>7} {:>7} {:>9} {:>9} {:>9} {:>8} {:>5}\n", "node", "op",
-             "fwd FL", "bwd FL", "fwd", "bwd", "recomp", "saved", "%");
-  for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(top_n); ++i) {
-    const json& x = *rows[i];
-    std::string op = x.at("op").get<std::string>();
-    fmt::print(
-        out, "{:<28} {:<10} {:>7} {:>7} {:>9} {:>9} {:>9} {:>8} {:>5.1f}\n",
-        fit_name(x.at("node").get<std::string>(), 28, op), fit_op(op, 10),
-        human_count(x.at("forward_flops").get<double>()),
-        human_count(x.at("backward_flops").get<double>()),
-        human_time(x.at("forward_s").get<double>()), human_time(x.at("backward_s").get<double>()),
-        x.at("recompute_s").get<double>() > 0 ? human_time(x.at("recompute_s").get<double>())
-                                              : std::string("-"),
-        human_bytes(x.at("saved_bytes").get<double>()), step > 0 ? 100 * total_of(&x) / step : 0);
+  std::vector<Row> rows;
+  std::map<std::tuple<std::string, std::string, int64_t, int64_t, int64_t>, size_t> seen;
+  for (const json& row : t.at("rows")) {
+    if (!row.at("costed").get<bool>()) continue;
+    std::string name = row.at("node").get<std::string>();
+    double fwd = row.at("forward_s").get<double>(), bwd = row.at("backward_s").get<double>(), rec = row.at("recompute_s").get<double>();
+    if (fold) {
+      auto key = std::make_tuple(fold_layer_numbers(name), row.at("op").get<std::string>(), row.at("forward_flops").get<int64_t>(),
+                                 row.at("backward_flops").get<int64_t>(), row.at("saved_bytes").get<int64_t>());
+      auto [it, fresh] = seen.emplace(key, rows.size());
+      if (!fresh) {
+        Row& r = rows[it->second];
+        r.name = std::get<0>(key);
+        ++r.count;
+        r.forward += fwd;
+        r.backward += bwd;
+        r.recompute += rec;
+        continue;
+      }
+    }
+    rows.push_back({&row, name, 1, fwd, bwd, rec});
   }
-  for (const json& s : t.at("steps"))
-    fmt::print(out, "{:<37} {:>7} {:>7} {:>9} {:<29} {:>5.1f}\n",
-               fit(s.at("name").get<std::string>(), 37), human_count(s.at("flops").get<double>()),
-               "", human_time(s.at("seconds").get<double>()),
-               fit(s.at("phase").get<std::string>(), 29),
-               step > 0 ? 100 * s.at("seconds").get<double>() / step : 0);
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.total() > b.total(); });
+  double step = t.at("step_time_s").get<double>();
+  // Compact: the FLOP and saved-bytes columns go; the name takes what is left. FLOPs and saved
+  // bytes are one node's; times are the row's.
+  const size_t name_w = wide ? 24 : std::max<size_t>(16, width - 51);
+  if (wide)
+    fmt::print(out, "{:<24} {:<10} {:>3} {:>7} {:>7} {:>9} {:>9} {:>9} {:>8} {:>5}\n", "node", "op", "n", "fwd FL", "bwd FL", "fwd",
+               "bwd", "recomp", "saved", "%");
+  else
+    fmt::print(out, "{:<{}} {:<10} {:>3} {:>9} {:>9} {:>9} {:>5}\n", "node", name_w, "op", "n", "fwd", "bwd", "recomp", "%");
+  for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(top_n); ++i) {
+    const Row& row = rows[i];
+    const json& x = *row.first;
+    std::string op = x.at("op").get<std::string>();
+    std::string recompute = row.recompute > 0 ? human_time(row.recompute) : std::string("-");
+    double share = step > 0 ? 100 * row.total() / step : 0;
+    if (wide)
+      fmt::print(out, "{:<24} {:<10} {:>3} {:>7} {:>7} {:>9} {:>9} {:>9} {:>8} {:>5.1f}\n", fit_name(row.name, 24, op), fit_op(op, 10),
+                 row.count, human_count(x.at("forward_flops").get<double>()), human_count(x.at("backward_flops").get<double>()),
+                 human_time(row.forward), human_time(row.backward), recompute, human_bytes(x.at("saved_bytes").get<double>()), share);
+    else
+      fmt::print(out, "{:<{}} {:<10} {:>3} {:>9} {:>9} {:>9} {:>5.1f}\n", fit_name(row.name, name_w, op), name_w, fit_op(op, 10),
+                 row.count, human_time(row.forward), human_time(row.backward), recompute, share);
+  }
+  // The loss and the optimizer: rows of their own below the nodes.
+  for (const json& s : t.at("steps")) {
+    double share = step > 0 ? 100 * s.at("seconds").get<double>() / step : 0;
+    if (wide)
+      fmt::print(out, "{:<39} {:>7} {:>7} {:>9} {:<28} {:>5.1f}\n", fit(s.at("name").get<std::string>(), 39),
+                 human_count(s.at("flops").get<double>()), "", human_time(s.at("seconds").get<double>()),
+                 fit(s.at("phase").get<std::string>(), 28), share);
+    else
+      fmt::print(out, "{:<{}} {:>9} {:<19} {:>5.1f}\n", fit(s.at("name").get<std::string>(), name_w + 15), name_w + 15,
+                 human_time(s.at("seconds").get<double>()), fit(s.at("phase").get<std::string>(), 19), share);
+  }
   out << "\n"
       << wrap("  step        ",
               t.at("host_modelled").get<bool>()
@@ -165,7 +203,7 @@ void write_training(std::ostream& out, const json& r, int top_n) {
                                 human_time(t.at("gpu_busy_s").get<double>()),
                                 human_time(t.at("gpu_wait_s").get<double>()))
                   : fmt::format("{} = the kernels back to back (the host not modelled)",
-                                human_time(step)))
+                                human_time(step)), width)
       << wrap("  kernels     ",
               fmt::format("{} = forward {} + backward {} + recompute {} + loss {} + optimizer {}{}",
                           human_time(t.at("gpu_busy_s").get<double>()),
@@ -176,7 +214,7 @@ void write_training(std::ostream& out, const json& r, int top_n) {
                           human_time(t.at("optimizer_s").get<double>()),
                           t.at("communication_s").get<double>() > 0
                               ? " + comm " + human_time(t.at("communication_s").get<double>())
-                              : ""));
+                              : ""), width);
   int64_t syncs = t.at("host_syncs").get<int64_t>();
   out << wrap("  host        ",
               t.at("host_modelled").get<bool>()
@@ -189,21 +227,19 @@ void write_training(std::ostream& out, const json& r, int top_n) {
                   : fmt::format("{} kernels; the host's time is not modelled (the device "
                                 "profile has no eager_host: calibrate, then "
                                 "scripts/eager_host_per_kernel.py)",
-                                with_commas(t.at("kernels").get<int64_t>())));
+                                with_commas(t.at("kernels").get<int64_t>())), width);
   // An ONNX graph has samples, no sequence and no SDPA of its own (seq 0).
   bool graph = t.at("seq").get<int64_t>() == 0;
-  if (graph)
-    fmt::print(out, "  throughput  {} samples a step, {:.0f} samples/s\n",
-               with_commas(t.at("tokens_per_step").get<int64_t>()),
-               t.at("tokens_per_s").get<double>());
-  else
-    fmt::print(out, "  throughput  {} tokens a step, {:.0f} tokens/s; attention: SDPA {}\n",
-               with_commas(t.at("tokens_per_step").get<int64_t>()),
-               t.at("tokens_per_s").get<double>(), t.at("attention_backend").get<std::string>());
-  fmt::print(
-      out, "  FLOPs       {} executed; matrix (dense attention, FlopCounterMode's convention) {}\n",
-      human_count(t.at("flops").get<double>()),
-      human_count(t.at("gemm_dense_flops").get<double>()));
+  out << wrap("  throughput  ",
+              graph ? fmt::format("{} samples a step, {:.0f} samples/s", with_commas(t.at("tokens_per_step").get<int64_t>()),
+                                  t.at("tokens_per_s").get<double>())
+                    : fmt::format("{} tokens a step, {:.0f} tokens/s; attention: SDPA {}",
+                                  with_commas(t.at("tokens_per_step").get<int64_t>()), t.at("tokens_per_s").get<double>(),
+                                  t.at("attention_backend").get<std::string>()),
+              width);
+  out << wrap("  FLOPs       ", fmt::format("{} executed; matrix (dense attention, FlopCounterMode's convention) {}",
+                                           human_count(t.at("flops").get<double>()), human_count(t.at("gemm_dense_flops").get<double>())),
+              width);
   out << wrap(
       "  model state ",
       fmt::format("{} params: weights {} + grads {} + optimizer {} = {}{}",
@@ -212,28 +248,32 @@ void write_training(std::ostream& out, const json& r, int top_n) {
                   gib(t.at("model_state_bytes")),
                   t.at("autocast_copy_bytes").get<int64_t>() > 0
                       ? fmt::format("; autocast weight copies {}", gib(t.at("autocast_copy_bytes")))
-                      : ""));
+                      : ""), width);
   out << wrap(
       "  activations ",
       fmt::format("saved at the loss {} (fp32 logits {} each){}",
                   gib(t.at("saved_activation_bytes")), gib(t.at("logits_fp32_bytes")),
                   graph ? std::string()
                         : "; per layer, Korthikanti et al.'s figure " +
-                              gib(t.at("korthikanti_layer_bytes"))));
+                              gib(t.at("korthikanti_layer_bytes"))), width);
   out << wrap("  peak        ",
               fmt::format("{} at \"{}\" of {}: {}", gib(t.at("peak_memory_bytes")),
                           t.at("peak_moment").get<std::string>(), gib(t.at("device_memory_bytes")),
-                          t.at("fits").get<bool>() ? "fits" : "does NOT fit"));
-  if (graph)
-    fmt::print(out, "  largest     batch {}\n", t.at("max_batch").get<int64_t>());
-  else
-    fmt::print(out, "  largest     batch {} at seq {}; seq {} at batch {}\n",
-               t.at("max_batch").get<int64_t>(), t.at("seq").get<int64_t>(),
-               t.at("max_seq").get<int64_t>(), t.at("batch").get<int64_t>());
-  fmt::print(out, "\nMemory through the step (cuBLAS workspaces {} in every moment)\n",
-             gib(t.at("timeline").at(0).at("workspace")));
-  fmt::print(out, "  {:<28}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n", "moment", "total",
-             "weights", "grads", "optimizer", "autocast", "saved", "transient");
+                          t.at("fits").get<bool>() ? "fits" : "does NOT fit"), width);
+  out << wrap("  largest     ", graph ? fmt::format("batch {}", t.at("max_batch").get<int64_t>())
+                                         : fmt::format("batch {} at seq {}; seq {} at batch {}", t.at("max_batch").get<int64_t>(),
+                                                       t.at("seq").get<int64_t>(), t.at("max_seq").get<int64_t>(),
+                                                       t.at("batch").get<int64_t>()),
+              width);
+  out << '\n'
+      << wrap("", fmt::format("Memory through the step (cuBLAS workspaces {} in every moment{})", gib(t.at("timeline").at(0).at("workspace")),
+                              wide ? "" : "; state: weights + grads + optimizer"),
+              width);
+  if (wide)
+    fmt::print(out, "  {:<28}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n", "moment", "total", "weights", "grads", "optimizer",
+               "autocast", "saved", "transient");
+  else  // compact: the model state in one column
+    fmt::print(out, "  {:<{}}{:>9}{:>9}{:>9}{:>9}{:>9}\n", "moment", width - 47, "total", "state", "autocast", "saved", "transient");
   // The step's edges, the first and last layer each way, and the peak.
   const json& tl = t.at("timeline");
   auto layer_of = [](const std::string& name) {
@@ -246,10 +286,14 @@ void write_training(std::ostream& out, const json& r, int top_n) {
     std::string name = m.at("moment").get<std::string>();
     int layer = layer_of(name);
     if (layer > 0 && layer < last && m.at("moment") != t.at("peak_moment")) continue;
-    fmt::print(out, "  {:<28}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n", fit(name, 28),
-               gib(m.at("total")), gib(m.at("weights")), gib(m.at("grads")),
-               gib(m.at("optimizer_states")), gib(m.at("autocast_copies")),
-               gib(m.at("saved_activations")), gib(m.at("transient")));
+    if (wide)
+      fmt::print(out, "  {:<28}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n", fit(name, 28), gib(m.at("total")),
+                 gib(m.at("weights")), gib(m.at("grads")), gib(m.at("optimizer_states")), gib(m.at("autocast_copies")),
+                 gib(m.at("saved_activations")), gib(m.at("transient")));
+    else
+      fmt::print(out, "  {:<{}}{:>9}{:>9}{:>9}{:>9}{:>9}\n", fit(name, width - 47), width - 47, gib(m.at("total")),
+                 human_bytes(m.at("weights").get<double>() + m.at("grads").get<double>() + m.at("optimizer_states").get<double>()),
+                 gib(m.at("autocast_copies")), gib(m.at("saved_activations")), gib(m.at("transient")));
   }
 }
 

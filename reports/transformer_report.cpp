@@ -4,6 +4,7 @@
 #include <fmt/ostream.h>
 
 #include "reports/format.hpp"
+#include "reports/sink.hpp"
 
 namespace rooflens::reports {
 namespace {
@@ -11,16 +12,6 @@ namespace {
 using nlohmann::json;
 
 std::string bytes(const json& b) { return human_bytes(b.get<double>()); }
-
-// "bfloat16" -> "bf16": the names the flags take.
-std::string dtype_short(const json& name) {
-  std::string n = name.get<std::string>();
-  if (n == "float32") return "fp32";
-  if (n == "bfloat16") return "bf16";
-  if (n == "float16") return "fp16";
-  if (n == "float8e4m3fn") return "fp8";
-  return n;
-}
 
 std::string shape_of_work(const json& t) {
   int64_t batch = t.at("batch").get<int64_t>();
@@ -37,49 +28,51 @@ std::string shape_of_work(const json& t) {
 
 }  // namespace
 
-void write_transformer_header(std::ostream& out, const json& t) {
-  fmt::print(out, "config   {}: {} layers, hidden {}, heads {} (KV {}), head dim {}, vocab {}\n", fit(t.at("model_type").get<std::string>(), 20),
-             t.at("layers").get<int64_t>(), t.at("hidden").get<int64_t>(), t.at("heads").get<int64_t>(),
-             t.at("mla").get<bool>() ? std::string("latent") : std::to_string(t.at("kv_heads").get<int64_t>()),
-             t.at("head_dim").get<int64_t>(), t.at("vocab").get<int64_t>());
+void write_transformer_header(std::ostream& out, const json& t, size_t width) {
+  out << wrap("config   ",
+              fmt::format("{}: {} layers, hidden {}, heads {} (KV {}), head dim {}, vocab {}", fit(t.at("model_type").get<std::string>(), 20),
+                          t.at("layers").get<int64_t>(), t.at("hidden").get<int64_t>(), t.at("heads").get<int64_t>(),
+                          t.at("mla").get<bool>() ? std::string("latent") : std::to_string(t.at("kv_heads").get<int64_t>()),
+                          t.at("head_dim").get<int64_t>(), t.at("vocab").get<int64_t>()),
+              width);
   if (int64_t experts = t.at("experts").get<int64_t>())
     fmt::print(out, "experts  top-{} of {} routed{}\n", t.at("experts_per_token").get<int64_t>(), experts,
                t.at("shared_experts").get<int64_t>() ? fmt::format(" + {} shared", t.at("shared_experts").get<int64_t>()) : "");
-  fmt::print(out, "work     {}; {} attention\n", shape_of_work(t), t.at("attention") == "flash" ? "fused (flash)" : "naive");
-  // A checkpoint's format by its own name (bitsandbytes nf4, hqq, ...), else --weights int4's group.
-  std::string quant = t.contains("quantization") && t["quantization"].is_string() ? fmt::format(" ({})", t["quantization"].get<std::string>())
-                      : t.at("weights_dtype") == "int4" ? fmt::format(" (group {})", t.at("group_size").get<int64_t>())
-                                                         : "";
-  int64_t tp = t.at("tp").get<int64_t>();
-  fmt::print(out, "dtypes   weights {}{}, activations {}, KV cache {}{}\n", dtype_short(t.at("weights_dtype")), quant,
-             dtype_short(t.at("activations_dtype")), dtype_short(t.at("kv_dtype")),
-             tp > 1 ? fmt::format("; tensor parallel over {} GPUs", tp) : "");
+  // The dtypes are on the first screen.
+  out << wrap("work     ", fmt::format("{}; {} attention", shape_of_work(t), t.at("attention") == "flash" ? "fused (flash)" : "naive"),
+              width);
 }
 
-void write_transformer_totals(std::ostream& out, const json& t, const json& r) {
+void write_transformer_totals(std::ostream& out, const json& t, const json& r, size_t width) {
   int64_t tp = t.at("tp").get<int64_t>();
   fmt::print(out, "\nTransformer\n");
-  fmt::print(out, "  params      {} total, {} active per token", with_commas(t.at("params_total").get<int64_t>()),
-             with_commas(t.at("params_active").get<int64_t>()));
-  if (tp > 1) fmt::print(out, ", {} per GPU", with_commas(t.at("params_per_gpu").get<int64_t>()));
+  out << wrap("  params      ", fmt::format("{} total, {} active per token{}", with_commas(t.at("params_total").get<int64_t>()),
+                                           with_commas(t.at("params_active").get<int64_t>()),
+                                           tp > 1 ? fmt::format(", {} per GPU", with_commas(t.at("params_per_gpu").get<int64_t>())) : ""),
+              width);
   const json& m = t.at("memory");
-  fmt::print(out, "\n");
   if (r.contains("training")) return;  // no KV cache in training; the step's memory is its own section
   out << wrap("  KV cache    ", fmt::format("{}{} a token, {} a sequence ({} tokens), {} for the batch", tp > 1 ? "per GPU: " : "",
                                            bytes(t.at("kv_bytes_per_token")), bytes(t.at("kv_bytes_per_sequence")),
-                                           m.at("cached_tokens").get<int64_t>(), bytes(t.at("kv_bytes_batch"))));
-  fmt::print(out, "  largest     batch {} at this context; context {} at this batch\n", m.at("max_batch").get<int64_t>(),
-             m.at("max_context").is_null() ? std::string("unbounded (sliding window)") : with_commas(m.at("max_context").get<int64_t>()));
+                                           m.at("cached_tokens").get<int64_t>(), bytes(t.at("kv_bytes_batch"))),
+              width);
+  out << wrap("  largest     ", fmt::format("batch {} at this context; context {} at this batch", m.at("max_batch").get<int64_t>(),
+                                           m.at("max_context").is_null() ? std::string("unbounded (sliding window)")
+                                                                         : with_commas(m.at("max_context").get<int64_t>())),
+              width);
   double total = r.at("totals").at("predicted_s").get<double>();
   if (int64_t n = t.at("allreduces").get<int64_t>())
-    fmt::print(out, "  all-reduce  {} per pass, {} in all ({:.1f}% of predicted time)\n", n, human_time(t.at("allreduce_s").get<double>()),
-               total > 0 ? 100 * t.at("allreduce_s").get<double>() / total : 0);
+    out << wrap("  all-reduce  ", fmt::format("{} per pass, {} in all ({:.1f}% of predicted time)", n, human_time(t.at("allreduce_s").get<double>()),
+                                             total > 0 ? 100 * t.at("allreduce_s").get<double>() / total : 0),
+                width);
   if (t.contains("generation")) {
     const json& g = t["generation"];
-    fmt::print(out, "  generation  time to first token {}, per output token {} at start -> {} at end\n", human_time(g.at("ttft_s").get<double>()),
-               human_time(g.at("tpot_first_s").get<double>()), human_time(g.at("tpot_last_s").get<double>()));
-    fmt::print(out, "              total {} for {} tokens x batch {}: {:.1f} tokens/s\n", human_time(g.at("total_s").get<double>()),
-               g.at("gen").get<int64_t>(), t.at("batch").get<int64_t>(), g.at("tokens_per_s").get<double>());
+    out << wrap("  generation  ", fmt::format("time to first token {}, per output token {} at start -> {} at end", human_time(g.at("ttft_s").get<double>()),
+                                             human_time(g.at("tpot_first_s").get<double>()), human_time(g.at("tpot_last_s").get<double>())),
+                width)
+        << wrap("              ", fmt::format("total {} for {} tokens x batch {}: {:.1f} tokens/s", human_time(g.at("total_s").get<double>()),
+                                             g.at("gen").get<int64_t>(), t.at("batch").get<int64_t>(), g.at("tokens_per_s").get<double>()),
+                width);
   }
 }
 
@@ -134,6 +127,12 @@ nlohmann::json transformer_json(const TransformerSummary& t) {
                        {"ttft_s", g.ttft_s},         {"tpot_first_s", g.tpot_first_s},
                        {"tpot_last_s", g.tpot_last_s}, {"total_s", g.total_s},
                        {"tokens_per_s", g.tokens_per_s}, {"decode_step_s", g.step_s}};
+    if (t.decode_step) {  // the first decode step's blocks, beside the prefill's by_block
+      json blocks = json::array();
+      for (const BlockRow& b : fold_blocks(*t.decode_step))
+        blocks.push_back({{"block", b.block}, {"op", b.op}, {"count", b.count}, {"predicted_s", b.predicted_s}});
+      j["generation"]["decode_blocks"] = std::move(blocks);
+    }
   }
   return j;
 }

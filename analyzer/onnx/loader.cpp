@@ -21,6 +21,7 @@
 #include "analyzer/onnx/control_flow.hpp"
 #include "analyzer/onnx/wire.hpp"
 #include "analyzer/ops/rule_registry.hpp"
+#include "analyzer/onnx/unbound_dims.hpp"
 
 namespace rooflens {
 namespace {
@@ -262,6 +263,7 @@ class Converter {
     for (const auto& s : graph.sparse_initializer())
       throw InputError(fmt::format("{}: sparse initializer '{}' is not supported", path_, s.values().name()));
     for (const auto& in : graph.input()) add_input(in);
+    if (!unbound_.empty()) throw UnboundDimsError(unbound_dims_message(path_, unbound_, dim0_));
     check_batch();
     check_bindings();
     for (const auto& node : graph.node()) add_node(node, "", {}, 0);
@@ -327,6 +329,10 @@ class Converter {
                                    what, *opts_.batch));
     for (int i = 0; i < tt.shape().dim_size(); ++i) {
       const auto& d = tt.shape().dim(i);
+      if (i == 0)  // as the file has it, for the unbound-dims message
+        dim0_.push_back(d.has_dim_value() ? std::to_string(d.dim_value())
+                        : d.has_dim_param() && !d.dim_param().empty() ? "'" + d.dim_param() + "'"
+                                                                      : "unnamed");
       int64_t value;
       if (i == 0 && opts_.batch) {
         if (d.has_dim_value()) leading_.emplace_back(in.name(), std::to_string(d.dim_value()));
@@ -341,18 +347,18 @@ class Converter {
         auto it = opts_.dims.find(d.dim_param());
         if (it == opts_.dims.end() && opts_.bind_unbound_dims > 0) {
           value = opts_.bind_unbound_dims;
-        } else if (it == opts_.dims.end())
-          throw InputError(fmt::format("{} dim {} '{}' is symbolic; bind it with --dim {}=N", what, i,
-                                       d.dim_param(), d.dim_param()));
-        else {
+        } else if (it == opts_.dims.end()) {
+          unbound_.push_back({in.name(), i, d.dim_param()});  // all of them in one message, after the inputs
+          value = 1;
+        } else {
           value = it->second;
           bound_.insert(d.dim_param());
         }
       } else if (opts_.bind_unbound_dims > 0) {
         value = opts_.bind_unbound_dims;
       } else {
-        throw InputError(fmt::format("{} dim {} has neither a size nor a name; the model cannot be "
-                                     "bound", what, i));
+        unbound_.push_back({in.name(), i, ""});
+        value = 1;
       }
       if (value <= 0) throw InputError(fmt::format("{} dim {} is {}; dims must be positive", what, i, value));
       if (value > limits::kMaxDim) throw InputError(fmt::format("{} dim {} is {}, beyond the limit 2^40", what, i, value));
@@ -551,6 +557,8 @@ class Converter {
   ModelBytes& file_;
   const std::vector<std::optional<onnx_wire::Payload>>& payloads_;
   std::set<std::string> bound_;
+  std::vector<UnboundDim> unbound_;
+  std::vector<std::string> dim0_;  // every input's dim 0 as in the file
   std::vector<std::pair<std::string, std::string>> leading_;  // --batch: input, its dim 0 as in the file
   std::map<std::string, const onnx::FunctionProto*> functions_;
   std::map<std::string, Attribute> call_attrs_;

@@ -4,26 +4,7 @@
   const started = performance.now();
   const R = JSON.parse(document.getElementById("rooflens-data").textContent);
   const { $, el, h, apart } = window.rooflensDom;
-  const si = (v, unit = "") => {
-    if (v === null || v === undefined || !isFinite(v)) return "-";
-    if (v === 0) return "0" + (unit ? " " + unit : "");
-    const a = Math.abs(v), p = [[1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
-    for (const [s, n] of p) if (a >= s) return (v / s).toFixed(a / s >= 100 ? 0 : 1) + " " + n + unit;
-    return (a >= 100 ? v.toFixed(0) : v.toPrecision(3)) + " " + unit;
-  };
-  const bytes = (v) => {
-    if (v === null || v === undefined) return "-";
-    const u = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let i = 0;
-    while (Math.abs(v) >= 1024 && i < u.length - 1) { v /= 1024; i++; }
-    return (i ? v.toFixed(1) : v.toFixed(0)) + " " + u[i];
-  };
-  const time = (s) => {
-    if (s === null || s === undefined || !isFinite(s)) return "-";
-    if (s >= 1) return s.toFixed(2) + " s";
-    if (s >= 1e-3) return (s * 1e3).toFixed(2) + " ms";
-    return (s * 1e6).toFixed(1) + " \u00b5s";
-  };
+  const { si, bytes, time } = window.rooflensDom;  // the page's one set of number formats
   // Layer numbers folded by the analyzer (the JSON's `block`); results saved before it was written
   // search by name alone.
   const block = (n) => n.block || n.name;
@@ -84,73 +65,14 @@
   const tip = $("tip");
   const showTip = (ev, text) => { tip.textContent = text; tip.style.display = "block"; tip.style.left = ev.clientX + 14 + "px"; tip.style.top = ev.clientY + 10 + "px"; };
   const hideTip = () => { tip.style.display = "none"; };
-  const W = 900, H = 480, L = 96, B = 40, Tm = 14, Rm = 170;
-  const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", id: "roofline-svg" }, $("roofline"));
-  // Roofs of the compute units the nodes run on (an fp32 model draws no tensor roofs); units of
-  // one rate share one line and one label ("tensor bf16/fp16").
-  const usedUnits = new Set(costed.map((n) => n.unit).filter((u) => u));
-  const roofsOf = (d) => {
-    const all = [];
-    for (const k in d.tensor_flops) all.push({ unit: "tensor " + k, rate: d.tensor_flops[k] });
-    for (const k in d.cuda_core_flops) all.push({ unit: "cuda " + k, rate: d.cuda_core_flops[k] });
-    const used = all.filter((r) => usedUnits.has(r.unit));
-    const byRate = new Map();
-    for (const r of used.length ? used : all) byRate.set(r.rate, (byRate.get(r.rate) || []).concat([r.unit]));
-    return [...byRate.entries()].sort((x, y) => y[0] - x[0]).map(([rate, units]) => {
-      const kinds = new Map();
-      for (const u of units) { const [k, p] = u.split(" "); kinds.set(k, (kinds.get(k) || []).concat([p])); }
-      const name = [...kinds.entries()].map(([k, ps]) => (k === "cuda" ? "CUDA " : "tensor ") + ps.join("/")).join(", ");
-      return { name, rate };
-    });
-  };
-  const roofSets = [{ d: dev, cls: "" }];
-  if (dev.spec) roofSets.push({ d: dev.spec, cls: "spec" });
-  let ymax = 0;
-  for (const s of roofSets) for (const r of roofsOf(s.d)) ymax = Math.max(ymax, r.rate);
   const perf = (n) => n.flops / n.predicted_s;
-  let ymin = ymax / 1e6, xmin = 1e-2, xmax = 1e4;
-  for (const n of costed) {
-    if (n.intensity > 0) { xmin = Math.min(xmin, n.intensity / 2); xmax = Math.max(xmax, n.intensity * 2); }
-    if (n.flops > 0 && n.predicted_s > 0) ymin = Math.min(ymin, perf(n) / 2);
-  }
-  ymin = Math.max(ymin, ymax / 1e9);
-  const lx = (x) => L + (Math.log10(x) - Math.log10(xmin)) / (Math.log10(xmax) - Math.log10(xmin)) * (W - L - Rm);
-  const ly = (y) => H - B - (Math.log10(y) - Math.log10(ymin)) / (Math.log10(ymax * 2) - Math.log10(ymin)) * (H - B - Tm);
-  const gx = el("g", { class: "grid" }, svg), ax = el("g", { class: "axis" }, svg);
-  for (let e = Math.ceil(Math.log10(xmin)); e <= Math.floor(Math.log10(xmax)); e++) {
-    el("line", { x1: lx(10 ** e), x2: lx(10 ** e), y1: Tm, y2: H - B }, gx);
-    el("text", { x: lx(10 ** e), y: H - B + 14, "text-anchor": "middle" }, ax).textContent = e < 0 ? (10 ** e).toFixed(-e) : si(10 ** e, "").trim();
-  }
-  for (let e = Math.ceil(Math.log10(ymin)); e <= Math.floor(Math.log10(ymax * 2)); e++) {
-    el("line", { x1: L, x2: W - Rm, y1: ly(10 ** e), y2: ly(10 ** e) }, gx);
-    el("text", { x: L - 6, y: ly(10 ** e) + 4, "text-anchor": "end" }, ax).textContent = si(10 ** e, "FLOP/s");
-  }
-  el("text", { x: (L + W - Rm) / 2, y: H - 6, "text-anchor": "middle" }, ax).textContent = "arithmetic intensity (FLOP/byte)";
-  // Roof colours: none of the points' blue, orange, grey or purple.
-  const colors = ["#2b8a3e", "#0b7285", "#c2255c", "#74b816", "#8d5524", "#343a40"];
-  const memColor = "#5c5f66", roofLegend = [];
-  roofSets.forEach((s, setIndex) => {
-    const roofs = roofsOf(s.d), bw = s.d.hbm_bandwidth;
-    const topRidge = Math.max(...roofs.map((r) => r.rate / bw));
-    // The memory roof once, up to the highest ridge; each compute roof flat from its own ridge.
-    el("line", { class: "roof " + s.cls, stroke: memColor, x1: lx(xmin), y1: ly(Math.max(ymin, xmin * bw)),
-      x2: lx(Math.min(xmax, topRidge)), y2: ly(Math.min(ymax, xmax * bw, topRidge * bw)) }, svg);
-    if (s.d.l2_bandwidth)
-      el("line", { class: "roof l2 " + s.cls, stroke: memColor, x1: lx(xmin), y1: ly(Math.max(ymin, xmin * s.d.l2_bandwidth)),
-        x2: lx(Math.min(xmax, ymax / s.d.l2_bandwidth)), y2: ly(Math.min(ymax, xmax * s.d.l2_bandwidth)) }, svg);
-    roofs.forEach((r, i) => {
-      const ridge = r.rate / bw, c = colors[i % colors.length];
-      el("line", { class: "roof " + s.cls, stroke: c, x1: lx(Math.max(xmin, Math.min(xmax, ridge))), y1: ly(r.rate), x2: lx(xmax), y2: ly(r.rate) }, svg);
-      if (setIndex === 0) roofLegend.push({ color: c, text: `${r.name}: ${si(r.rate, "FLOP/s")}, ridge at ${ridge.toFixed(ridge < 10 ? 1 : 0)} FLOP/B`, y: ly(r.rate), label: `${r.name} ${si(r.rate, "FLOP/s")}` });
-    });
-    if (setIndex === 0) {
-      roofLegend.push({ color: memColor, text: `HBM ${si(bw, "B/s")} (the slope)` });
-      if (s.d.l2_bandwidth) roofLegend.push({ color: memColor, dashed: true, text: `L2 ${si(s.d.l2_bandwidth, "B/s")} (measured by rooflens calibrate)` });
-    }
+  const lg = $("legend");
+  const pointRow = h("div", undefined, lg, "row");  // the points' legend above the roofs'
+  const chart = window.rooflensRoofline($("roofline"), lg, {
+    id: "roofline-svg", device: dev, spec: dev.spec, units: new Set(costed.map((n) => n.unit).filter((u) => u)),
+    extent: costed.filter((n) => n.flops > 0 && n.predicted_s > 0).map((n) => ({ ai: n.intensity, perf: perf(n) })),
   });
-  // Compute-roof labels in the right margin, pushed apart where roofs lie close.
-  for (const r of apart(roofLegend.filter((r) => r.label).map((r) => ({ ...r, y: r.y + 4 })), 14))
-    el("text", { class: "roof-label", x: W - Rm + 6, y: r.ly, fill: r.color }, svg).textContent = r.label;
+  const { svg, lx, ly, xmin, xmax, ymin } = chart;
   const total = T.predicted_s || 1;
   const pointOf = new Map();
   const gpts = el("g", {}, svg);
@@ -162,7 +84,14 @@
     else if (n.measured) t += `\n${n.measured.status}: ${n.measured.reason}`;
     return t;
   };
-  for (const n of costed) {
+  // A node without FLOPs has no place on a FLOP/s axis: listed under the chart, not drawn.
+  const plotted = costed.filter((n) => n.flops > 0);
+  const unplotted = new Map();
+  for (const n of costed) if (!(n.flops > 0)) unplotted.set(n.op, (unplotted.get(n.op) || 0) + 1);
+  if (unplotted.size)
+    $("roofline-unplotted").textContent = `Not plotted: ${costed.length - plotted.length} nodes without FLOPs (` +
+      [...unplotted.entries()].map(([op, k]) => `${op} \u00d7${k}`).join(", ") + "); they move data only and are in the table.";
+  for (const n of plotted) {
     const ix = Math.min(Math.max(n.intensity || xmin, xmin), xmax);
     const py = n.flops > 0 && n.predicted_s > 0 ? perf(n) : ymin;
     const clamped = ix !== n.intensity || py !== perf(n);
@@ -179,10 +108,8 @@
     c.addEventListener("click", () => select(n.index, true));
     pointOf.set(n.index, c);
   }
-  const lg = $("legend");
   const points = [["compute-bound", "#2f6fdf"], ["memory-bound", "#e07b00"], ["latency-bound", "#8a8f98"]];
-  if (costed.some((n) => n.bound === "comm")) points.push(["communication (all-reduce, drawn at the chart's floor)", "#7b3fbf"]);
-  const pointRow = h("div", undefined, lg, "row");
+  if (plotted.some((n) => n.bound === "comm")) points.push(["communication", "#7b3fbf"]);
   for (const [k, c] of points) {
     const s = h("span", undefined, pointRow);
     h("i", undefined, s).style.background = c;
@@ -190,15 +117,6 @@
   }
   h("span", "point size: share of predicted time", pointRow, "s");
   if (P) h("span", "red ring: measured, joined to its prediction", pointRow, "s");
-  const roofRow = h("div", undefined, lg, "row");
-  for (const r of roofLegend) {
-    const s = h("span", undefined, roofRow);
-    const swatch = h("b", undefined, s, "swatch" + (r.dashed ? " dashed" : ""));
-    swatch.style.borderColor = r.color;
-    s.appendChild(document.createTextNode(r.text));
-  }
-  if (!dev.l2_bandwidth) h("span", "no L2 slope: no spec sheet gives L2 bandwidth; `rooflens calibrate` measures it (--device-profile)", roofRow, "s");
-  if (dev.spec) h("span", "solid: calibrated roofs, dashed: spec roofs", roofRow, "s");
 
   // ---- layer table ----------------------------------------------------------------------------
   const cols = [
@@ -399,10 +317,12 @@
     const out = { checks: {} };
     const ok = (name, cond, detail) => { out.checks[name] = { pass: !!cond, detail: detail }; };
     const pts = document.querySelectorAll("#roofline-svg circle.pt");
-    ok("one_point_per_costed_node", pts.length === costed.length, `${pts.length} points, ${costed.length} costed nodes`);
+    const listed = costed.length - plotted.length;
+    ok("one_point_per_node_with_flops", pts.length === plotted.length && pts.length + listed === costed.length,
+      `${pts.length} points + ${listed} listed without FLOPs, ${costed.length} costed nodes`);
     if (pts.length) {
       pts[0].dispatchEvent(new MouseEvent("mouseover", { clientX: 100, clientY: 100, bubbles: true }));
-      ok("tooltip_on_hover", tip.style.display === "block" && tip.textContent.includes(costed[0].name), tip.textContent.split("\n")[0]);
+      ok("tooltip_on_hover", tip.style.display === "block" && tip.textContent.includes(plotted[0].name), tip.textContent.split("\n")[0]);
       hideTip();
     } else ok("tooltip_on_hover", false, "no points");
     const th = headRow.children[7];
@@ -431,6 +351,23 @@
     const areas = [...document.querySelectorAll("#memory-svg .mem-area")].map((e) => e.getBoundingClientRect());
     const visible = areas.filter((r) => r.height >= 2 && r.width >= 2);
     ok("memory_chart_visible", visible.length > 0, `${visible.length} of ${areas.length} areas visible; tallest ${Math.max(0, ...areas.map((r) => r.height)).toFixed(1)} px`);
+    if (R.training) {  // training.js ran first: the step's split, its loss and optimizer rows, the host's note
+      const split = document.querySelectorAll("#training-split-svg .split-part").length, rows = $("training-tbody").rows.length;
+      ok("training_step_shown", $("training-section").style.display === "" && split > 0 && rows === R.training.steps.length &&
+        $("training-host").textContent.length > 0, `${split} parts in the split, ${rows} of ${R.training.steps.length} step rows`);
+    }
+    // Nothing spills out of its box: every element inside its parent (unless the parent clips or
+    // scrolls on purpose), and no text wider than its own box. SVG content is the charts' own.
+    const spills = [];
+    const clips = (e) => ["hidden", "auto", "scroll", "clip"].includes(getComputedStyle(e).overflowX);
+    for (const e of document.querySelectorAll("main *")) {
+      if (e.closest("svg") || e.closest(".tablewrap") || e.id === "selftest" || !e.getClientRects().length) continue;
+      const p = e.parentElement, r = e.getBoundingClientRect(), q = p.getBoundingClientRect();
+      const what = `${e.tagName.toLowerCase()}${e.id ? "#" + e.id : e.className ? "." + String(e.className).split(" ")[0] : ""} "${(e.textContent || "").slice(0, 40)}"`;
+      if (!clips(p) && (r.left < q.left - 1 || r.right > q.right + 1)) spills.push(what + " outside its parent");
+      if (!clips(e) && e.scrollWidth > e.clientWidth + 1 && e.clientWidth > 0 && getComputedStyle(e).display !== "inline") spills.push(what + " wider than its box");
+    }
+    ok("nothing_overflows", spills.length === 0, `${spills.length} overflowing: ${spills.slice(0, 5).join("; ") || "none"} (window ${window.innerWidth} px)`);
     out.pass = Object.values(out.checks).every((c) => c.pass);
     $("selftest").textContent = JSON.stringify(out);
   }

@@ -564,6 +564,17 @@ TEST_CASE("compare on the command line: every output, the JSON against its schem
   Cli again = rooflens_cli("report " + json.string());
   CHECK(again.code == 0);
   CHECK_THAT(again.out, Catch::Contains("Compared with") && Catch::Contains("transformer.h.0.mlp.act"));
+  CHECK(again.out == r.out);  // the header line included: report renders it from the saved result
+  // A terminal of 80 columns: the compact layout, no line wraps.
+  for (const char* by : {"", " --by block"}) {
+    Cli narrow = rooflens_cli("compare " + config + " " + trace.string() + " --phase prefill --seq 128 --width 80" + by);
+    REQUIRE(narrow.code == 0);
+    std::stringstream lines(narrow.out);
+    for (std::string l; std::getline(lines, l);) {
+      INFO(l);
+      CHECK(l.size() <= 80);
+    }
+  }
   Cli blocks = rooflens_cli("compare " + config + " " + trace.string() + " --phase prefill --seq 128 --by block");
   CHECK_THAT(blocks.out, Catch::Contains("transformer.h.*.mlp.act"));
 }
