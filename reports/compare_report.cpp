@@ -232,7 +232,9 @@ void write_compare_csv(std::ostream& out, const json& result, bool by_block) {
       << ",nodes,predicted_s,measured_s,measured_q1_s,measured_q3_s,measured_total_s,efficiency,gap_s,kernels,top_kernel,hint\n";
   for (const json& r : rows) {
     if (by_block) out << quote(r.at("block").get<std::string>()) << ',' << r.at("instances").get<int>();
-    else out << quote(r.at("path").get<std::string>()) << ',' << quote(r.at("parent").is_string() ? r.at("parent").get<std::string>() : "");
+    // The model itself by the label the tables give it, not an empty first row; its children's parent too.
+    else out << quote(profiler::display_path(r.at("path").get<std::string>())) << ','
+             << quote(r.at("parent").is_string() ? profiler::display_path(r.at("parent").get<std::string>()) : "");
     out << ',' << r.at("nodes").get<int>();
     for (const char* k : {"predicted_s", "measured_s", "measured_q1_s", "measured_q3_s", "measured_total_s"})
       out << ',' << fmt::format("{:.9g}", r.at(k).get<double>());
