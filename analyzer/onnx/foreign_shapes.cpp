@@ -15,7 +15,8 @@ bool foreign_node_shapes(Graph& g, Node& n) {
   onnx::NodeProto np;
   if (!np.ParseFromString(n.foreign_proto)) return false;
   std::string domain = n.domain;
-  if (!onnx::OpSchemaRegistry::Schema(np.op_type(), static_cast<int>(n.opset), domain)) return false;
+  if (!onnx::OpSchemaRegistry::Schema(np.op_type(), static_cast<int>(n.opset), domain))
+    return false;
   // The library's inference trusts its input; its checker validates the node against the schema
   // first (attribute types, input counts), so hostile nodes are turned away before inference.
   onnx::checker::CheckerContext checker;
@@ -54,7 +55,8 @@ bool foreign_node_shapes(Graph& g, Node& n) {
     if (!o.empty()) graph->add_output()->set_name(o);
   try {
     onnx::checker::check_node(np, checker, scope);
-    onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions(false, 1, false));
+    onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(false, 1, false));
   } catch (const std::exception&) {
     return false;
   }

@@ -11,7 +11,7 @@ enum class IfBranch { then_branch, else_branch };
 
 struct LoadOptions {
   std::map<std::string, int64_t> dims;  // --dim NAME=VALUE, binds symbolic input dims
-  int64_t bind_unbound_dims = 0;        // > 0: every unbound or unnamed input dim takes this (fuzzing)
+  int64_t bind_unbound_dims = 0;  // > 0: every unbound or unnamed input dim takes this (fuzzing)
   // --batch N: dim 0 of every input becomes N; every input must lead with the same dim (one
   // symbolic name, or one size), else InputError. The graph's notes say what was rewritten.
   std::optional<int64_t> batch;

@@ -2,9 +2,9 @@
 // tests/data/reference/ncu: SpeedOfLight of each layer's longest kernel, clocks not locked). The
 // expected classes are ncu's, by its rule: the larger of SM and memory throughput, at least 60% of
 // peak, decides; else latency-bound.
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <catch2/catch.hpp>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -32,14 +32,16 @@ Agreement agreement(const std::string& name, const std::string& model_and_flags)
   namespace fs = std::filesystem;
   fs::path scratch = rooflens::test::scratch_dir("ncu_" + name);
   std::string src = ROOFLENS_SOURCE_DIR;
-  auto run = rooflens::test::run_cli(fmt::format("{} analyze {}/{} --device-profile {}/data/profiles/h100-sxm.json --json {}",
-                                                 ROOFLENS_BIN, src, model_and_flags, src, (scratch / "r.json").string()),
-                                     scratch);
+  auto run = rooflens::test::run_cli(
+      fmt::format("{} analyze {}/{} --device-profile {}/data/profiles/h100-sxm.json --json {}",
+                  ROOFLENS_BIN, src, model_and_flags, src, (scratch / "r.json").string()),
+      scratch);
   REQUIRE(run.code == 0);
   json result = json::parse(rooflens::test::slurp(scratch / "r.json"));
   std::map<std::string, json> nodes;
   for (const json& n : result.at("nodes")) nodes[n.at("name").get<std::string>()] = n;
-  json ncu = json::parse(rooflens::test::slurp(fs::path(src) / "tests/data/reference/ncu" / (name + ".json")));
+  json ncu = json::parse(
+      rooflens::test::slurp(fs::path(src) / "tests/data/reference/ncu" / (name + ".json")));
   Agreement a;
   for (const json& layer : ncu.at("layers")) {
     auto it = nodes.find(layer.at("layer").get<std::string>());
@@ -53,14 +55,21 @@ Agreement agreement(const std::string& name, const std::string& model_and_flags)
 
 }  // namespace
 
-TEST_CASE("the predicted bound class agrees with Nsight Compute's on at least 90% of the layers", "[roofline][ncu]") {
+TEST_CASE("the predicted bound class agrees with Nsight Compute's on at least 90% of the layers",
+          "[roofline][ncu]") {
   // The cases that reach the issue's 90% with the rule of hw/roofline classify.
   const std::map<std::string, std::string> cases{
-      {"gpt2-prefill-b8x512-bf16", "samples/configs/gpt2/config.json --phase prefill --batch 8 --seq 512 --activations bf16 --weights bf16"},
-      {"resnet50-b1-bf16", "tests/data/onnx/resnet50-opset18.onnx --batch 1 --dtype bf16"},  // the dynamo export, as profiled
+      {"gpt2-prefill-b8x512-bf16",
+       "samples/configs/gpt2/config.json --phase prefill --batch 8 --seq 512 --activations bf16 "
+       "--weights bf16"},
+      {"resnet50-b1-bf16",
+       "tests/data/onnx/resnet50-opset18.onnx --batch 1 --dtype bf16"},  // the dynamo export, as
+                                                                         // profiled
       {"resnet50-b32-bf16", "samples/resnet50-opset17.onnx --batch 32 --dtype bf16"},
-      {"mobilenetv3s-b1-bf16", "tests/data/onnx/mobilenet_v3_small-opset17.onnx --batch 1 --dtype bf16"},
-      {"mobilenetv3s-b32-bf16", "tests/data/onnx/mobilenet_v3_small-opset17.onnx --batch 32 --dtype bf16"},
+      {"mobilenetv3s-b1-bf16",
+       "tests/data/onnx/mobilenet_v3_small-opset17.onnx --batch 1 --dtype bf16"},
+      {"mobilenetv3s-b32-bf16",
+       "tests/data/onnx/mobilenet_v3_small-opset17.onnx --batch 32 --dtype bf16"},
   };
   for (const auto& [name, flags] : cases) {
     Agreement a = agreement(name, flags);
@@ -69,7 +78,8 @@ TEST_CASE("the predicted bound class agrees with Nsight Compute's on at least 90
   }
 }
 
-TEST_CASE("the bound class improves on the rest of the judged cases, which stay below 90%", "[roofline][ncu]") {
+TEST_CASE("the bound class improves on the rest of the judged cases, which stay below 90%",
+          "[roofline][ncu]") {
   // Below the target (docs/profile.md says why: predicted times 2-20x short for depthwise
   // convolutions and Mixtral's decode attention, classes on the line); held at the agreement the
   // former rule (spec roofs, reads plus writes, FLOPs only) had, so that it cannot fall back.
@@ -79,15 +89,26 @@ TEST_CASE("the bound class improves on the rest of the judged cases, which stay 
   };
   const std::map<std::string, Case> cases{
       {"resnet50-b32-fp32", {"samples/resnet50-opset17.onnx --batch 32 --dtype fp32", 57}},
-      {"mobilenetv3s-b32-fp32", {"tests/data/onnx/mobilenet_v3_small-opset17.onnx --batch 32 --dtype fp32", 90}},
-      {"efficientnetb0-b32-bf16", {"tests/data/onnx/efficientnet_b0-opset17.onnx --batch 32 --dtype bf16", 148}},
-      {"llama4l-prefill-b1x2048-bf16", {"tests/data/reference/training/configs/llama-4l.json --phase prefill --batch 1 --seq 2048", 33}},
-      {"llama4l-decode-b1-c1024", {"tests/data/reference/training/configs/llama-4l.json --phase decode --batch 1 --context 1024", 57}},
-      {"mixtral4l-decode-b32-c1024", {"tests/data/reference/training/configs/mixtral-4l.json --phase decode --batch 32 --context 1024", 55}},
+      {"mobilenetv3s-b32-fp32",
+       {"tests/data/onnx/mobilenet_v3_small-opset17.onnx --batch 32 --dtype fp32", 90}},
+      {"efficientnetb0-b32-bf16",
+       {"tests/data/onnx/efficientnet_b0-opset17.onnx --batch 32 --dtype bf16", 148}},
+      {"llama4l-prefill-b1x2048-bf16",
+       {"tests/data/reference/training/configs/llama-4l.json --phase prefill --batch 1 --seq 2048",
+        33}},
+      {"llama4l-decode-b1-c1024",
+       {"tests/data/reference/training/configs/llama-4l.json --phase decode --batch 1 --context "
+        "1024",
+        57}},
+      {"mixtral4l-decode-b32-c1024",
+       {"tests/data/reference/training/configs/mixtral-4l.json --phase decode --batch 32 --context "
+        "1024",
+        55}},
   };
   for (const auto& [name, c] : cases) {
     Agreement a = agreement(name, c.flags);
-    INFO(fmt::format("{}: {}/{} layers agree (the former rule {}), {} uncertain", name, a.agree, a.layers, c.former, a.uncertain));
+    INFO(fmt::format("{}: {}/{} layers agree (the former rule {}), {} uncertain", name, a.agree,
+                     a.layers, c.former, a.uncertain));
     CHECK(a.agree >= c.former);
   }
 }
