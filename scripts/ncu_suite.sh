@@ -23,6 +23,7 @@ declare -A cases=(
   [mobilenetv3s-b32-bf16]="$onnx/mobilenet_v3_small-opset17.onnx --batch 32 --dtype bf16"
   [mobilenetv3s-b32-fp32]="$onnx/mobilenet_v3_small-opset17.onnx --batch 32 --dtype fp32"
   [efficientnetb0-b32-bf16]="$onnx/efficientnet_b0-opset17.onnx --batch 32 --dtype bf16"
+  [convnext-t-b32-bf16]="tests/data/onnx/convnext_tiny-opset17.onnx --batch 32 --dtype bf16"
   [vit-b16-b8-bf16]="tests/data/onnx/vit_b_16-opset17.onnx --batch 8 --dtype bf16"
 )
 names=("$@")
