@@ -143,9 +143,9 @@ class ControlFlow {
       return false;
     }
     if (*trips < 1) return false;
-    if (*trips > limits::kMaxNodes / std::max(1, body->node_size() + 2 * scans))
+    if (*trips > o_.max_nodes / std::max(1, body->node_size() + 2 * scans))
       throw InputError(fmt::format("{}: Loop '{}' unrolled {} times exceeds the limit of {} nodes",
-                                   t_.path, node_name, *trips, limits::kMaxNodes));
+                                   t_.path, node_name, *trips, o_.max_nodes));
     std::vector<std::string> state(static_cast<size_t>(carried));
     for (int j = 0; j < carried; ++j) state[j] = outer(np.input(2 + j));
     std::string cond = np.input(1).empty() ? "" : outer(np.input(1));

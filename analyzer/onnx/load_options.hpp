@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "analyzer/core/limits.hpp"
+
 namespace rooflens {
 
 enum class IfBranch { then_branch, else_branch };
@@ -20,6 +22,9 @@ struct LoadOptions {
   // node stays one node, not costed.
   std::optional<IfBranch> if_branch;
   std::optional<int64_t> loop_trips;
+  // Nodes allowed after inlining functions and unrolling loops. The fuzzer lowers it: its inputs
+  // are a few KiB, and a graph that size under ASan tests nothing the limit's own error does not.
+  int64_t max_nodes = limits::kMaxNodes;
 };
 
 }  // namespace rooflens

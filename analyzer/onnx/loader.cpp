@@ -431,8 +431,8 @@ class Converter {
     if (!is_known_domain(domain))
       throw InputError(fmt::format("{}: node '{}' uses unknown domain '{}' (known: ai.onnx, ai.onnx.ml, "
                                    "com.microsoft)", path_, node_name, domain));
-    if (static_cast<int64_t>(g_.nodes.size()) >= limits::kMaxNodes)
-      throw InputError(fmt::format("{}: more than {} nodes; refused", path_, limits::kMaxNodes));
+    if (static_cast<int64_t>(g_.nodes.size()) >= opts_.max_nodes)
+      throw InputError(fmt::format("{}: more than {} nodes; refused", path_, opts_.max_nodes));
     Node n;
     n.name = node_name;
     n.op_type = np.op_type();
