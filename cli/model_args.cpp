@@ -1,6 +1,8 @@
 // Shared model options and the analysis they describe.
 #include "cli/model_args.hpp"
 
+#include "analyzer/hw/derived_profile.hpp"
+
 #include <fmt/format.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -66,6 +68,7 @@ TrainingOptions training_options(const ModelArgs& args) {
 Analysis analyze_config(const ModelArgs& args, const CLI::App& cmd, Graph* inferred, std::shared_ptr<const Device> calibrated) {
   if (!args.dims.empty()) throw InputError("--dim applies to ONNX models; a config takes --batch/--seq/--context");
   if (!args.dtype.empty()) throw InputError("--dtype applies to ONNX models; a config takes --weights/--activations/--kv-dtype");
+  if (cmd.count("--math")) throw InputError("--math applies to ONNX models (fp32 convolutions and matmuls); a config runs in its dtypes");
   if (args.part != "text" && args.part != "vision") throw InputError(fmt::format("--part {}: expected text or vision", args.part));
   TransformerConfig c = load_transformer_config(args.model, args.part == "vision" ? ConfigPart::vision : ConfigPart::text);
   if (c.vision && args.phase != "prefill")
@@ -158,6 +161,8 @@ Analysis analyze_model(const ModelArgs& args, const CLI::App& cmd, Graph* inferr
   opt.device = args.device;
   opt.calibrated = calibrated;
   opt.strict = args.strict;
+  if (auto m = math_mode_from_name(args.math)) opt.math = *m;
+  else throw InputError(fmt::format("--math {}: expected strict, tf32-conv or tf32", args.math));
   opt.precision = forced_precision(args);
   bool train = args.phase == "train";
   if (train && inferred) throw InputError("profile replays inference: --phase train is for analyze");
@@ -220,12 +225,17 @@ void add_model_options(CLI::App& cmd, ModelArgs& args) {
   cmd.add_option("--dim", args.dims, "bind a symbolic input dim, NAME=VALUE (repeatable)");
   cmd.add_option("--dtype", args.dtype, "precision the model runs in: fp32|tf32|bf16|fp16|fp8|int8 (default: the file's)");
   cmd.add_option("--device", args.device, "device id from `rooflens devices`")->capture_default_str();
-  cmd.add_option("--device-profile", args.device_profile, "calibrated roofs from `rooflens calibrate` (replaces --device)");
+  cmd.add_option("--device-profile", args.device_profile, "measured roofs and tables from `rooflens calibrate` (replaces --device); `spec` for the spec sheet's roofs "
+                 "(default: the profile rooflens ships for --device, where it has one)");
   cmd.add_option("--top", args.top, "nodes listed in the table")->capture_default_str();
   cmd.add_option("--json", args.json_path, "write the full result as JSON");
   cmd.add_option("--csv", args.csv_path, "write the per-node table as CSV");
   cmd.add_option("--html", args.html_path, "write a self-contained HTML report with the roofline");
   cmd.add_flag("--strict", args.strict, "fail when any node is not costed");
+  cmd.add_option("--math", args.math,
+                 "how fp32 convolutions and matmuls run: strict | tf32-conv (PyTorch's default) | tf32 (TensorRT's, "
+                 "ONNX Runtime CUDA's)")
+      ->capture_default_str();
   add_layout_options(cmd, args.by, args.width);
   cmd.add_option("--phase", args.phase, "config: prefill | decode | generate | train")->capture_default_str();
   cmd.add_option("--batch", args.batch, "config: sequences; ONNX: rewrite dim 0 of every input to this batch")
@@ -280,12 +290,20 @@ reports::TableOptions table_options(const std::string& by, int top, int width) {
   return o;
 }
 
+std::shared_ptr<const Device> device_from_flags(const std::string& device, const std::string& device_profile,
+                                                const CLI::App& cmd) {
+  if (device_profile == "spec") return nullptr;
+  if (!device_profile.empty()) {
+    if (cmd.count("--device")) throw InputError("--device and --device-profile exclude each other: the profile names its device");
+    return std::make_shared<const Device>(calibrated_device(read_device_profile(device_profile)));
+  }
+  if (auto profile = default_profile(device)) return std::make_shared<const Device>(calibrated_device(*profile));
+  return nullptr;
+}
+
 Analysis build_analysis(const ModelArgs& args, const CLI::App& cmd, Graph* inferred, std::shared_ptr<const Device> calibrated) {
   table_options(args.by, args.top, args.width);  // a bad --by, --top or --width before any work
-  if (!calibrated && !args.device_profile.empty()) {
-    if (cmd.count("--device")) throw InputError("--device and --device-profile exclude each other: the profile names its device");
-    calibrated = std::make_shared<const Device>(calibrated_device(read_device_profile(args.device_profile)));
-  }
+  if (!calibrated) calibrated = device_from_flags(args.device, args.device_profile, cmd);
   if (is_config_path(args.model)) {
     if (args.phase != "train") reject_training_flags(cmd);
     for (const char* flag : {"--if-branch", "--loop-trips"})

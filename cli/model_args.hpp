@@ -19,6 +19,7 @@ struct ModelArgs {
   std::string model;
   std::vector<std::string> dims;
   std::string dtype;
+  std::string math = "tf32-conv";  // --math: how fp32 convolutions and matmuls run
   std::string device = "H100-SXM";
   std::string device_profile;
   int top = 15;
@@ -46,6 +47,12 @@ void add_model_options(CLI::App& cmd, ModelArgs& args);
 reports::TableOptions table_options(const std::string& by, int top, int width);
 // A command's --width and --by flags (analyze, profile, compare, report share them).
 void add_layout_options(CLI::App& cmd, std::string& by, int& width);
+
+// The roofs a command predicts with: --device-profile FILE; --device-profile spec for the spec
+// sheet; else the measured profile rooflens ships for --device, when it has one; else the spec
+// sheet (nullptr). --device and a profile file exclude each other.
+std::shared_ptr<const Device> device_from_flags(const std::string& device, const std::string& device_profile,
+                                                const CLI::App& cmd);
 
 // Analyzes the model or config. `inferred` receives the shape-bound graph; `calibrated`, when
 // set, replaces --device and --device-profile (profile measures its own GPU).

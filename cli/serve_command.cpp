@@ -194,16 +194,8 @@ void add_serve_options(CLI::App& cmd, ServeArgs& a) {
 }
 
 int run_serve_command(const ServeArgs& a, const CLI::App& cmd) {
-  std::shared_ptr<const Device> device;
-  if (!a.device_profile.empty()) {
-    if (cmd.count("--device"))
-      throw InputError(
-          "--device and --device-profile exclude each other: the profile names its device");
-    device =
-        std::make_shared<const Device>(calibrated_device(read_device_profile(a.device_profile)));
-  } else {
-    device = std::make_shared<const Device>(find_device(a.device));
-  }
+  std::shared_ptr<const Device> device = device_from_flags(a.device, a.device_profile, cmd);
+  if (!device) device = std::make_shared<const Device>(find_device(a.device));
   if (a.tp < 1) throw InputError(fmt::format("--tp {}: must be at least 1", a.tp));
   TransformerConfig c = load_transformer_config(a.model);
   ServeOptions o;

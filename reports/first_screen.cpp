@@ -40,8 +40,11 @@ std::string device_text(const json& r) {
       !requested.empty() && lower(requested) != lower(d.at("id").get<std::string>())
           ? fmt::format("; --device {} picked {}", requested, d.at("id").get<std::string>())
           : "";
-  return fmt::format("{}: {} ({} roofs{})", d.at("id").get<std::string>(),
-                     fit(d.at("name").get<std::string>(), 40), d.at("roofs").get<std::string>(),
+  // Which roofs: a measured profile (its file; the shipped one is the default) or the spec sheet.
+  std::string roofs = d.contains("profile") && d["profile"].is_string() && !d["profile"].get<std::string>().empty()
+                          ? fit(d["profile"].get<std::string>(), 70)
+                          : d.at("roofs").get<std::string>() + " roofs";
+  return fmt::format("{}: {} ({}{})", d.at("id").get<std::string>(), fit(d.at("name").get<std::string>(), 40), roofs,
                      picked);
 }
 

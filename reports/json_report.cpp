@@ -38,6 +38,7 @@ json device_with_spec(const Device& d, const std::string& requested) {
   if (d.spec) {
     j["spec"] = device_json(*d.spec);
     j["measured_gpu"] = d.profile_gpu;
+    j["profile"] = d.profile_source;
     j["measured_sm_clock_mhz"] = d.profile_sm_clock_mhz;
   }
   if (d.perf) {  // which measured tables predictions could read, and how well they predicted held-out shapes
@@ -125,6 +126,7 @@ json result_json(const Analysis& a) {
         {"bound_dims", bound}}},
       {"device", device_with_spec(a.device, a.device_requested)},
       {"dtype", a.dtype_label},
+      {"math", {{"mode", math_mode_name(a.math)}, {"tf32_nodes", a.tf32_nodes}}},
       {"conventions",
        {{"flop", "one multiply or one add; a GEMM M x K x N is 2*M*N*K FLOPs"},
         {"attention", "causal attention counts executed (unmasked) scores; dense_flops keeps every score"},

@@ -91,7 +91,10 @@ void details(std::ostream& out, const json& r, size_t width) {
     std::string line;
     for (const char* s : {"measured table", "fitted", "roofline"})
       if (sources.contains(s)) line += fmt::format("{}{} {}", line.empty() ? "" : ", ", sources[s].get<int>(), s);
-    out << wrap("times    ", fmt::format("{} nodes{}", line, d.contains("tables") ? "" : " (no measured tables: `rooflens calibrate` writes them)"),
+    std::string why = !d.contains("tables")       ? " (no measured tables: `rooflens calibrate` writes them)"
+                      : d.at("roofs") == "derived" ? " (tables derived from another GPU's)"
+                                                   : "";
+    out << wrap("times    ", fmt::format("{} nodes{}", line, why),
                 width);
   }
 }

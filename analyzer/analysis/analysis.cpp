@@ -183,6 +183,12 @@ Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* infer
     if (rule) r.family = rule->family;
     is_view[i] = rule && rule->family == OpFamily::view;
     r.precision = node_precision(g, n, opt.precision);
+    if (rule) {
+      Precision p = math_precision(r.precision, rule->family == OpFamily::conv, rule->family == OpFamily::gemm,
+                                   opt.math, a.device.tensor_flops.count("tf32") > 0);
+      a.tf32_nodes += p != r.precision;
+      r.precision = p;
+    }
     if (inf.folded[i]) {
       r.status = NodeStatus::folded;
     } else if (!inf.unresolved[i].empty() || !rule) {
@@ -256,6 +262,12 @@ Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* infer
     T.batch_source = fmt::format("dim 0 of input '{}'", a.inputs[0].name);
   }
   T.throughput = T.predicted_s > 0 ? static_cast<double>(T.batch) / T.predicted_s : 0;
+
+  a.math = opt.math;
+  if (a.tf32_nodes > 0)
+    a.dtype_label += fmt::format("; {} fp32 {} on TF32 (--math {}{})", a.tf32_nodes,
+                                 opt.math == MathMode::tf32 ? "convolutions and matmuls" : "convolutions",
+                                 math_mode_name(opt.math), opt.math == MathMode::tf32_conv ? ", PyTorch's default" : "");
 
   a.memory = plan_memory(g, is_view, storage);
   a.memory_total = memory_total(T.weight_bytes, 0, a.memory.peak_bytes, a.device.memory_bytes);

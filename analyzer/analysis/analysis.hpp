@@ -22,6 +22,8 @@ struct AnalysisOptions {
   std::string device = "H100-SXM";
   std::shared_ptr<const Device> calibrated;  // when set, used instead of `device` (--device-profile)
   bool strict = false;  // a node without a rule is an error
+  // How fp32 convolutions and matmuls run (--math); the default is PyTorch's: TF32 convolutions.
+  MathMode math = MathMode::tf32_conv;
 };
 // The device an analysis runs against: the calibrated one when given, else the database entry.
 Device resolve_device(const AnalysisOptions& options);
@@ -113,7 +115,9 @@ struct Analysis {
   std::vector<std::pair<std::string, int64_t>> bound_dims;
   Device device;
   std::string device_requested;  // the --device name that picked `device`; empty when calibrated
-  std::string dtype_label;  // "bf16 (--dtype)" or "file (float32)"
+  std::string dtype_label;  // "bf16 (--dtype)" or "file (float32)", with the math mode's effect
+  MathMode math = MathMode::strict;
+  int tf32_nodes = 0;  // fp32 nodes --math moved onto TF32 tensor cores
   std::vector<NodeResult> nodes;
   Totals totals;
   MemoryPlan memory;

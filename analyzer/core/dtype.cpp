@@ -121,4 +121,25 @@ Precision precision_of(DType t) {
   }
 }
 
+std::string_view math_mode_name(MathMode m) {
+  switch (m) {
+    case MathMode::strict: return "strict";
+    case MathMode::tf32_conv: return "tf32-conv";
+    case MathMode::tf32: return "tf32";
+  }
+  return "strict";
+}
+
+std::optional<MathMode> math_mode_from_name(std::string_view name) {
+  for (MathMode m : {MathMode::strict, MathMode::tf32_conv, MathMode::tf32})
+    if (math_mode_name(m) == name) return m;
+  return std::nullopt;
+}
+
+Precision math_precision(Precision p, bool is_conv, bool is_matmul, MathMode m, bool device_has_tf32) {
+  if (p != Precision::fp32 || !device_has_tf32) return p;
+  bool tf32 = (is_conv && m != MathMode::strict) || (is_matmul && m == MathMode::tf32);
+  return tf32 ? Precision::tf32 : p;
+}
+
 }  // namespace rooflens

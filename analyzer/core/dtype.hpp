@@ -32,4 +32,14 @@ DType storage_dtype(Precision p);
 // The precision a float dtype from the file computes in when no --dtype is given.
 Precision precision_of(DType t);
 
+// How a runtime runs fp32 matrix products (--math): strict fp32; TF32 tensor cores for
+// convolutions only, PyTorch's default (torch.backends.cudnn.allow_tf32 is on, matmul's is off);
+// or TF32 for convolutions and matmuls, TensorRT's and ONNX Runtime's CUDA provider's default.
+enum class MathMode { strict, tf32_conv, tf32 };
+std::string_view math_mode_name(MathMode m);  // "strict", "tf32-conv", "tf32"
+std::optional<MathMode> math_mode_from_name(std::string_view name);
+// The precision an fp32 convolution or matmul computes in under `m`, on a device with TF32
+// tensor cores; any other precision, or a device without TF32, stays as it is.
+Precision math_precision(Precision p, bool is_conv, bool is_matmul, MathMode m, bool device_has_tf32);
+
 }  // namespace rooflens

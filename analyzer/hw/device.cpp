@@ -32,6 +32,7 @@ std::vector<Device> parse_devices() {
     if (!j.at("nvlink_bandwidth").is_null()) d.nvlink_bandwidth = j.at("nvlink_bandwidth").get<double>();
     if (!j.at("pcie_bandwidth").is_null()) d.pcie_bandwidth = j.at("pcie_bandwidth").get<double>();
     d.launch_floor_s = j.at("launch_floor_s");
+    if (j.contains("boost_clock_hz")) d.boost_clock_hz = j.at("boost_clock_hz").get<double>();
     d.tensor_flops = j.at("tensor_flops").get<std::map<std::string, double>>();
     d.cuda_core_flops = j.at("cuda_core_flops").get<std::map<std::string, double>>();
     d.sources = j.at("sources").get<std::map<std::string, std::string>>();

@@ -39,10 +39,12 @@ struct Device {
   std::map<std::string, double> tensor_flops;     // tf32, bf16, fp16, fp8, int8
   std::map<std::string, double> cuda_core_flops;  // fp64, fp32, fp16, bf16
   std::map<std::string, std::string> sources;
-  std::string roofs = "spec";  // "spec" or "calibrated"
+  std::string roofs = "spec";  // "spec", "calibrated" (measured) or "derived" (derived_profile.hpp)
+  std::optional<double> boost_clock_hz;    // the spec's max boost clock, where published
   std::optional<double> l2_bandwidth;      // measured by `rooflens calibrate`; no spec figure exists
   std::shared_ptr<const Device> spec;      // calibrated devices: the spec roofs they replace
   std::string profile_gpu;                 // calibrated: the GPU name the driver reported
+  std::string profile_source;              // calibrated: the profile's file, or the shipped one's name
   double profile_sm_clock_mhz = 0;         // calibrated: SM clock while measuring
   // Calibrated: kernel times measured over shape grids (perf_model.hpp); predictions use them
   // where a node's shape lies inside one.
@@ -80,9 +82,15 @@ struct DeviceProfile {
   std::map<std::string, std::string> method;  // how each figure was measured
   PerfDatabase tables;                        // empty in profiles written before schema 2
   std::optional<EagerHostCosts> eager_host;   // scripts/eager_host_per_kernel.py --pool adds it
+  std::string source;                         // the file it was read from
+  bool shipped = false;                       // one of data/profiles/, compiled in
+  std::string derived_from;                   // derive_profile: the measured device's id
 };
 std::string device_profile_json(const DeviceProfile& p);  // schema "rooflens-device-profile" 1
 DeviceProfile read_device_profile(const std::string& path);  // InputError on a bad file
+// The measured profile rooflens ships for a device id (data/profiles/), nullopt when none: the
+// default for that device, because measured roofs and tables beat the spec sheet.
+std::optional<DeviceProfile> shipped_profile(const std::string& device_id);
 // The spec device with the measured roofs in place; unmeasured roofs stay spec.
 Device calibrated_device(const DeviceProfile& p);
 

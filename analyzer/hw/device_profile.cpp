@@ -6,10 +6,12 @@
 #include <cmath>
 #include <limits>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "analyzer/hw/device.hpp"
 #include "analyzer/core/errors.hpp"
+#include "analyzer/hw/shipped_profiles.hpp"
 
 namespace rooflens {
 
@@ -115,9 +117,10 @@ std::string device_profile_json(const DeviceProfile& p) {
   return j.dump(-1) + "\n";
 }
 
-DeviceProfile read_device_profile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open device profile", path));
+namespace {
+
+// `path` names the profile in errors: the file given, or the shipped profile's name.
+DeviceProfile parse_device_profile(std::istream& in, const std::string& path) {
   try {
     auto j = nlohmann::json::parse(in);
     if (j.value("schema", "") != "rooflens-device-profile")
@@ -171,17 +174,39 @@ DeviceProfile read_device_profile(const std::string& path) {
       p.eager_host = h;
     }
     find_device(p.base_device);  // must exist
+    p.source = path;
     return p;
   } catch (const nlohmann::json::exception& e) {
     throw InputError(fmt::format("{}: not a device profile: {}", path, e.what()));
   }
 }
 
+}  // namespace
+
+DeviceProfile read_device_profile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(fmt::format("{}: cannot open device profile", path));
+  return parse_device_profile(in, path);
+}
+
+std::optional<DeviceProfile> shipped_profile(const std::string& device_id) {
+  for (const auto& [name, text] : kShippedProfiles) {
+    if (!name) break;
+    std::istringstream in(text);
+    DeviceProfile p = parse_device_profile(in, name);
+    if (lowered(p.base_device) == lowered(device_id)) {
+      p.shipped = true;
+      return p;
+    }
+  }
+  return std::nullopt;
+}
+
 Device calibrated_device(const DeviceProfile& p) {
   Device spec = find_device(p.base_device);
   Device d = spec;
   d.spec = std::make_shared<const Device>(spec);
-  d.roofs = "calibrated";
+  d.roofs = p.derived_from.empty() ? "calibrated" : "derived";
   d.hbm_bandwidth = p.hbm_bandwidth;
   if (p.l2_bandwidth > 0) d.l2_bandwidth = p.l2_bandwidth;
   for (const auto& [k, v] : p.tensor_flops) d.tensor_flops[k] = v;
@@ -189,6 +214,9 @@ Device calibrated_device(const DeviceProfile& p) {
   d.launch_floor_s = p.launch_floor_s;
   d.gemm_floor_s = p.gemm_floor_s;
   d.profile_gpu = p.gpu;
+  d.profile_source = !p.derived_from.empty() ? p.source
+                     : p.shipped           ? "measured profile " + p.source + ", shipped"
+                                           : "measured profile " + p.source;
   d.profile_sm_clock_mhz = p.sm_clock_mhz;
   for (const auto& [k, v] : p.method) d.sources[k] = "measured: " + v;
   if (!p.tables.empty()) d.perf = std::make_shared<const PerfDatabase>(p.tables);

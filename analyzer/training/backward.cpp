@@ -237,11 +237,9 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
     const NodeCost& c = n.cost;
     const EagerKernels& k = eager[i];
     Work forward, back;
-    // grouped_mm is not on autocast's list: under autocast the experts run in fp32. PyTorch lets
-    // cuDNN run fp32 convolutions on TF32 tensor cores by default (cudnn.allow_tf32).
-    Precision precision = n.op == "com.microsoft.MoE" && s.autocast ? Precision::fp32
-                          : n.op == "Conv" && n.precision == Precision::fp32 ? Precision::tf32
-                                                                             : n.precision;
+    // grouped_mm is not on autocast's list: under autocast the experts run in fp32. fp32
+    // convolutions run on TF32 as the analysis's --math put them (PyTorch's default).
+    Precision precision = n.op == "com.microsoft.MoE" && s.autocast ? Precision::fp32 : n.precision;
     bool experts = n.op == "com.microsoft.MoE" && c.kernel.moe && c.macs;
     std::optional<std::pair<double, double>> batch_norm;
     if (n.op == "BatchNormalization") {

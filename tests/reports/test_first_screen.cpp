@@ -91,12 +91,15 @@ std::string config(const std::string& name) {
 TEST_CASE(
     "first screen of an ONNX CNN: model, spec roofs, fp32, time and samples/s, memory, coverage",
     "[reports][first-screen]") {
-  Run r = analyze(data_path("samples/resnet50-opset17.onnx"));
+  Run r = analyze(data_path("samples/resnet50-opset17.onnx") + " --device-profile spec");
   std::string head = first12(r);
   INFO(head);
   CHECK(r.lines[0].rfind("model    resnet50-opset17.onnx  (", 0) == 0);
   CHECK(headline(r, "device   ") == "device   H100-SXM: NVIDIA H100 SXM5 80GB (spec roofs)");
   CHECK(headline(r, "dtype    ").find("float32") != std::string::npos);  // the file's dtype
+  // ResNet-50 has 53 convolutions (the stem, 3 in each of 16 bottlenecks, 4 downsampling
+  // shortcuts); by default they run on TF32 as PyTorch runs them, and the line says so.
+  CHECK(headline(r, "dtype    ").find("53 fp32 convolutions on TF32") != std::string::npos);
   // The exported ResNet-50 has a fixed batch of 1 (its input is [1,3,224,224]): samples/s = 1 /
   // time.
   std::smatch m;
@@ -207,7 +210,7 @@ TEST_CASE("first screen of a generate run: prefill and decode side by side",
 
 TEST_CASE("first screen of a training step: step time, tokens/s, its split and the peak",
           "[reports][first-screen]") {
-  Run r = analyze(config("gpt2") + " --phase train --batch 8 --seq 1024");
+  Run r = analyze(config("gpt2") + " --phase train --batch 8 --seq 1024 --device-profile spec");
   std::string head = first12(r);
   INFO(head);
   CHECK(headline(r, "train    ") ==
@@ -249,4 +252,24 @@ TEST_CASE("width 80: the compact layout, no line longer than 80, for each kind o
     check_width(wide, 100);
     CHECK(narrow.text != wide.text);  // the compact layout, not the wide one cut
   }
+}
+
+TEST_CASE("first screen: the H100 is predicted from the profile rooflens ships and says so, and --math strict keeps fp32",
+          "[reports][first-screen]") {
+  Run shipped = analyze(data_path("samples/resnet50-opset17.onnx"));
+  INFO(first12(shipped));
+  CHECK(headline(shipped, "device   ") ==
+        "device   H100-SXM: NVIDIA H100 SXM5 80GB (measured profile data/profiles/h100-sxm.json, shipped)");
+  CHECK(shipped.result["device"]["roofs"] == "calibrated");
+  // The profile's own figures, not the spec sheet's 3.35 TB/s.
+  json profile = json::parse(slurp(data_path("data/profiles/h100-sxm.json")));
+  CHECK(shipped.result["device"]["hbm_bandwidth"].get<double>() == profile["hbm_bandwidth"].get<double>());
+  // --math strict: no convolution moves to TF32, and every Conv node computes in fp32.
+  Run strict = analyze(data_path("samples/resnet50-opset17.onnx") + " --math strict");
+  CHECK(strict.result["math"]["tf32_nodes"] == 0);
+  CHECK(shipped.result["math"]["tf32_nodes"] == 53);
+  for (const json& n : strict.result["nodes"])
+    if (n["op"] == "Conv") CHECK(n["precision"] == "fp32");
+  for (const json& n : shipped.result["nodes"])
+    if (n["op"] == "Conv") CHECK(n["precision"] == "tf32");
 }

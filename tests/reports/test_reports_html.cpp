@@ -299,7 +299,7 @@ TEST_CASE("HTML at 1280 px: nothing overflows its box on the analyze, training, 
 TEST_CASE("HTML of a training step shows the step: its split, the loss and optimizer rows, the host's note", "[reports][browser]") {
   fs::path html = scratch() / "gpt2-train.html";
   REQUIRE(sh(std::string(ROOFLENS_BIN) + " analyze " ROOFLENS_SOURCE_DIR "/samples/configs/gpt2/config.json --phase train --batch 8 " +
-             "--seq 1024 --html " + html.string() + " > /dev/null") == 0);
+             "--seq 1024 --device-profile spec --html " + html.string() + " > /dev/null") == 0);
   json r = browser_selftest(html, ROOFLENS_BINARY_DIR "/test-artifacts/gpt2-train.png");
   check_selftest(r);
   // Forward, backward, loss and optimizer take time; recompute (--recompute none), communication

@@ -1,0 +1,82 @@
+// Derived device profiles (analyzer/hw/derived_profile.hpp): a GPU nobody measured here is
+// predicted from the H100's measured efficiencies carried through its own spec. The expected
+// values are published measurements on those GPUs (data/published/achieved.json names each
+// source), never rooflens's own output.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "analyzer/core/cost.hpp"
+#include "analyzer/core/formulas.hpp"
+#include "analyzer/hw/derived_profile.hpp"
+#include "analyzer/hw/device.hpp"
+#include "analyzer/hw/roofline.hpp"
+
+using namespace rooflens;
+
+namespace {
+
+// The rate the default profile of `device` predicts for a bf16 GEMM of m x n x k.
+double gemm_rate(const std::string& device, int64_t m, int64_t n, int64_t k, Precision p = Precision::bf16) {
+  Device d = calibrated_device(*default_profile(device));
+  GemmDims g{1, m, n, k};
+  NodeCost c = gemm_cost(g, true);
+  int64_t size = p == Precision::fp8 ? 1 : 2;
+  c.read_act = m * k * size;
+  c.read_weight = k * n * size;
+  c.written = m * n * 2;
+  RooflinePoint r = place_on_roofline(c, p, d);
+  return static_cast<double>(gemm_flops(g)) / r.predicted;
+}
+
+// The rate of a copy of `bytes` (read once, written once) the default profile predicts.
+double copy_rate(const std::string& device, int64_t bytes) {
+  Device d = calibrated_device(*default_profile(device));
+  NodeCost c;
+  c.flops = bytes / 4;
+  c.read_act = bytes;
+  c.written = bytes;
+  c.kernel.memory = MemoryKernel::elementwise;
+  RooflinePoint r = place_on_roofline(c, Precision::fp32, d);
+  return 2.0 * static_cast<double>(bytes) / r.predicted;
+}
+
+}  // namespace
+
+TEST_CASE("derived profiles: the measured one wins where it exists, others are labelled derived", "[perf][derived]") {
+  std::optional<DeviceProfile> h100 = default_profile("H100");
+  REQUIRE(h100);
+  CHECK(h100->shipped);
+  CHECK(h100->derived_from.empty());
+  Device a100 = calibrated_device(*default_profile("A100-SXM-80GB"));
+  CHECK(a100.roofs == "derived");
+  CHECK(a100.id == "A100-SXM-80GB");
+  CHECK(a100.profile_source.find("derived") != std::string::npos);
+  // The A100 has no fp8 tensor cores (its datasheet lists none): no fp8 table is carried to it.
+  REQUIRE(a100.perf);
+  CHECK(a100.perf->tables.count("gemm.fp8") == 0);
+  CHECK(a100.perf->tables.count("gemm.bf16") == 1);
+  // Below the spec sheet, never above it: a derived roof is a measured fraction of the spec's.
+  const Device& spec = find_device("A100-SXM-80GB");
+  CHECK(a100.hbm_bandwidth < spec.hbm_bandwidth);
+  CHECK(a100.tensor_flops.at("bf16") < spec.tensor_flops.at("bf16"));
+}
+
+TEST_CASE("derived profiles predict published GEMM rates of other GPUs within 12%", "[perf][derived]") {
+  // stas00/ml-engineering, "Maximum Achievable Matmul FLOPS": A100 SXM bf16 271.2 TFLOP/s at
+  // 1024x10240x5120; B200 bf16 1745 TFLOP/s at 1792x16128x3072; B200 fp8 3432 TFLOP/s at
+  // 15360x4096x3072. The spec sheet's roofs say 312, 2250 and 4500.
+  CHECK(gemm_rate("A100-SXM-80GB", 1024, 10240, 5120) == Approx(271.2e12).epsilon(0.12));
+  CHECK(gemm_rate("B200", 1792, 16128, 3072) == Approx(1745e12).epsilon(0.12));
+  CHECK(gemm_rate("B200", 15360, 4096, 3072, Precision::fp8) == Approx(3432e12).epsilon(0.12));
+  // zzc0721/torch-performance-test-data database.md: L40S bf16 269.1 TFLOP/s, best square size
+  // of 1024..10240 (8192 is in that range).
+  CHECK(gemm_rate("L40S", 8192, 8192, 8192) == Approx(269.1e12).epsilon(0.12));
+}
+
+TEST_CASE("derived profiles predict published copy bandwidths of other GPUs within 6%", "[perf][derived]") {
+  // yencal/gpu-bandwidth-benchmark: a 1.07 GB device copy, read + write counted, reaches about
+  // 1.39 TB/s on an A100 40GB and 4.11 TB/s on an H200 (read off the README's plots, +-1%).
+  CHECK(copy_rate("A100-PCIe-40GB", 1070000000) == Approx(1.39e12).epsilon(0.06));
+  CHECK(copy_rate("H200", 1070000000) == Approx(4.11e12).epsilon(0.06));
+}
