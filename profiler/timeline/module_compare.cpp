@@ -14,6 +14,7 @@
 #include "analyzer/transformers/analyze_transformer.hpp"
 #include "profiler/timeline/kernel_names.hpp"
 #include "profiler/timeline/module_paths.hpp"
+#include "profiler/timeline/trust_checks.hpp"
 
 namespace rooflens::profiler {
 
@@ -346,6 +347,13 @@ TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Tra
                                  name));
   ModelModules model(a, g);
   TimelineAttribution at = attribute_timeline(t, model, o.steps);
+  std::vector<int> activity_step;
+  for (const auto& p : at.places) activity_step.push_back(p.step);
+  TrustFindings trust = check_trust(a, t, kernel_census(t, activity_step, static_cast<int>(at.steps.size())), {o.device_given});
+  std::string disagreement;
+  for (const auto& m : trust.mismatches) disagreement += (disagreement.empty() ? "" : "; ") + m;
+  if (!disagreement.empty() && !o.force)
+    throw InputError(fmt::format("{}: not a run of this model as predicted: {} (--force compares anyway)", name, disagreement));
   if (at.module_ranges == 0)
     throw InputError(fmt::format("{}: no module ranges in the timeline, so its kernels cannot be split by module: record the "
                                  "PyTorch trace with with_stack=True, or annotate the run (python/rooflens_annotate.py, "
@@ -367,6 +375,8 @@ TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Tra
   c.steps = static_cast<int>(at.steps.size());
   c.step_source = at.step_source;
   c.idle = at.idle;
+  c.forced = disagreement;
+  c.precision_mismatch = trust.precision;
 
   ModuleTimes times;
   times.steps = at.steps.size();
