@@ -341,6 +341,13 @@ void comparison_notes(const Analysis& a, const Trace& t, const TimelineAttributi
 
 TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Trace& t, const CompareOptions& o) {
   const std::string& name = o.timeline_path;
+  auto called = [&](const char* api) {
+    return std::any_of(t.api_calls.begin(), t.api_calls.end(), [&](const ApiCall& c) { return c.name.find(api) != std::string::npos; });
+  };
+  if (t.activities.empty() && (called("BeginCapture") || called("GraphInstantiate")) && !called("GraphLaunch"))
+    throw InputError(fmt::format("{}: a CUDA graph was captured but never replayed (no cudaGraphLaunch) and nothing else ran on the "
+                                 "GPU: record the replays, not only the capture",
+                                 name));
   if (t.activities.empty())
     throw InputError(fmt::format("{}: no GPU activity (kernels, memcpys, memsets) in the timeline; a PyTorch trace needs "
                                  "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
