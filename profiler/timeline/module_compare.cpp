@@ -356,7 +356,7 @@ TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Tra
   TimelineAttribution at = attribute_timeline(t, model, o.steps);
   std::vector<int> activity_step;
   for (const auto& p : at.places) activity_step.push_back(p.step);
-  TrustFindings trust = check_trust(a, t, kernel_census(t, activity_step, static_cast<int>(at.steps.size())), {o.device_given});
+  TrustFindings trust = check_trust(a, t, kernel_census(t, activity_step, static_cast<int>(at.steps.size()), !at.steps_split), {o.device_given});
   std::string disagreement;
   for (const auto& m : trust.mismatches) disagreement += (disagreement.empty() ? "" : "; ") + m;
   if (!disagreement.empty() && !o.force)

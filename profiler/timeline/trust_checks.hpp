@@ -25,6 +25,11 @@ struct TrustFindings {
 // What a trace's kernels are, per step (the median over steps).
 struct KernelCensus {
   double convolutions = 0, attention = 0, gemms = 0;  // kernels per step
+  // In the whole timeline: whether the program ran such kernels at all.
+  bool any_convolution = false, any_attention = false, any_gemm = false;
+  // The steps are the trace's iterations (a repeating range, or the whole timeline), not equal
+  // runs that --steps N cut: only then are counts and times per step those of one forward.
+  bool per_iteration = true;
   double matrix_s = 0;                                // GEMM, convolution and attention kernel time per step
   double tf32 = 0, bf16 = 0, fp16 = 0;                // kernels per step whose names state the type
   double tf32_s = 0;
@@ -32,7 +37,7 @@ struct KernelCensus {
 
 // `activity_step`: per trace activity, the step it ran in (-1: none); `steps`: how many. With no
 // steps, the whole timeline is one.
-KernelCensus kernel_census(const Trace& t, const std::vector<int>& activity_step, int steps);
+KernelCensus kernel_census(const Trace& t, const std::vector<int>& activity_step, int steps, bool per_iteration = true);
 
 TrustFindings check_trust(const Analysis& a, const Trace& t, const KernelCensus& census, const TrustOptions& o);
 
