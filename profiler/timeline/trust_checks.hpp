@@ -14,12 +14,14 @@
 namespace rooflens::profiler {
 
 struct TrustOptions {
-  bool device_given = false;  // --device was passed: a trace from another GPU is a mismatch, not a note
+  bool device_given =
+      false;  // --device was passed: a trace from another GPU is a mismatch, not a note
 };
 
 struct TrustFindings {
-  std::vector<std::string> mismatches;  // each names what disagrees; any one: another model, phase or device
-  std::string precision;                // "" or the one line on the precision the kernels ran in
+  std::vector<std::string>
+      mismatches;         // each names what disagrees; any one: another model, phase or device
+  std::string precision;  // "" or the one line on the precision the kernels ran in
 };
 
 // What a trace's kernels are, per step (the median over steps).
@@ -30,16 +32,18 @@ struct KernelCensus {
   // The steps are the trace's iterations (a repeating range, or the whole timeline), not equal
   // runs that --steps N cut: only then are counts and times per step those of one forward.
   bool per_iteration = true;
-  double matrix_s = 0;                                // GEMM, convolution and attention kernel time per step
-  double tf32 = 0, bf16 = 0, fp16 = 0;                // kernels per step whose names state the type
+  double matrix_s = 0;                  // GEMM, convolution and attention kernel time per step
+  double tf32 = 0, bf16 = 0, fp16 = 0;  // kernels per step whose names state the type
   double tf32_s = 0;
 };
 
 // `activity_step`: per trace activity, the step it ran in (-1: none); `steps`: how many. With no
 // steps, the whole timeline is one.
-KernelCensus kernel_census(const Trace& t, const std::vector<int>& activity_step, int steps, bool per_iteration = true);
+KernelCensus kernel_census(const Trace& t, const std::vector<int>& activity_step, int steps,
+                           bool per_iteration = true);
 
-TrustFindings check_trust(const Analysis& a, const Trace& t, const KernelCensus& census, const TrustOptions& o);
+TrustFindings check_trust(const Analysis& a, const Trace& t, const KernelCensus& census,
+                          const TrustOptions& o);
 
 // The precision line alone: "" when the kernels ran in the precision predicted.
 std::string precision_mismatch(const Analysis& a, const KernelCensus& census);
