@@ -6,6 +6,8 @@
 #include <cctype>
 #include <map>
 #include <set>
+#include <unordered_map>
+#include <utility>
 
 #include "analyzer/hw/device.hpp"
 #include "analyzer/transformers/analyze_transformer.hpp"
@@ -190,11 +192,17 @@ KernelCensus kernel_census(const Trace& t, const std::vector<int>& activity_step
   size_t n = static_cast<size_t>(std::max(steps, 1));
   std::vector<KernelCensus> per(n);
   std::map<KernelClass, bool> any;
+  std::unordered_map<std::string, std::pair<KernelClass, PrecisionSeen>> names;
   for (size_t i = 0; i < t.activities.size(); ++i) {
     const GpuActivity& g = t.activities[i];
     if (g.kind != GpuActivity::Kind::kernel) continue;
-    std::string name = demangle_kernel(g.name);
-    KernelClass k = kernel_class(name);
+    // A trace repeats a few hundred names over and over: each is read once.
+    auto known = names.find(g.name);
+    if (known == names.end()) {
+      std::string name = demangle_kernel(g.name);
+      known = names.emplace(g.name, std::make_pair(kernel_class(name), precision_of(name))).first;
+    }
+    auto [k, p] = known->second;
     any[k] = true;
     int s = steps > 0 && i < activity_step.size() ? activity_step[i] : 0;
     if (s < 0 || static_cast<size_t>(s) >= n) continue;
@@ -205,7 +213,6 @@ KernelCensus kernel_census(const Trace& t, const std::vector<int>& activity_step
     if (k == KernelClass::gemm) ++c.gemms;
     if (k == KernelClass::gemm || k == KernelClass::convolution || k == KernelClass::attention)
       c.matrix_s += d;
-    PrecisionSeen p = precision_of(name);
     if (p.tf32) ++c.tf32, c.tf32_s += d;
     c.bf16 += p.bf16;
     c.fp16 += p.fp16;
