@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "analyzer/core/errors.hpp"
 #include "analyzer/transformers/analyze_transformer.hpp"
@@ -156,7 +157,7 @@ TEST_CASE("trust checks: a trace of another model or phase is one line and exit 
 
 TEST_CASE("trust checks: --force compares a refused pair and the report says forced",
           "[compare][trust]") {
-  fs::path json = scratch() / "forced.json";
+  fs::path json = scratch() / "forced.json", html = scratch() / "forced.html";
   test::CliRun r =
       rooflens_cli("compare " + kLlama + " " + kDir +
                    "llama-prefill.vanilla.h100.json.gz --phase decode --context 2048 --force");
@@ -166,12 +167,17 @@ TEST_CASE("trust checks: --force compares a refused pair and the report says for
   r = rooflens_cli(
       "compare " + kLlama + " " + kDir +
       "llama-prefill.vanilla.h100.json.gz --phase decode --context 2048 --force --json " +
-      json.string());
+      json.string() + " --html " + html.string());
   REQUIRE(r.code == 0);
   nlohmann::json j = nlohmann::json::parse(std::ifstream(json));
   REQUIRE(j.at("compare").at("forced").is_string());
   CHECK_THAT(j["compare"]["forced"].get<std::string>(), Catch::Contains("far more work"));
   CHECK(j["compare"]["precision_mismatch"].is_null());
+  // The page carries the result and draws the headline from it (reports/html/compare.js).
+  std::stringstream page;
+  page << std::ifstream(html).rdbuf();
+  CHECK_THAT(page.str(),
+             Catch::Contains("\"forced\":\"matrix kernels") && Catch::Contains("FORCED (--force)"));
 }
 
 TEST_CASE("trust checks: --device that is not the trace's GPU is refused", "[compare][trust]") {
