@@ -22,6 +22,7 @@ void add_compare_options(CLI::App& cmd, CompareArgs& a) {
   cmd.add_option("timeline", a.timeline, "a `rooflens record` file or a PyTorch profiler trace (.json, .json.gz)")->required();
   cmd.add_option("--trace", a.trace_path, "write the timeline with the prediction on its own track (Chrome/Perfetto trace)");
   cmd.add_option("--steps", a.steps, "the timeline holds N iterations: the last N of the repeating range, or N equal runs");
+  cmd.add_flag("--force", a.force, "compare even where the timeline looks like a run of another model, phase or device (marked in the report)");
 }
 
 ComparedRun compare_run(const CompareArgs& a, const CLI::App& cmd) {
@@ -30,7 +31,7 @@ ComparedRun compare_run(const CompareArgs& a, const CLI::App& cmd) {
   Analysis analysis = build_analysis(a.model, cmd, &inferred);
   profiler::Trace trace = profiler::read_timeline(a.timeline);
   analysis.comparison = std::make_shared<profiler::TimelineComparison>(
-      profiler::compare_timeline(analysis, inferred, trace, {a.timeline, a.steps}));
+      profiler::compare_timeline(analysis, inferred, trace, {a.timeline, a.steps, a.force, cmd.count("--device") > 0}));
   return {std::move(analysis), std::move(trace)};
 }
 

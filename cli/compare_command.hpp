@@ -12,6 +12,7 @@ struct CompareArgs {
   ModelArgs model;
   std::string timeline, trace_path;
   int steps = 0;
+  bool force = false;  // compare a timeline the trust checks refuse (another model, phase, device)
 };
 
 void add_compare_options(CLI::App& cmd, CompareArgs& args);

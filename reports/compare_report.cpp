@@ -109,7 +109,9 @@ json compare_json(const profiler::TimelineComparison& c) {
       {"blocks", blocks},
       {"unmatched_ranges", named_times(c.unmatched_ranges)},
       {"unmapped_instances", named_times(c.unmapped_instances)},
-      {"notes", c.notes}};
+      {"notes", c.notes},
+      {"forced", c.forced.empty() ? json(nullptr) : json(c.forced)},
+      {"precision_mismatch", c.precision_mismatch.empty() ? json(nullptr) : json(c.precision_mismatch)}};
 }
 
 void write_compare_table(std::ostream& out, const json& result, int top_n, bool by_block, size_t width) {
@@ -128,6 +130,11 @@ void write_compare_table(std::ostream& out, const json& result, int top_n, bool 
                                             tl.at("gpu").get<std::string>().empty() ? "" : ", " + fit(tl.at("gpu").get<std::string>(), 24)),
               width);
   if (!tl.at("complete").get<bool>()) fmt::print(out, "{}", wrap("  ", "INCOMPLETE timeline: " + tl.at("incomplete_reason").get<std::string>(), width));
+  // The trust checks (absent from JSON written before them).
+  if (c.contains("forced") && c.at("forced").is_string())
+    out << wrap("  FORCED (--force): ", "the trace may not be a run of this model: " + c.at("forced").get<std::string>(), width);
+  if (c.contains("precision_mismatch") && c.at("precision_mismatch").is_string())
+    out << wrap("  precision: ", c.at("precision_mismatch").get<std::string>(), width);
   out << wrap("  module ranges: ", fit(tl.at("ranges").get<std::string>(), width - 17), width);
   out << wrap("  steps: ", fmt::format("{}, from {}", c.at("steps").get<int>(), fit(c.at("step_source").get<std::string>(), width - 20)), width);
   out << wrap("  per step: ", fmt::format("predicted {}, GPU busy {} (IQR {} - {}), efficiency {}", human_time(c.at("predicted_s").get<double>()),

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <initializer_list>
 #include <memory>
 
 namespace rooflens::profiler {
@@ -52,6 +53,48 @@ bool is_copy_kernel(const std::string& name) {
   std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
   return l.find("copy") != std::string::npos || l.find("concat") != std::string::npos || l.find("catarray") != std::string::npos ||
          l.rfind("memcpy", 0) == 0;
+}
+
+namespace {
+
+bool has_any(const std::string& s, std::initializer_list<const char*> parts) {
+  return std::any_of(parts.begin(), parts.end(), [&](const char* p) { return s.find(p) != std::string::npos; });
+}
+
+}  // namespace
+
+KernelClass kernel_class(const std::string& name) {
+  std::string l = name;
+  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+  // Attention before convolution: cuDNN's fused SDPA kernels are named "..._flash_fprop_...".
+  // The split-KV combine and cuDNN's lean reduction finish an attention; they are not one more.
+  if (has_any(l, {"sdpa", "flash_fwd", "flash_bwd", "flash_fprop", "flash_bprop", "fmha", "attention", "flash_attn"}))
+    return has_any(l, {"combine", "lean_reduction"}) ? KernelClass::reduce : KernelClass::attention;
+  if (has_any(l, {"fprop", "dgrad", "wgrad", "convolve", "conv2d", "conv3d", "conv1d", "depthwise", "winograd"}))
+    return KernelClass::convolution;
+  if (has_any(l, {"gemm", "gemv", "nvjet", "splitkreduce", "cublas", "cutlass", "xmma", "matmul"})) return KernelClass::gemm;
+  if (has_any(l, {"layer_norm", "layernorm", "rms_norm", "rmsnorm", "batch_norm", "batchnorm", "group_norm", "groupnorm"}))
+    return KernelClass::norm;
+  if (l.find("softmax") != std::string::npos) return KernelClass::softmax;
+  if (is_copy_kernel(l) || has_any(l, {"nchwtonhwc", "nhwctonchw", "transpose"})) return KernelClass::copy;
+  if (has_any(l, {"reduce", "reduction"})) return KernelClass::reduce;
+  if (has_any(l, {"elementwise", "pointwise", "triton_poi"})) return KernelClass::elementwise;
+  return KernelClass::other;
+}
+
+const char* kernel_class_name(KernelClass k) {
+  switch (k) {
+    case KernelClass::gemm: return "GEMM";
+    case KernelClass::attention: return "attention";
+    case KernelClass::convolution: return "convolution";
+    case KernelClass::norm: return "norm";
+    case KernelClass::softmax: return "softmax";
+    case KernelClass::reduce: return "reduction";
+    case KernelClass::elementwise: return "element-wise";
+    case KernelClass::copy: return "copy";
+    case KernelClass::other: return "other";
+  }
+  return "other";
 }
 
 }  // namespace rooflens::profiler

@@ -14,6 +14,7 @@
 #include "analyzer/transformers/analyze_transformer.hpp"
 #include "profiler/timeline/kernel_names.hpp"
 #include "profiler/timeline/module_paths.hpp"
+#include "profiler/timeline/trust_checks.hpp"
 
 namespace rooflens::profiler {
 
@@ -340,12 +341,26 @@ void comparison_notes(const Analysis& a, const Trace& t, const TimelineAttributi
 
 TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Trace& t, const CompareOptions& o) {
   const std::string& name = o.timeline_path;
+  auto called = [&](const char* api) {
+    return std::any_of(t.api_calls.begin(), t.api_calls.end(), [&](const ApiCall& c) { return c.name.find(api) != std::string::npos; });
+  };
+  if (t.activities.empty() && (called("BeginCapture") || called("GraphInstantiate")) && !called("GraphLaunch"))
+    throw InputError(fmt::format("{}: a CUDA graph was captured but never replayed (no cudaGraphLaunch) and nothing else ran on the "
+                                 "GPU: record the replays, not only the capture",
+                                 name));
   if (t.activities.empty())
     throw InputError(fmt::format("{}: no GPU activity (kernels, memcpys, memsets) in the timeline; a PyTorch trace needs "
                                  "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
                                  name));
   ModelModules model(a, g);
   TimelineAttribution at = attribute_timeline(t, model, o.steps);
+  std::vector<int> activity_step;
+  for (const auto& p : at.places) activity_step.push_back(p.step);
+  TrustFindings trust = check_trust(a, t, kernel_census(t, activity_step, static_cast<int>(at.steps.size()), !at.steps_split), {o.device_given});
+  std::string disagreement;
+  for (const auto& m : trust.mismatches) disagreement += (disagreement.empty() ? "" : "; ") + m;
+  if (!disagreement.empty() && !o.force)
+    throw InputError(fmt::format("{}: not a run of this model as predicted: {} (--force compares anyway)", name, disagreement));
   if (at.module_ranges == 0)
     throw InputError(fmt::format("{}: no module ranges in the timeline, so its kernels cannot be split by module: record the "
                                  "PyTorch trace with with_stack=True, or annotate the run (python/rooflens_annotate.py, "
@@ -367,6 +382,8 @@ TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Tra
   c.steps = static_cast<int>(at.steps.size());
   c.step_source = at.step_source;
   c.idle = at.idle;
+  c.forced = disagreement;
+  c.precision_mismatch = trust.precision;
 
   ModuleTimes times;
   times.steps = at.steps.size();

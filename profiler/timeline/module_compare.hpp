@@ -72,6 +72,10 @@ struct TimelineComparison {
   std::vector<std::pair<std::string, double>> unmatched_ranges;    // module-like ranges not in the model: kernel s
   std::vector<std::pair<std::string, double>> unmapped_instances;  // vanilla instances without a path: kernel s
   std::vector<std::string> notes;
+  // The trust checks (trust_checks.hpp): what disagreed when --force compared anyway ("" when all
+  // agreed), and the precision the kernels ran in where it is not the prediction's ("" when it is).
+  std::string forced;
+  std::string precision_mismatch;
   // Per trace activity (same order): its module row and step, -1 for none. Not in the JSON; the
   // Chrome trace places the prediction with them.
   std::vector<int> activity_row, activity_step;
@@ -80,10 +84,13 @@ struct TimelineComparison {
 struct CompareOptions {
   std::string timeline_path;
   int steps = 0;  // --steps
+  bool force = false;         // --force: compare a timeline the trust checks refuse, marked as forced
+  bool device_given = false;  // --device was passed: a trace of another GPU is refused, not noted
 };
 
 // InputError (exit 2) when the timeline cannot be compared: no GPU activity, no module range at
-// all, or most kernel time in modules the model does not have.
+// all, most kernel time in modules the model does not have, or (without --force) a trust check
+// says it is a run of another model, phase or device.
 TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Trace& t, const CompareOptions& o);
 
 }  // namespace rooflens::profiler

@@ -413,6 +413,7 @@ void Attributor::equal_steps(int steps_flag) {
     out_.steps.push_back({lo, hi});
   }
   out_.step_source = fmt::format("--steps {}: {} activities each, in launch order", steps_flag, per);
+  out_.steps_split = true;
 }
 
 void Attributor::find_steps(int steps_flag) {

@@ -42,6 +42,7 @@ struct TimelineAttribution {
   std::vector<ActivityPlace> places;  // one per trace activity, same order
   std::vector<Step> steps;
   std::string step_source;  // how the steps were found, for the report
+  bool steps_split = false;  // --steps N split the activities into equal runs: a step need not be one iteration
   std::string range_kind;   // "nn.Module calls (vanilla trace)", "module-path ranges (annotated)", both, or "none"
   InstanceMap instances;    // vanilla traces: instance -> path
   std::string prefix_note;  // range names needed a prefix change to match the model's paths

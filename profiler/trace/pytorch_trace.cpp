@@ -37,7 +37,29 @@ uint64_t arg_id(const json& args, const char* key) {
   return it == args.end() ? 0 : id_of(*it);
 }
 
-enum class Category { kernel, memcpy, memset, runtime, driver, python, annotation, other };
+enum class Category { kernel, memcpy, memset, runtime, driver, python, annotation, cpu_op, other };
+
+// The aten ops whose "Input Dims" the trust checks read: attention, whose query says how many
+// tokens a step ran (a prefill's sequence, decode's one new token) and with how many heads.
+bool shapes_wanted(const std::string& op) {
+  return op == "aten::scaled_dot_product_attention" || op.rfind("aten::_scaled_dot_product_", 0) == 0 ||
+         op == "aten::_flash_attention_forward" || op == "aten::_efficient_attention_forward";
+}
+
+// "Input Dims": one list of sizes per input ([] for a scalar or None); anything else is ignored.
+std::vector<std::vector<int64_t>> input_dims(const json& args) {
+  std::vector<std::vector<int64_t>> out;
+  auto it = args.find("Input Dims");
+  if (it == args.end() || !it->is_array()) return out;
+  for (const json& d : *it) {
+    std::vector<int64_t> dims;
+    if (d.is_array())
+      for (const json& n : d)
+        if (n.is_number_integer()) dims.push_back(n.get<int64_t>());
+    out.push_back(std::move(dims));
+  }
+  return out;
+}
 
 Category category_of(const std::string& cat) {
   std::string c = lower(cat);
@@ -48,6 +70,7 @@ Category category_of(const std::string& cat) {
   if (c == "cuda_driver" || c == "driver") return Category::driver;
   if (c == "python_function") return Category::python;
   if (c == "user_annotation") return Category::annotation;
+  if (c == "cpu_op") return Category::cpu_op;
   return Category::other;
 }
 
@@ -66,6 +89,12 @@ void PytorchTraceReader::event(json&& e) {
   if (cat == e.end() || !cat->is_string()) return;
   Category c = category_of(cat->get<std::string>());
   if (c == Category::other) return;
+  if (c == Category::cpu_op) {  // only the shapes of a few ops; never counted as skipped
+    auto a = e.find("args");
+    if (name != e.end() && name->is_string() && shapes_wanted(name->get_ref<const std::string&>()) && a != e.end() && a->is_object())
+      if (auto dims = input_dims(*a); !dims.empty()) trace_.op_shapes.push_back({name->get<std::string>(), std::move(dims)});
+    return;
+  }
   auto ts = e.find("ts");
   auto dur = e.find("dur");
   if (name == e.end() || !name->is_string() || ts == e.end() || !ts->is_number_integer() || dur == e.end() ||
@@ -110,6 +139,7 @@ void PytorchTraceReader::event(json&& e) {
     case Category::annotation:
       trace_.ranges.push_back({kRecordFunctionDomain, std::move(n), start, end, pid, tid});
       break;
+    case Category::cpu_op: break;
     case Category::other: break;
   }
 }

@@ -51,6 +51,13 @@ struct TraceDevice {
   std::string name;
 };
 
+// The input shapes of a host op, where the trace records them (a PyTorch trace taken with
+// record_shapes=True: "Input Dims" of its cpu_op events). Only the ops the trust checks read.
+struct OpShapes {
+  std::string op;  // "aten::scaled_dot_product_attention"
+  std::vector<std::vector<int64_t>> inputs;
+};
+
 struct Trace {
   std::string gpu;  // the first device's name
   double sm_clock_mhz = 0;
@@ -67,6 +74,7 @@ struct Trace {
   std::string incomplete_reason;
   int exit_code = 0;
   std::vector<std::string> notes;  // what the reader or recorder wants the user to know
+  std::vector<OpShapes> op_shapes;  // PyTorch traces with record_shapes: attention ops' inputs
 };
 
 // The id pushed around layer `layer`, sample `sample`: both recoverable from the id.

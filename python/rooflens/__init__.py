@@ -40,7 +40,8 @@ def analyze(model, **options) -> Result:
 def compare(model, trace, **options) -> Result:
     """`rooflens compare MODEL TIMELINE [flags]`: the prediction next to a real run, module by
     module (docs/compare.md). trace: a `rooflens record` file, a PyTorch profiler trace (path), or
-    a finished torch.profiler.profile. options as analyze() takes them, and steps=N."""
+    a finished torch.profiler.profile. options as analyze() takes them, steps=N and force=True
+    (compare a trace the trust checks call another model, phase or device)."""
     flags = option_flags(options)
     with model_path(model) as path, timeline_path(trace) as timeline:
         return Result(_core.compare([path, timeline, *flags]))

@@ -17,7 +17,9 @@
   const tl = C.timeline, total = C.total_kernel_s;
   $("compare-head").textContent =
     `${tl.path} \u00b7 ${tl.source}${tl.gpu ? " \u00b7 " + tl.gpu : ""} \u00b7 ${C.steps} step(s): ${C.step_source} \u00b7 module ranges: ${tl.ranges}` +
-    (tl.complete ? "" : ` \u00b7 INCOMPLETE: ${tl.incomplete_reason}`);
+    (tl.complete ? "" : ` \u00b7 INCOMPLETE: ${tl.incomplete_reason}`) +
+    (C.forced ? ` \u00b7 FORCED (--force), the trace may not be a run of this model: ${C.forced}` : "") +
+    (C.precision_mismatch ? ` \u00b7 precision: ${C.precision_mismatch}` : "");
   // Per-step figures and whole-trace figures in two groups, each card saying which it is.
   const card = (box, k, v, sub, warn) => {
     const c = h("div", undefined, box, "card");
