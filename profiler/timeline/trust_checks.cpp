@@ -245,7 +245,7 @@ std::string precision_mismatch(const Analysis& a, const KernelCensus& k) {
   if (p == Precision::fp32 && k.tf32 > 0)
     return fmt::format(
         "{:g} kernels per step ({}) run in TF32 where the prediction is strict fp32{}", k.tf32,
-        us(k.tf32_s), a.transformer ? "" : ": pass --dtype tf32 to predict what ran");
+        us(k.tf32_s), a.transformer ? "" : ": pass --math tf32-conv or tf32 to predict what ran");
   // cuDNN's fused attention names "f16" for both 16-bit types: the majority of kernels decides.
   if (p == Precision::bf16 && k.fp16 > k.bf16)
     return fmt::format(

@@ -221,9 +221,12 @@ TEST_CASE("precision: bf16 kernels against an fp16 prediction, stated in the rep
 TEST_CASE("precision: TF32 kernels against a strict fp32 prediction (hand-made trace)",
           "[compare][trust]") {
   // No trace of tests/data has a TF32 kernel (all ran in bf16), so two are made here, named as
-  // cuBLAS names its TF32 GEMMs on the H100; ResNet-50's ONNX file is fp32, so its prediction is.
+  // cuBLAS names its TF32 GEMMs on the H100; ResNet-50's ONNX file is fp32, and under --math
+  // strict so is its prediction.
+  AnalysisOptions strict;
+  strict.math = MathMode::strict;
   Analysis fp32 =
-      analyze_onnx(ROOFLENS_SOURCE_DIR "/tests/data/onnx/resnet50-opset18.onnx", {}, {});
+      analyze_onnx(ROOFLENS_SOURCE_DIR "/tests/data/onnx/resnet50-opset18.onnx", {}, strict);
   Trace t;
   t.activities.push_back({GpuActivity::Kind::kernel,
                           "sm80_xmma_gemm_tf32f32_tf32f32_f32_tn_n_tilesize128x128x16_stage4", 0,
@@ -238,7 +241,11 @@ TEST_CASE("precision: TF32 kernels against a strict fp32 prediction (hand-made t
   CHECK(k.tf32 == 2);
   CHECK(precision_mismatch(fp32, k) ==
         "2 kernels per step (15.0 us) run in TF32 where the prediction is strict fp32: pass "
-        "--dtype tf32 to predict what ran");
+        "--math tf32-conv or tf32 to predict what ran");
+  // The default math (PyTorch's) predicts the convolutions on TF32, as they ran: nothing to say.
+  CHECK(precision_mismatch(
+            analyze_onnx(ROOFLENS_SOURCE_DIR "/tests/data/onnx/resnet50-opset18.onnx", {}, {}), k)
+            .empty());
   AnalysisOptions bf16;
   bf16.precision = Precision::bf16;
   CHECK(precision_mismatch(
