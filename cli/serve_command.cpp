@@ -193,7 +193,7 @@ void add_serve_options(CLI::App& cmd, ServeArgs& a) {
   cmd.add_option("--json", a.json_path, "write the result as JSON");
 }
 
-int run_serve_command(const ServeArgs& a, const CLI::App& cmd) {
+ServeReport serve_run(const ServeArgs& a, const CLI::App& cmd) {
   std::shared_ptr<const Device> device = device_from_flags(a.device, a.device_profile, cmd);
   if (!device) device = std::make_shared<const Device>(find_device(a.device));
   if (a.tp < 1) throw InputError(fmt::format("--tp {}: must be at least 1", a.tp));
@@ -236,14 +236,19 @@ int run_serve_command(const ServeArgs& a, const CLI::App& cmd) {
     throw InputError(
         "serve: --concurrency (closed loop) and --rate (open loop) exclude each other");
   ServeResult r = run_serve(c, o, device);
-  std::string device_name = device->id + (device->roofs == "calibrated" ? " (calibrated)" : "");
+  // Which roofs priced the steps: the measured or derived profile, or the spec sheet.
+  std::string device_name =
+      fmt::format("{} ({})", device->id, device->profile_source.empty() ? "spec roofs" : device->profile_source);
   std::ostringstream text;
   write_terminal(text, r, o, device_name);
-  if (!a.json_path.empty()) {
-    nlohmann::json j = result_json(r, o, device_name);
-    reports::write_atomically(a.json_path, [&](std::ostream& f) { f << j.dump(1) << '\n'; });
-  }
-  std::cout << text.str();
+  return {result_json(r, o, device_name), text.str()};
+}
+
+int run_serve_command(const ServeArgs& a, const CLI::App& cmd) {
+  ServeReport report = serve_run(a, cmd);
+  if (!a.json_path.empty())
+    reports::write_atomically(a.json_path, [&](std::ostream& f) { f << report.result.dump(1) << '\n'; });
+  std::cout << report.text;
   return 0;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // `rooflens serve CONFIG`: a serving deployment simulated step by step (analyzer/serving/serving.hpp).
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,12 @@ struct ServeArgs {
 };
 
 void add_serve_options(CLI::App& cmd, ServeArgs& args);
+// The simulated deployment: its result document (what --json writes) and its terminal report.
+struct ServeReport {
+  nlohmann::json result;
+  std::string text;
+};
+ServeReport serve_run(const ServeArgs& args, const CLI::App& cmd);
 int run_serve_command(const ServeArgs& args, const CLI::App& cmd);
 
 }  // namespace rooflens::cli

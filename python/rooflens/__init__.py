@@ -15,7 +15,7 @@ from ._inputs import model_path, option_flags, timeline_path
 from .annotate import annotate
 from .result import Result, Totals, table
 
-__all__ = ["analyze", "compare", "devices", "annotate", "InputError", "Result", "Totals"]
+__all__ = ["analyze", "compare", "serve", "devices", "annotate", "InputError", "Result", "Totals", "Serving"]
 __version__ = _core.version
 
 # What the command line exits 2 for (a bad file, flag or config), with the same one-line message.
@@ -45,6 +45,38 @@ def compare(model, trace, **options) -> Result:
     flags = option_flags(options)
     with model_path(model) as path, timeline_path(trace) as timeline:
         return Result(_core.compare([path, timeline, *flags]))
+
+
+class Serving:
+    """A simulated serving deployment (`rooflens serve`, docs/serving.md).
+
+    serving: time to first token, time per output token, throughput and the KV-cache capacity
+    (a dict); sweep: one row per --sweep-concurrency point (a DataFrame, or a list of dicts
+    without pandas); timeline: the engine's steps; result: the whole document."""
+
+    def __init__(self, text):
+        self.result = json.loads(text)
+        self.serving = self.result["serving"]
+        self.plan = self.result["plan"]
+        self.engine = self.result["engine"]
+        self.sweep = table(self.result["sweep"], first=("concurrency",))
+        columns = self.result["timeline"]["columns"]
+        self.timeline = table([dict(zip(columns, s)) for s in self.result["timeline"]["steps"]])
+
+    def __repr__(self):
+        return f"<rooflens.Serving {self.result['model']} on {self.result['device']}>"
+
+
+def serve(model, **options) -> Serving:
+    """`rooflens serve CONFIG [flags]`: a serving engine's steps simulated on the model's per-step
+    costs. options as the command line's flags, dashes as underscores (engine="trtllm", tp=2,
+    weights="fp8", isl=5000, osl=500, concurrency=64, rate=4.0, sweep_concurrency=[1, 8, 64],
+    ...). Raises InputError where the command line exits 2."""
+    if isinstance(options.get("sweep_concurrency"), (list, tuple)):
+        options["sweep_concurrency"] = ",".join(str(c) for c in options["sweep_concurrency"])
+    flags = option_flags(options)
+    with model_path(model) as path:
+        return Serving(_core.serve([path, *flags]))
 
 
 def devices():

@@ -15,6 +15,7 @@
 #include "cli/compare_command.hpp"
 #include "cli/entry.hpp"
 #include "cli/model_args.hpp"
+#include "cli/serve_command.hpp"
 #include "reports/compare_report.hpp"
 #include "reports/result_json.hpp"
 #include "reports/saved_result.hpp"
@@ -73,6 +74,16 @@ std::string compare(const std::vector<std::string>& args) {
   return json_text(reports::result_json(cli::compare_run(compare_args, app).analysis));
 }
 
+// `rooflens serve CONFIG ARGS --json -`.
+std::string serve(const std::vector<std::string>& args) {
+  CLI::App app;
+  cli::ServeArgs serve_args;
+  cli::add_serve_options(app, serve_args);
+  parse(app, args);
+  nb::gil_scoped_release unlocked;
+  return cli::serve_run(serve_args, app).result.dump();
+}
+
 std::string devices() {
   nlohmann::json list = nlohmann::json::array();
   for (const Device& d : builtin_devices()) list.push_back(reports::device_json(d));
@@ -117,6 +128,7 @@ NB_MODULE(_core, m) {
   m.def("analyze", &analyze, nb::arg("args"), "rooflens analyze ARGS: the result JSON as text");
   m.def("compare", &compare, nb::arg("args"),
         "rooflens compare MODEL TIMELINE ARGS: the result JSON as text");
+  m.def("serve", &serve, nb::arg("args"), "rooflens serve CONFIG ARGS: the result JSON as text");
   m.def("devices", &devices, "the device database as a JSON array");
   m.def("table", &table, nb::arg("result"), nb::arg("top"), nb::arg("by_block"),
         "the terminal report of a result JSON");

@@ -246,3 +246,28 @@ def test_the_example_runs(tmp_path):
     assert "25,530,472 params" in p.stdout
     assert "InputError: --phase decod: expected prefill, decode, generate or train" in p.stdout
     assert (tmp_path / "resnet50.html").stat().st_size > 0
+
+
+LLAMA33_70B = str(ROOT / "samples" / "configs" / "llama-3.3-70b" / "config.json")
+
+
+def test_serve_is_the_command_lines_document(tmp_path):
+    flags = ["--weights", "fp8", "--activations", "fp8", "--kv-dtype", "fp8", "--tp", "2", "--engine", "trtllm",
+             "--isl", "512", "--osl", "64", "--sweep-concurrency", "1,8"]
+    out = tmp_path / "serve.json"
+    subprocess.run([rooflens_binary(), "serve", LLAMA33_70B, *flags, "--json", str(out)], check=True,
+                   stdout=subprocess.DEVNULL)
+    s = rooflens.serve(LLAMA33_70B, weights="fp8", activations="fp8", kv_dtype="fp8", tp=2, engine="trtllm",
+                       isl="512", osl="64", sweep_concurrency=[1, 8])
+    assert s.result == json.loads(out.read_text())
+    assert s.plan["tp"] == 2 and s.engine["name"] == "trtllm"
+    rows = s.sweep if isinstance(s.sweep, list) else s.sweep.to_dict("records")
+    assert [r["concurrency"] for r in rows] == [1, 8]
+    # Llama-3.3-70B (its config.json): 80 layers, 8 KV heads of 128; an fp8 cache holds K and V,
+    # 2 * 80 * 8 * 128 * 1 B = 163,840 B per token, half of it on each of the 2 GPUs.
+    assert s.result["memory_per_gpu"]["kv_bytes_per_token"] == 2 * 80 * 8 * 128 // 2
+
+
+def test_serve_bad_flags_are_input_errors():
+    with pytest.raises(rooflens.InputError, match="--tp 0"):
+        rooflens.serve(LLAMA33_70B, tp=0)
