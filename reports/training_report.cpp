@@ -116,29 +116,19 @@ std::string gib(const json& v) {
   return human_bytes(v.get<double>());
 }
 
-}  // namespace
 
-void write_training(std::ostream& out, const json& r, int top_n, size_t width, bool fold) {
-  const bool wide = width >= 100;
-  const json& t = r.at("training");
-  fmt::print(
-      out, "\nTraining step ({}, {}, recompute {}{}{})\n", t.at("precision").get<std::string>(),
-      t.at("optimizer").get<std::string>(), t.at("recompute").get<std::string>(),
-      t.at("grad_accum").get<int64_t>() > 1
-          ? fmt::format(", {} micro-batches", t.at("grad_accum").get<int64_t>())
-          : "",
-      t.at("zero").get<int>() > 0 ? fmt::format(", ZeRO-{} over {} GPUs", t.at("zero").get<int>(),
-                                                t.at("dp").get<int64_t>())
-                                  : "");
-  // Nodes by forward + backward + recompute time; identical repeated layers folded into one row
-  // (their count n; times summed over them) unless `fold` is off (--by layer).
-  struct Row {
-    const json* first;
-    std::string name;
-    int count = 1;
-    double forward = 0, backward = 0, recompute = 0;
-    double total() const { return forward + backward + recompute; }
-  };
+// Nodes by forward + backward + recompute time; identical repeated layers folded into one row
+// (their count n; times summed over them) unless `fold` is off (--by layer).
+struct TrainingRow {
+  const json* first;
+  std::string name;
+  int count = 1;
+  double forward = 0, backward = 0, recompute = 0;
+  double total() const { return forward + backward + recompute; }
+};
+
+std::vector<TrainingRow> training_rows(const json& t, bool fold) {
+  using Row = TrainingRow;
   std::vector<Row> rows;
   std::map<std::tuple<std::string, std::string, int64_t, int64_t, int64_t>, size_t> seen;
   for (const json& row : t.at("rows")) {
@@ -162,6 +152,25 @@ void write_training(std::ostream& out, const json& r, int top_n, size_t width, b
     rows.push_back({&row, name, 1, fwd, bwd, rec});
   }
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.total() > b.total(); });
+  return rows;
+}
+
+void write_training_header(std::ostream& out, const json& t) {
+  fmt::print(
+      out, "\nTraining step ({}, {}, recompute {}{}{})\n", t.at("precision").get<std::string>(),
+      t.at("optimizer").get<std::string>(), t.at("recompute").get<std::string>(),
+      t.at("grad_accum").get<int64_t>() > 1
+          ? fmt::format(", {} micro-batches", t.at("grad_accum").get<int64_t>())
+          : "",
+      t.at("zero").get<int>() > 0 ? fmt::format(", ZeRO-{} over {} GPUs", t.at("zero").get<int>(),
+                                                t.at("dp").get<int64_t>())
+                                  : "");
+}
+
+// The node rows, then the loss's and the optimizer's.
+void write_training_table(std::ostream& out, const json& t, const std::vector<TrainingRow>& rows, int top_n, size_t width) {
+  using Row = TrainingRow;
+  const bool wide = width >= 100;
   double step = t.at("step_time_s").get<double>();
   // Compact: the FLOP and saved-bytes columns go; the name takes what is left. FLOPs and saved
   // bytes are one node's; times are the row's.
@@ -196,6 +205,11 @@ void write_training(std::ostream& out, const json& r, int top_n, size_t width, b
       fmt::print(out, "{:<{}} {:>9} {:<19} {:>5.1f}\n", fit(s.at("name").get<std::string>(), name_w + 15), name_w + 15,
                  human_time(s.at("seconds").get<double>()), fit(s.at("phase").get<std::string>(), 19), share);
   }
+}
+
+// The step's time, kernels, host, throughput, FLOPs and memory, one line each.
+void write_training_summary(std::ostream& out, const json& t, size_t width) {
+  double step = t.at("step_time_s").get<double>();
   out << "\n"
       << wrap("  step        ",
               t.at("host_modelled").get<bool>()
@@ -265,6 +279,11 @@ void write_training(std::ostream& out, const json& r, int top_n, size_t width, b
                                                        t.at("seq").get<int64_t>(), t.at("max_seq").get<int64_t>(),
                                                        t.at("batch").get<int64_t>()),
               width);
+}
+
+// Memory through the step: its edges, the first and last layer each way, and the peak.
+void write_training_memory(std::ostream& out, const json& t, size_t width) {
+  const bool wide = width >= 100;
   out << '\n'
       << wrap("", fmt::format("Memory through the step (cuBLAS workspaces {} in every moment{})", gib(t.at("timeline").at(0).at("workspace")),
                               wide ? "" : "; state: weights + grads + optimizer"),
@@ -295,6 +314,16 @@ void write_training(std::ostream& out, const json& r, int top_n, size_t width, b
                  human_bytes(m.at("weights").get<double>() + m.at("grads").get<double>() + m.at("optimizer_states").get<double>()),
                  gib(m.at("autocast_copies")), gib(m.at("saved_activations")), gib(m.at("transient")));
   }
+}
+
+}  // namespace
+
+void write_training(std::ostream& out, const json& r, int top_n, size_t width, bool fold) {
+  const json& t = r.at("training");
+  write_training_header(out, t);
+  write_training_table(out, t, training_rows(t, fold), top_n, width);
+  write_training_summary(out, t, width);
+  write_training_memory(out, t, width);
 }
 
 }  // namespace rooflens::reports

@@ -131,44 +131,67 @@ Analysis analyze_graph(Graph g, const AnalysisOptions& opt, Graph* inferred) {
   }
 }
 
-Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* inferred) {
-  const RuleRegistry& rules = builtin_rules();
-  Analysis a;
-  a.device = resolve_device(opt);
-  if (!opt.calibrated) a.device_requested = opt.device;
-  InferenceResult inf = infer_shapes(g, rules, foreign_node_shapes);
-  mark_quantized_weights(g);
-  std::optional<DType> storage = opt.precision ? std::optional<DType>(storage_dtype(*opt.precision)) : std::nullopt;
+namespace {
 
-  a.model = g.source;
-  a.model_name = model_display_name(g.source);
-  a.producer = g.producer;
-  a.opset = g.default_opset();
-  a.bound_dims = g.bound_dims;
-  a.notes = g.notes;
-  for (int t : g.inputs) a.inputs.push_back({g.tensors[t].name, g.tensors[t].dtype, *g.tensors[t].shape, g.tensors[t].is_kv_cache});
-  std::set<DType> file_floats;
-  for (const Tensor& t : g.tensors)
-    if (is_float(t.dtype) && (t.role == TensorRole::weight || t.role == TensorRole::input)) file_floats.insert(t.dtype);
-  std::vector<std::string> names;
-  for (DType d : file_floats) names.emplace_back(dtype_name(d));
-  a.dtype_label = opt.precision ? fmt::format("{} (--dtype)", precision_name(*opt.precision))
-                                : fmt::format("as in the file ({})", fmt::join(names, ", "));
+// One graph's analysis, step by step: the model's description, each node priced, the weights
+// counted, then the memory plan and the summaries.
+class GraphAnalysis {
+ public:
+  GraphAnalysis(Graph& g, const AnalysisOptions& opt)
+      : g_(g), opt_(opt), rules_(builtin_rules()) {
+    a_.device = resolve_device(opt_);  // a bad --device before any work on the graph
+    if (!opt_.calibrated) a_.device_requested = opt_.device;
+    inf_ = infer_shapes(g_, rules_, foreign_node_shapes);
+    mark_quantized_weights(g_);
+    if (opt.precision) storage_ = storage_dtype(*opt.precision);
+    origins_ = weight_origins(g_, inf_.folded);
+    // BatchNorm running statistics are buffers, not parameters.
+    for (const Node& n : g_.nodes)
+      if (n.op_type == "BatchNormalization" && n.domain.empty())
+        for (size_t i : {3u, 4u})
+          if (n.input(i) >= 0)
+            for (int o : origins_[n.input(i)]) buffers_.insert(o);
+    claimed_.assign(g_.tensors.size(), false);
+    is_view_.assign(g_.nodes.size(), false);
+  }
 
-  // BatchNorm running statistics are buffers, not parameters.
-  const std::vector<std::vector<int>> origins = weight_origins(g, inf.folded);
-  std::set<int> buffers;
-  for (const Node& n : g.nodes)
-    if (n.op_type == "BatchNormalization" && n.domain.empty())
-      for (size_t i : {3u, 4u})
-        if (n.input(i) >= 0)
-          for (int o : origins[n.input(i)]) buffers.insert(o);
+  Analysis run() {
+    describe_model();
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      NodeResult r = price_node(i);
+      if (r.status == NodeStatus::costed) add_to_totals(g_.nodes[i], r);
+      count_coverage(r);
+      a_.nodes.push_back(std::move(r));
+    }
+    if (opt_.strict && a_.coverage.not_costed > 0)
+      throw InputError(fmt::format("{}: --strict: {}", g_.source, a_.coverage.line()));
+    count_weights();
+    finish();
+    return std::move(a_);
+  }
 
-  std::vector<bool> claimed(g.tensors.size(), false), is_view(g.nodes.size(), false);
-  std::map<std::string, OpTypeSummary> by_op;
-  std::map<std::string, double> by_family;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& n = g.nodes[i];
+ private:
+  void describe_model() {
+    a_.model = g_.source;
+    a_.model_name = model_display_name(g_.source);
+    a_.producer = g_.producer;
+    a_.opset = g_.default_opset();
+    a_.bound_dims = g_.bound_dims;
+    a_.notes = g_.notes;
+    for (int t : g_.inputs)
+      a_.inputs.push_back({g_.tensors[t].name, g_.tensors[t].dtype, *g_.tensors[t].shape, g_.tensors[t].is_kv_cache});
+    std::set<DType> file_floats;
+    for (const Tensor& t : g_.tensors)
+      if (is_float(t.dtype) && (t.role == TensorRole::weight || t.role == TensorRole::input)) file_floats.insert(t.dtype);
+    std::vector<std::string> names;
+    for (DType d : file_floats) names.emplace_back(dtype_name(d));
+    a_.dtype_label = opt_.precision ? fmt::format("{} (--dtype)", precision_name(*opt_.precision))
+                                    : fmt::format("as in the file ({})", fmt::join(names, ", "));
+  }
+
+  // Its rule's cost and roofline placement, or why it has none.
+  NodeResult price_node(size_t i) {
+    const Node& n = g_.nodes[i];
     NodeResult r;
     r.index = static_cast<int>(i);
     r.name = n.name;
@@ -177,106 +200,130 @@ Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* infer
     // where they are, as a TorchScript export's names do: "m.transformer.h.0.attn/MatMul_36".
     if (!r.module.empty() && n.name.rfind("node_", 0) == 0) r.name = r.module + "/" + n.name.substr(5);
     r.op = n.display_op();
-    join_shapes(g, n.inputs, r.input_shapes);
-    join_shapes(g, n.outputs, r.output_shapes);
-    const OpRule* rule = rules.find(n.domain, n.op_type);
+    join_shapes(g_, n.inputs, r.input_shapes);
+    join_shapes(g_, n.outputs, r.output_shapes);
+    const OpRule* rule = rules_.find(n.domain, n.op_type);
     if (rule) r.family = rule->family;
-    is_view[i] = rule && rule->family == OpFamily::view;
-    r.precision = node_precision(g, n, opt.precision);
+    is_view_[i] = rule && rule->family == OpFamily::view;
+    r.precision = node_precision(g_, n, opt_.precision);
     if (rule) {
       Precision p = math_precision(r.precision, rule->family == OpFamily::conv, rule->family == OpFamily::gemm,
-                                   opt.math, a.device.tensor_flops.count("tf32") > 0);
-      a.tf32_nodes += p != r.precision;
+                                   opt_.math, a_.device.tensor_flops.count("tf32") > 0);
+      a_.tf32_nodes += p != r.precision;
       r.precision = p;
     }
-    if (inf.folded[i]) {
+    bool inputs_known = std::all_of(n.inputs.begin(), n.inputs.end(), [&](int t) { return t < 0 || g_.tensors[t].shape; });
+    if (inf_.folded[i]) {
       r.status = NodeStatus::folded;
-    } else if (!inf.unresolved[i].empty() || !rule) {
+    } else if (!inf_.unresolved[i].empty() || !rule) {
       r.status = NodeStatus::not_costed;
-      r.reason = !inf.unresolved[i].empty() ? inf.unresolved[i] : "no rooflens rule for this op";
+      r.reason = !inf_.unresolved[i].empty() ? inf_.unresolved[i] : "no rooflens rule for this op";
+    } else if (!inputs_known) {
+      r.status = NodeStatus::not_costed;
+      r.reason = "an input shape is unknown";
     } else {
-      bool inputs_known = true;
-      for (int t : n.inputs)
-        if (t >= 0 && !g.tensors[t].shape) inputs_known = false;
-      if (!inputs_known) {
-        r.status = NodeStatus::not_costed;
-        r.reason = "an input shape is unknown";
-      } else {
-        CostContext ctx(g, n, storage);
-        r.cost = rule->cost(ctx);
-        r.status = NodeStatus::costed;
-        r.roof = place_on_roofline(r.cost, r.precision, a.device);
+      CostContext ctx(g_, n, storage_);
+      r.cost = rule->cost(ctx);
+      r.status = NodeStatus::costed;
+      r.roof = place_on_roofline(r.cost, r.precision, a_.device);
+    }
+    return r;
+  }
+
+  // A costed node: the parameters it reads first, and its share of the totals and summaries.
+  void add_to_totals(const Node& n, NodeResult& r) {
+    for (int t : n.inputs) {
+      if (t < 0 || !g_.tensors[t].is_static) continue;
+      for (int o : origins_[t]) {
+        if (claimed_[o]) continue;
+        claimed_[o] = true;
+        if (!buffers_.count(o) && g_.tensors[o].is_param) r.params += g_.tensors[o].elements();
       }
     }
-    if (r.status == NodeStatus::costed) {
-      for (int t : n.inputs) {
-        if (t < 0 || !g.tensors[t].is_static) continue;
-        for (int o : origins[t]) {
-          if (claimed[o]) continue;
-          claimed[o] = true;
-          if (!buffers.count(o) && g.tensors[o].is_param) r.params += g.tensors[o].elements();
-        }
-      }
-      Totals& T = a.totals;
-      T.flops = checked_add(T.flops, r.cost.flops, "total FLOPs");
-      T.macs = checked_add(T.macs, r.cost.macs.value_or(0), "total MACs");
-      T.dense_flops = checked_add(T.dense_flops, r.cost.dense_flops.value_or(r.cost.flops), "total FLOPs");
-      T.read_act = checked_add(T.read_act, r.cost.read_act, "total bytes");
-      T.read_weight = checked_add(T.read_weight, r.cost.read_weight, "total bytes");
-      T.written = checked_add(T.written, r.cost.written, "total bytes");
-      T.predicted_s += r.roof.predicted;
-      if (r.roof.predicted > 0 && r.roof.bound != Bound::communication) ++T.prediction_sources[std::string(source_name(r.roof.source))];
-      OpTypeSummary& s = by_op[r.op];
-      s.op = r.op;
-      ++s.count;
-      s.predicted_s += r.roof.predicted;
-      s.flops += r.cost.flops;
-      s.bytes += r.cost.bytes();
-      by_family[std::string(family_name(*r.family))] += r.roof.predicted;
-    }
-    ++a.coverage.total;
-    if (r.status == NodeStatus::costed) ++a.coverage.costed;
-    else if (r.status == NodeStatus::folded) ++a.coverage.folded;
+    Totals& T = a_.totals;
+    T.flops = checked_add(T.flops, r.cost.flops, "total FLOPs");
+    T.macs = checked_add(T.macs, r.cost.macs.value_or(0), "total MACs");
+    T.dense_flops = checked_add(T.dense_flops, r.cost.dense_flops.value_or(r.cost.flops), "total FLOPs");
+    T.read_act = checked_add(T.read_act, r.cost.read_act, "total bytes");
+    T.read_weight = checked_add(T.read_weight, r.cost.read_weight, "total bytes");
+    T.written = checked_add(T.written, r.cost.written, "total bytes");
+    T.predicted_s += r.roof.predicted;
+    if (r.roof.predicted > 0 && r.roof.bound != Bound::communication)
+      ++T.prediction_sources[std::string(source_name(r.roof.source))];
+    OpTypeSummary& s = by_op_[r.op];
+    s.op = r.op;
+    ++s.count;
+    s.predicted_s += r.roof.predicted;
+    s.flops += r.cost.flops;
+    s.bytes += r.cost.bytes();
+    by_family_[std::string(family_name(*r.family))] += r.roof.predicted;
+  }
+
+  void count_coverage(const NodeResult& r) {
+    Coverage& c = a_.coverage;
+    ++c.total;
+    if (r.status == NodeStatus::costed) ++c.costed;
+    else if (r.status == NodeStatus::folded) ++c.folded;
     else {
-      ++a.coverage.not_costed;
-      ++a.coverage.missing[r.op];
-    }
-    a.nodes.push_back(std::move(r));
-  }
-  if (opt.strict && a.coverage.not_costed > 0)
-    throw InputError(fmt::format("{}: --strict: {}", g.source, a.coverage.line()));
-
-  Totals& T = a.totals;
-  for (size_t t = 0; t < g.tensors.size(); ++t) {
-    const Tensor& x = g.tensors[t];
-    if (x.role == TensorRole::weight) {
-      if (x.is_param) (buffers.count(static_cast<int>(t)) ? T.buffers : T.params) += x.elements();
-      T.weight_bytes = checked_add(T.weight_bytes, storage_bytes(storage && is_float(x.dtype) ? *storage : x.dtype, x.elements()));
-    } else if (x.role == TensorRole::constant) {
-      ++T.constants;
-      T.constant_bytes += storage_bytes(x.dtype, x.elements());
+      ++c.not_costed;
+      ++c.missing[r.op];
     }
   }
-  if (!a.inputs.empty() && !a.inputs[0].shape.empty()) {
-    T.batch = a.inputs[0].shape[0];
-    T.batch_source = fmt::format("dim 0 of input '{}'", a.inputs[0].name);
+
+  // Parameters, buffers and their bytes in the run's dtype; constants; the batch.
+  void count_weights() {
+    Totals& T = a_.totals;
+    for (size_t t = 0; t < g_.tensors.size(); ++t) {
+      const Tensor& x = g_.tensors[t];
+      if (x.role == TensorRole::weight) {
+        if (x.is_param) (buffers_.count(static_cast<int>(t)) ? T.buffers : T.params) += x.elements();
+        T.weight_bytes = checked_add(T.weight_bytes, storage_bytes(storage_ && is_float(x.dtype) ? *storage_ : x.dtype, x.elements()));
+      } else if (x.role == TensorRole::constant) {
+        ++T.constants;
+        T.constant_bytes += storage_bytes(x.dtype, x.elements());
+      }
+    }
+    if (!a_.inputs.empty() && !a_.inputs[0].shape.empty()) {
+      T.batch = a_.inputs[0].shape[0];
+      T.batch_source = fmt::format("dim 0 of input '{}'", a_.inputs[0].name);
+    }
+    T.throughput = T.predicted_s > 0 ? static_cast<double>(T.batch) / T.predicted_s : 0;
   }
-  T.throughput = T.predicted_s > 0 ? static_cast<double>(T.batch) / T.predicted_s : 0;
 
-  a.math = opt.math;
-  if (a.tf32_nodes > 0)
-    a.dtype_label += fmt::format("; {} fp32 {} on TF32 (--math {}{})", a.tf32_nodes,
-                                 opt.math == MathMode::tf32 ? "convolutions and matmuls" : "convolutions",
-                                 math_mode_name(opt.math), opt.math == MathMode::tf32_conv ? ", PyTorch's default" : "");
+  // The math mode's note, the memory plan, the summaries sorted by time.
+  void finish() {
+    a_.math = opt_.math;
+    if (a_.tf32_nodes > 0)
+      a_.dtype_label += fmt::format("; {} fp32 {} on TF32 (--math {}{})", a_.tf32_nodes,
+                                    opt_.math == MathMode::tf32 ? "convolutions and matmuls" : "convolutions",
+                                    math_mode_name(opt_.math), opt_.math == MathMode::tf32_conv ? ", PyTorch's default" : "");
+    a_.memory = plan_memory(g_, is_view_, storage_);
+    a_.memory_total = memory_total(a_.totals.weight_bytes, 0, a_.memory.peak_bytes, a_.device.memory_bytes);
+    if (a_.memory.peak_node >= 0) a_.peak_node_name = g_.nodes[a_.memory.peak_node].name;
+    for (const LiveTensor& lt : a_.memory.live_at_peak) a_.peak_tensor_names.push_back(g_.tensors[lt.tensor].name);
+    for (auto& [k, v] : by_op_) a_.by_op.push_back(v);
+    std::sort(a_.by_op.begin(), a_.by_op.end(), [](auto& x, auto& y) { return x.predicted_s > y.predicted_s; });
+    for (auto& [k, v] : by_family_) a_.by_family.emplace_back(k, v);
+    std::sort(a_.by_family.begin(), a_.by_family.end(), [](auto& x, auto& y) { return x.second > y.second; });
+  }
 
-  a.memory = plan_memory(g, is_view, storage);
-  a.memory_total = memory_total(T.weight_bytes, 0, a.memory.peak_bytes, a.device.memory_bytes);
-  if (a.memory.peak_node >= 0) a.peak_node_name = g.nodes[a.memory.peak_node].name;
-  for (const LiveTensor& lt : a.memory.live_at_peak) a.peak_tensor_names.push_back(g.tensors[lt.tensor].name);
-  for (auto& [k, v] : by_op) a.by_op.push_back(v);
-  std::sort(a.by_op.begin(), a.by_op.end(), [](auto& x, auto& y) { return x.predicted_s > y.predicted_s; });
-  for (auto& [k, v] : by_family) a.by_family.emplace_back(k, v);
-  std::sort(a.by_family.begin(), a.by_family.end(), [](auto& x, auto& y) { return x.second > y.second; });
+  Graph& g_;
+  const AnalysisOptions& opt_;
+  const RuleRegistry& rules_;
+  InferenceResult inf_;
+  std::optional<DType> storage_;
+  std::vector<std::vector<int>> origins_;
+  std::set<int> buffers_;
+  std::vector<bool> claimed_, is_view_;
+  std::map<std::string, OpTypeSummary> by_op_;
+  std::map<std::string, double> by_family_;
+  Analysis a_;
+};
+
+}  // namespace
+
+Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* inferred) {
+  Analysis a = GraphAnalysis(g, opt).run();
   if (inferred) *inferred = std::move(g);
   return a;
 }

@@ -41,14 +41,14 @@ void post_sublayer(TransformerConfig& c) {
   c.names.post_mlp_norm = "post_feedforward_layernorm";
 }
 
-void plain_mlp(TransformerConfig& c, const char* up, const char* down) {
+}  // namespace
+
+void families_detail::plain_mlp(TransformerConfig& c, const char* up, const char* down) {
   c.gated_mlp = false;
   c.names.up = up;
   c.names.down = down;
   c.names.gate = "";
 }
-
-}  // namespace
 
 namespace families_detail {
 

@@ -25,6 +25,8 @@ namespace families_detail {
 void model_names(TransformerConfig& c, const char* embed, const char* layers, const char* final_norm);
 // A fused q/k/v projection and the output projection of the attention module `attn`.
 void fused_attention_names(TransformerConfig& c, const char* attn, const char* qkv, const char* o);
+// An ungated MLP: up, activation, down (GPT-2, BERT, CLIP's and SigLIP's towers).
+void plain_mlp(TransformerConfig& c, const char* up, const char* down);
 // Llama 4 and Jamba: feed_forward.{gate,up,down}_proj, its router and experts.
 void feed_forward_names(TransformerConfig& c);
 // One warning per unread key of `r`'s object: a did-you-mean among `known` when one is near.

@@ -218,13 +218,10 @@ TransformerConfig vision_tower(const json& w, const std::string& path) {
   c.names.o = "self_attn.out_proj";
   c.names.norm_attn = "layer_norm1";
   c.names.norm_mlp = "layer_norm2";
-  c.names.up = "mlp.fc1";
-  c.names.down = "mlp.fc2";
-  c.names.gate = "";
+  families_detail::plain_mlp(c, "mlp.fc1", "mlp.fc2");
   c.kv_heads = c.heads;
   c.head_dim = c.hidden / c.heads;
   c.norm = NormKind::layer;
-  c.gated_mlp = false;
   c.qkv_bias = c.o_bias = c.mlp_bias = true;
   c.causal = false;
   c.positions = PositionKind::learned;
