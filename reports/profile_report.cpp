@@ -15,13 +15,17 @@ namespace {
 double seconds(const json& v) { return v.get<double>(); }
 }  // namespace
 
-void write_profile_table(std::ostream& out, const json& r, int top_n) {
+void write_profile_table(std::ostream& out, const json& r, int top_n, size_t width) {
   const json& p = r.at("profile");
-  fmt::print(out, "\nMeasured on {} ({} timing, L2 {}, SM clock {:.0f} MHz, {} roofs)\n", fit(p.at("gpu").get<std::string>(), 30),
+  // Below 100 columns the compact layout: no IQR, library or kernel-count columns, and the name
+  // takes what is left.
+  const bool wide = width >= 100;
+  const size_t rest = width > 20 ? width - 20 : width;
+  fmt::print(out, "\nMeasured on {} ({} timing, L2 {}, SM clock {:.0f} MHz, {} roofs)\n", fit(p.at("gpu").get<std::string>(), wide ? 30 : 20),
              p.at("timing").get<std::string>(), p.at("l2").get<std::string>(), p.at("sm_clock_mhz").get<double>(),
              p.at("roofs").get<std::string>());
-  if (!p.at("timing_note").get<std::string>().empty()) fmt::print(out, "  timing fallback: {}\n", fit(p.at("timing_note").get<std::string>(), 80));
-  if (!p.at("valid").get<bool>()) fmt::print(out, "  INVALID RUN: {}\n", fit(p.at("invalid_reason").get<std::string>(), 84));
+  if (!p.at("timing_note").get<std::string>().empty()) fmt::print(out, "  timing fallback: {}\n", fit(p.at("timing_note").get<std::string>(), rest));
+  if (!p.at("valid").get<bool>()) fmt::print(out, "  INVALID RUN: {}\n", fit(p.at("invalid_reason").get<std::string>(), rest));
   if (!p.at("complete").get<bool>()) fmt::print(out, "  INCOMPLETE: interrupted before every layer ran\n");
   std::vector<const json*> rows;
   for (const json& n : r.at("nodes"))
@@ -40,15 +44,25 @@ void write_profile_table(std::ostream& out, const json& r, int top_n) {
     std::string l = m.value("library", "");
     return l == "rooflens" ? std::string("ours") : l == "cuBLASLt + rooflens" ? std::string("cuBLASLt+") : l;
   };
-  fmt::print(out, "{:<26} {:<10} {:>9} {:>9} {:>5} {:>6} {:>9} {:<9} {:>2}\n", "node", "op", "predicted", "measured", "IQR%", "error",
-             "class p/m", "ran", "k");
+  const size_t name_w = wide ? 26 : std::max<size_t>(16, width - 50);
+  if (wide)
+    fmt::print(out, "{:<26} {:<10} {:>9} {:>9} {:>5} {:>6} {:>9} {:<9} {:>2}\n", "node", "op", "predicted", "measured", "IQR%", "error",
+               "class p/m", "ran", "k");
+  else
+    fmt::print(out, "{:<{}} {:<10} {:>9} {:>9} {:>6} {:>9}\n", "node", name_w, "op", "predicted", "measured", "error", "class p/m");
   for (const json* n : rows) {
     const json& m = n->at("measured");
     double median = seconds(m.at("median_s")), iqr = m.at("relative_iqr").get<double>();
     std::string op = n->at("op").get<std::string>();
-    fmt::print(out, "{:<26} {:<10} {:>9} {:>9} {:>5.1f} {:>+5.0f}% {:>9} {:<9} {:>2}\n", fit_name(n->at("name").get<std::string>(), 26, op),
-               fit_op(op, 10), human_time(seconds(n->at("predicted_s"))), human_time(median), 100 * iqr, 100 * m.at("error").get<double>(),
-               fmt::format("{}/{}", cls(n->at("bound")), cls(m.at("bound"))), fit(lib(m), 9), m.at("kernels").get<int>());
+    std::string classes = fmt::format("{}/{}", cls(n->at("bound")), cls(m.at("bound")));
+    if (wide)
+      fmt::print(out, "{:<26} {:<10} {:>9} {:>9} {:>5.1f} {:>+5.0f}% {:>9} {:<9} {:>2}\n", fit_name(n->at("name").get<std::string>(), 26, op),
+                 fit_op(op, 10), human_time(seconds(n->at("predicted_s"))), human_time(median), 100 * iqr,
+                 100 * m.at("error").get<double>(), classes, fit(lib(m), 9), m.at("kernels").get<int>());
+    else
+      fmt::print(out, "{:<{}} {:<10} {:>9} {:>9} {:>+5.0f}% {:>9}\n", fit_name(n->at("name").get<std::string>(), name_w, op), name_w,
+                 fit_op(op, 10), human_time(seconds(n->at("predicted_s"))), human_time(median), 100 * m.at("error").get<double>(),
+                 classes);
   }
   if (p.at("measured").get<int>() == 0) {
     fmt::print(out, "\nno layer was measured: no prediction error to report\n");
@@ -58,8 +72,11 @@ void write_profile_table(std::ostream& out, const json& r, int top_n) {
     auto pct = [](const json& o, const char* key) {
       return o.contains(key) ? fmt::format("{:.1f}%", 100 * o[key].get<double>()) : std::string("-");
     };
-    fmt::print(out, "\nPrediction error, time-weighted sum|p - m| / sum m: {} (model sum {:+.1f}%, median per layer {:.1f}%)\n",
-               pct(p, "time_weighted_error"), 100 * p.at("model_error").get<double>(), 100 * p.at("median_abs_error").get<double>());
+    out << '\n'
+        << wrap("", fmt::format("Prediction error, time-weighted sum|p - m| / sum m: {} (model sum {:+.1f}%, median per layer {:.1f}%)",
+                                pct(p, "time_weighted_error"), 100 * p.at("model_error").get<double>(),
+                                100 * p.at("median_abs_error").get<double>()),
+                width);
     fmt::print(out, "{:<14} {:>6} {:>10} {:>8} {:>8} {:>10} {:>10}\n", "class", "layers", "time-wtd", "median", "p90", "predicted",
                "measured");
     for (const json& c : p.at("classes"))
@@ -70,8 +87,10 @@ void write_profile_table(std::ostream& out, const json& r, int top_n) {
                pct(p, "time_weighted_error"), 100 * p.at("median_abs_error").get<double>(),
                100 * p.at("p90_abs_error").get<double>(), human_time(seconds(p.at("predicted_s"))), human_time(seconds(p.at("measured_s"))));
   }
-  fmt::print(out, "replay: {} measured, {} not replayed, {} skipped, {} without a kernel; {:.1f} s\n", p.at("measured").get<int>(),
-             p.at("not_replayed").get<int>(), p.at("skipped").get<int>(), p.at("no_kernel").get<int>(), p.at("wall_s").get<double>());
+  out << wrap("replay: ", fmt::format("{} measured, {} not replayed, {} skipped, {} without a kernel; {:.1f} s", p.at("measured").get<int>(),
+                                      p.at("not_replayed").get<int>(), p.at("skipped").get<int>(), p.at("no_kernel").get<int>(),
+                                      p.at("wall_s").get<double>()),
+              width);
   // What ran: layers and measured time per library.
   std::map<std::string, std::pair<int, double>> libraries;
   for (const json* n : measured_nodes) {
@@ -82,9 +101,9 @@ void write_profile_table(std::ostream& out, const json& r, int top_n) {
   if (!libraries.empty()) {
     std::string line;
     for (const auto& [l, ct] : libraries) line += fmt::format("{}{} {} layers {}", line.empty() ? "" : ", ", l.empty() ? "?" : l, ct.first, human_time(ct.second));
-    fmt::print(out, "ran:    {}\n", fit(line, 92));
+    fmt::print(out, "ran:    {}\n", fit(line, width - 8));
   }
-  if (p.contains("cudnn")) fmt::print(out, "cudnn:  {}\n", fit(p["cudnn"].get<std::string>(), 92));
+  if (p.contains("cudnn")) fmt::print(out, "cudnn:  {}\n", fit(p["cudnn"].get<std::string>(), width - 8));
   std::map<std::string, int> reasons;
   for (const json& n : r.at("nodes")) {
     if (!n.contains("measured")) continue;
@@ -92,7 +111,7 @@ void write_profile_table(std::ostream& out, const json& r, int top_n) {
     if (m.at("status") == "not replayed" || m.at("status") == "skipped")
       ++reasons[fmt::format("{} {}: {}", m.at("status").get<std::string>(), n.at("op").get<std::string>(), m.value("reason", ""))];
   }
-  for (const auto& [reason, count] : reasons) fmt::print(out, "  {} x{}\n", fit(reason, 88), count);
+  for (const auto& [reason, count] : reasons) fmt::print(out, "  {} x{}\n", fit(reason, width - 12), count);
 }
 
 json measurement_json(const Measurement& m) {

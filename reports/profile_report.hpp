@@ -8,7 +8,7 @@
 namespace rooflens::reports {
 
 // The terminal section, from the result JSON (its "profile" and each node's "measured").
-void write_profile_table(std::ostream& out, const nlohmann::json& result, int top_n);
+void write_profile_table(std::ostream& out, const nlohmann::json& result, int top_n, size_t width);
 nlohmann::json measurement_json(const Measurement& m);
 nlohmann::json profile_json(const ProfileSummary& p);
 

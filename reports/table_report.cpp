@@ -338,7 +338,7 @@ void write_table(std::ostream& out, const json& r, const TableOptions& o) {
     if (r.contains("transformer")) write_transformer_totals(out, r["transformer"], r, width);
     by_op(out, r, width);
     if (r.contains("training")) write_training(out, r, o.top, width, o.rows != TableRows::layer);
-    if (r.contains("profile")) write_profile_table(out, r, o.top);
+    if (r.contains("profile")) write_profile_table(out, r, o.top, width);
     for (const json& note : r.at("notes"))
       if (note.get<std::string>().rfind("--batch", 0) != 0) out << wrap("note: ", note.get<std::string>(), width);
     out << '\n' << wrap("coverage: ", coverage_text(r), width);

@@ -33,9 +33,9 @@
   card(step, "GPU busy per step", time(C.step.kernel_s), `IQR ${time(C.step.kernel_q1_s)} \u2013 ${time(C.step.kernel_q3_s)}`);
   card(step, "efficiency per step", pct(C.efficiency), "predicted / measured GPU busy", C.efficiency !== null && C.efficiency < 0.5);
   if (C.step.idle_s !== undefined) card(step, "GPU idle per step", time(C.step.idle_s), "gaps between activities within a step");
-  card(trace, "in modules of the model", share(C.matched_kernel_s, total), `of ${time(total)} GPU time; ${share(C.unattributed_kernel_s, total)} in no module`, C.unattributed_kernel_s > 0.05 * total);
-  card(trace, "host gaps", time(C.host_gap_s), `host wait ${time(C.idle.host_wait_s)} \u00b7 other ${time(C.idle.other_s)}`);
-  card(trace, "GPU activities", `${C.kernels} kernels`, `${C.memcpys} memcpys \u00b7 ${C.memsets} memsets`);
+  card(trace, "in modules, whole trace", share(C.matched_kernel_s, total), `of ${time(total)} GPU time; ${share(C.unattributed_kernel_s, total)} in no module`, C.unattributed_kernel_s > 0.05 * total);
+  card(trace, "host gaps, whole trace", time(C.host_gap_s), `host wait ${time(C.idle.host_wait_s)} \u00b7 other ${time(C.idle.other_s)}`);
+  card(trace, "GPU activities, whole trace", `${C.kernels} kernels`, `${C.memcpys} memcpys \u00b7 ${C.memsets} memsets`);
 
   // ---- roofline: predicted (filled) and measured (ring) per module -------------------------------
   const pts = C.modules.filter((m) => m.flops > 0 && m.bytes > 0 && m.predicted_s > 0);

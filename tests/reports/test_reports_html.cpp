@@ -271,6 +271,21 @@ TEST_CASE("the terminal report of a profile run, from its JSON: measured table a
   std::ostringstream again;
   reports::write_table(again, json::parse(reports::result_json(a).dump()), 5, false);
   CHECK(again.str() == t);
+  // At 80 columns the compact layout: the error column stays, no line is longer.
+  reports::TableOptions narrow;
+  narrow.top = 5;
+  narrow.width = 80;
+  std::ostringstream compact;
+  reports::write_table(compact, json::parse(reports::result_json(a).dump()), narrow);
+  std::string c = compact.str();
+  CHECK(c.find("\nMeasured on test GPU (") != std::string::npos);
+  CHECK(c.find("   -17% ") != std::string::npos);
+  CHECK(c.find("replay: 121 measured") != std::string::npos);
+  std::istringstream narrow_lines(c);
+  while (std::getline(narrow_lines, line)) {
+    INFO(line);
+    CHECK(line.size() <= 80);
+  }
 }
 
 TEST_CASE("HTML at 1280 px: nothing overflows its box on the analyze, training, generate and compare pages", "[reports][browser]") {
