@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "analyzer/core/errors.hpp"
+#include "analyzer/hw/derived_profile.hpp"
 #include "reports/atomic_file.hpp"
 #include "reports/saved_result.hpp"
 #include "reports/sink.hpp"
@@ -65,10 +66,21 @@ int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
   if (a.timing != "cupti" && a.timing != "events") throw InputError(fmt::format("--timing {}: expected cupti or events", a.timing));
   if (a.min_samples < 1 || a.max_samples < a.min_samples) throw InputError("--min-samples must be >= 1 and <= --max-samples");
   const gpu::ModuleApi& gpu = gpu_with_device();
-  // Predictions use the roofs of the GPU that runs them: the given profile, else a quick calibration.
+  // Predictions use the roofs of the GPU that runs them: the given profile; else the one rooflens
+  // ships or derives for this GPU (as analyze does); else a quick calibration.
   std::shared_ptr<const Device> device;
+  std::string gpu_name;
+  gpu::Status name_status;
+  gpu.device_name(gpu_name, name_status);
+  std::optional<Device> known = name_status.code == 0 ? device_for_gpu_name(gpu_name, 0) : std::nullopt;
+  std::optional<DeviceProfile> ready = known && a.model.device_profile.empty() ? default_profile(known->id) : std::nullopt;
   if (!a.model.device_profile.empty()) {
     device = std::make_shared<const Device>(calibrated_device(read_device_profile(a.model.device_profile)));
+  } else if (ready) {
+    device = std::make_shared<const Device>(calibrated_device(*ready));
+    std::cerr << fmt::format("rooflens: predicting with the {} ({}); --device-profile FILE for another\n",
+                             ready->derived_from.empty() ? "measured profile " + ready->source : "profile derived for " + known->id,
+                             gpu_name);
   } else {
     std::cerr << "rooflens: calibrating this GPU's roofs (quick; `rooflens calibrate` also measures the tables predictions use)\n";
     profiler::CalibrateOptions co;

@@ -70,11 +70,16 @@ std::optional<Device> device_for_gpu_name(const std::string& gpu_name, int64_t s
   const char* id = nullptr;
   if (has("h200")) id = "H200";
   else if (has("h100")) id = has("pcie") || sm_count == 114 ? "H100-PCIe" : "H100-SXM";
+  else if (has(" h20")) id = "H20";
   else if (has("a100")) id = has("40gb") || has("pcie") ? "A100-PCIe-40GB" : "A100-SXM-80GB";
+  else if (has(" a30")) id = "A30";
   else if (has("l40s")) id = "L40S";
   else if (has(" l4")) id = "L4";
   else if (has("4090")) id = "RTX4090";
+  else if (has("gb200")) id = "GB200";
   else if (has("b200")) id = "B200";
+  else if (has("b300")) id = "B300";
+  else if (has("rtx pro 6000")) id = has("server") ? "RTXPRO6000-SE" : "RTXPRO6000-WS";
   if (!id) return std::nullopt;
   return find_device(id);
 }

@@ -80,3 +80,23 @@ TEST_CASE("derived profiles predict published copy bandwidths of other GPUs with
   CHECK(copy_rate("A100-PCIe-40GB", 1070000000) == Approx(1.39e12).epsilon(0.06));
   CHECK(copy_rate("H200", 1070000000) == Approx(4.11e12).epsilon(0.06));
 }
+
+TEST_CASE("the driver's GPU names find their database entries (profile picks its default profile by them)", "[perf][derived]") {
+  // Names as nvidia-smi and cudaGetDeviceProperties print them.
+  auto id = [](const std::string& name, int64_t sms = 0) {
+    auto d = device_for_gpu_name(name, sms);
+    return d ? d->id : std::string("none");
+  };
+  CHECK(id("NVIDIA H100 80GB HBM3") == "H100-SXM");
+  CHECK(id("NVIDIA H100 PCIe") == "H100-PCIe");
+  CHECK(id("NVIDIA H200") == "H200");
+  CHECK(id("NVIDIA H20") == "H20");  // not the H200
+  CHECK(id("NVIDIA A100-SXM4-80GB") == "A100-SXM-80GB");
+  CHECK(id("NVIDIA A30") == "A30");
+  CHECK(id("NVIDIA B200") == "B200");
+  CHECK(id("NVIDIA GB200") == "GB200");  // not the B200
+  CHECK(id("NVIDIA B300 SXM6 AC") == "B300");
+  CHECK(id("NVIDIA RTX PRO 6000 Blackwell Server Edition") == "RTXPRO6000-SE");
+  CHECK(id("NVIDIA RTX PRO 6000 Blackwell Workstation Edition") == "RTXPRO6000-WS");
+  CHECK(id("Tesla V100-SXM2-16GB") == "none");
+}
