@@ -35,6 +35,8 @@ struct RooflinePoint {
 };
 
 RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d);
+// Thread instructions per second the CUDA cores issue on `d`.
+double issue_rate(const Device& d);
 
 // The class Nsight Compute would give a kernel doing `c` in `seconds` (its rule: the larger of SM
 // and memory throughput as a fraction of the hardware's peaks; at least kLatencyThreshold, that
