@@ -103,6 +103,15 @@ write("config_hqq_3bit.json", b'{"model_type": "llama", "vocab_size": 100, "hidd
       b'"num_attention_heads": 4, "intermediate_size": 128, "quantization_config": {"quant_method": "hqq", "nbits": 3}}',
       "4- and 8-bit HQQ weights")
 
+# Encoder-decoder configs: a missing T5 key, a misspelled one, no decoder layers, an absurd depth.
+T5 = b'"model_type": "t5", "vocab_size": 100, "d_model": 64, "d_ff": 128, "num_heads": 4, "num_layers": 2'
+write("config_t5_no_d_kv.json", b'{' + T5 + b'}', "missing required key 'd_kv'")
+write("config_t5_typo.json", b'{' + T5 + b', "d_kv": 16, "num_decoder_layer": 2}', "did you mean 'num_decoder_layers'?")
+write("config_t5_zero_decoder_layers.json", b'{' + T5 + b', "d_kv": 16, "num_decoder_layers": 0}', "'num_decoder_layers' must be positive")
+write("config_bart_1e9_decoder_layers.json", b'{"model_type": "bart", "vocab_size": 100, "d_model": 64, "encoder_layers": 2, '
+      b'"decoder_layers": 1000000000, "encoder_attention_heads": 4, "decoder_attention_heads": 4, "encoder_ffn_dim": 128, '
+      b'"decoder_ffn_dim": 128, "max_position_embeddings": 64}', "beyond the limit 10000")
+
 with open(os.path.join(out, "EXPECTED"), "w") as f:
     f.write("# file<TAB>phrase its one error line must contain (empty: any)\n")
     for k in sorted(expected):

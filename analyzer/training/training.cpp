@@ -107,6 +107,9 @@ void validate(const TransformerConfig& c, const TransformerOptions& o, const Tra
   if (t.sp && l.seq % l.tp != 0)
     throw InputError(fmt::format("--sp: --seq {} is not divisible by --tp {}", l.seq, l.tp));
   if (c.layers <= 0) throw InputError(fmt::format("{}: no layers to train", c.path));
+  if (c.encdec)
+    throw InputError(fmt::format("{}: --phase train is not modelled for an encoder-decoder ({}); --phase prefill and decode are",
+                                 c.path, c.model_type));
 }
 
 LoweringOptions lowering_for(const TransformerOptions& o, const TrainingOptions& t) {

@@ -136,7 +136,9 @@ class DecodeSweep {
 };
 
 // Tokens a sequence has seen when the workload ends: the prompt, or the cache plus the new token.
-int64_t sequence_tokens(const TransformerOptions& o) {
+// An encoder-decoder's prefill ends with the decoder's first token (the source is the cross cache).
+int64_t sequence_tokens(const TransformerConfig& c, const TransformerOptions& o) {
+  if (c.encdec && o.workload == Workload::prefill) return 1;
   switch (o.workload) {
     case Workload::prefill: return o.lowering.seq;
     case Workload::decode: return o.lowering.context + 1;
@@ -154,7 +156,7 @@ int64_t most_cached(const TransformerConfig& c, int64_t tokens) {
 MemoryFit fit_memory(const TransformerConfig& c, const TransformerOptions& o, const LoweringOptions& lo, const Analysis& a,
                      int64_t activation_peak, std::vector<std::string>& notes) {
   MemoryFit m;
-  int64_t batch = lo.batch, tokens = sequence_tokens(o);
+  int64_t batch = lo.batch, tokens = sequence_tokens(c, o);
   m.cached_tokens = most_cached(c, tokens);
   int64_t kv_per_seq = kv_cache_bytes(c, lo, tokens);
   m.weight_bytes = a.totals.weight_bytes;
@@ -226,7 +228,7 @@ int64_t checkpoint_bytes(const Graph& g) {
 }
 
 void check_context(const TransformerConfig& c, const TransformerOptions& o, std::vector<std::string>& notes) {
-  int64_t limit = c.context_limit(), tokens = sequence_tokens(o);
+  int64_t limit = c.context_limit(), tokens = sequence_tokens(c, o);
   if (limit <= 0 || tokens <= limit) return;
   std::string what = c.rope_stated_limit > c.max_positions ? "the rope scaling's stated limit" : "max_position_embeddings";
   std::string line = fmt::format("{} tokens exceed {} {} ({})", tokens, what, limit,
@@ -234,6 +236,23 @@ void check_context(const TransformerConfig& c, const TransformerOptions& o, std:
                                                                       : "beyond the trained context");
   if (o.strict) throw InputError(fmt::format("{}: --strict: {}", c.path, line));
   notes.push_back(line);
+}
+
+// What the encoder-decoder phases cover, and a source longer than BART's learned table.
+void encoder_decoder_notes(const TransformerConfig& c, const LoweringOptions& lo, std::vector<std::string>& notes) {
+  const EncoderDecoderSpec& e = *c.encdec;
+  int64_t source = e.source_tokens(lo.seq);
+  if (e.kind == EncoderDecoderKind::whisper)
+    notes.push_back(fmt::format("Whisper's encoder takes {} mel frames ({} positions after its stride-2 convolution); --seq does not "
+                                "apply", 2 * source, source));
+  if (e.kind == EncoderDecoderKind::bart && source > e.source_positions)
+    notes.push_back(fmt::format("{} source tokens exceed max_position_embeddings {} (learned table: costed as if longer)", source,
+                                e.source_positions));
+  notes.push_back(lo.phase == Phase::prefill
+                      ? fmt::format("encoder over {} source tokens, then the decoder's first token (its cross-attention projects the "
+                                    "encoder's K/V, cached for decode)", source)
+                      : fmt::format("one decoder token: self-attention over {} cached tokens, cross-attention over the {} cached "
+                                    "encoder K/V", lo.context, source));
 }
 
 std::string weights_label(const LoweringOptions& lo) {
@@ -260,8 +279,12 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
     for (const std::string& w : c.warnings)
       if (w.find("not read") != std::string::npos)
         throw InputError(fmt::format("--strict: {}: {}", c.path, w));
+  if (c.encdec && o.workload == Workload::generate)
+    throw InputError(fmt::format("{}: --phase generate is not modelled for an encoder-decoder ({}): use --phase prefill (encoder and the "
+                                 "decoder's first token) and --phase decode (one decoder step)", c.path, c.model_type));
   const Device device = o.calibrated ? *o.calibrated : find_device(o.device);
   LoweringOptions lo = o.lowering;
+  if (c.encdec && c.encdec->kind == EncoderDecoderKind::whisper) lo.seq = c.encdec->source_positions;  // fixed by the stem
   if (o.workload == Workload::generate) {
     if (o.prompt <= 0 || o.gen <= 0) throw InputError(fmt::format("{}: --prompt and --gen must be positive", c.path));
     lo.phase = Phase::prefill;
@@ -271,6 +294,7 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
   }
   std::vector<std::string> notes = c.warnings;
   check_context(c, o, notes);
+  if (c.encdec) encoder_decoder_notes(c, lo, notes);
   Lowered main = lower_and_analyze(c, lo, o);
   auto summary = std::make_shared<TransformerSummary>();
   summary->config = c;
@@ -330,7 +354,7 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
     summary->generation = std::move(g);
     summary->decode_step = std::make_shared<Analysis>(std::move(step.analysis));
   }
-  summary->kv_bytes_per_sequence = kv_cache_bytes(c, lo, sequence_tokens(o));
+  summary->kv_bytes_per_sequence = kv_cache_bytes(c, lo, sequence_tokens(c, o));
   summary->kv_bytes_batch = checked_mul(summary->kv_bytes_per_sequence, lo.batch);
   summary->memory = fit_memory(c, o, lo, main.analysis, activation_peak, notes);
   main.analysis.notes.insert(main.analysis.notes.end(), notes.begin(), notes.end());

@@ -20,6 +20,7 @@
 #include "analyzer/core/errors.hpp"
 #include "analyzer/core/limits.hpp"
 #include "analyzer/transformers/families.hpp"
+#include "analyzer/transformers/families_encoder_decoder.hpp"
 #include "analyzer/transformers/multimodal.hpp"
 #include "analyzer/transformers/quantization.hpp"
 
@@ -392,6 +393,11 @@ TransformerConfig parse_transformer_config(const std::string& text, const std::s
   if (!j.is_object()) throw InputError(fmt::format("{}: a config must be a JSON object", path));
   if (!j.contains("model_type") || !j.at("model_type").is_string())
     throw InputError(fmt::format("{}: missing required key 'model_type'", path));
+  if (is_encoder_decoder_type(j.at("model_type").get<std::string>())) {
+    if (part == ConfigPart::vision)
+      throw InputError(fmt::format("{}: --part vision: model_type '{}' has no vision_config", path, j.at("model_type").get<std::string>()));
+    return encoder_decoder_config(j, path);
+  }
   if (!is_multimodal_wrapper(j)) {
     if (part == ConfigPart::vision)
       throw InputError(fmt::format("{}: --part vision: model_type '{}' has no vision_config", path, j.at("model_type").get<std::string>()));

@@ -53,6 +53,7 @@ int64_t Builder::past(int64_t layer) const {
 }
 
 LoweredModel Builder::run() {
+  if (c_.encdec) return run_encoder_decoder();
   int x = embeddings();
   for (int64_t i = 0; i < c_.layers; ++i) {
     size_t first = b_.node_count();
@@ -348,6 +349,10 @@ int64_t kv_cache_bytes(const TransformerConfig& c, const LoweringOptions& o, int
                                                 : state_bytes(c, o, l);
     total = checked_add(total, b, "KV cache size");
   }
+  if (c.encdec) {  // each decoder layer also caches the encoder's K/V for its cross-attention
+    int64_t source = c.encdec->source_tokens(o.seq);
+    total = checked_add(total, checked_mul(checked_mul(source, token_bytes, "KV cache size"), c.layers, "KV cache size"), "KV cache size");
+  }
   return total;
 }
 
@@ -376,6 +381,8 @@ void validate_lowering(const TransformerConfig& c, const LoweringOptions& o) {
   need(o.phase == Phase::decode || o.seq > 0, "--seq must be positive");
   need(o.context >= 0, "--context must not be negative");
   need(o.tp >= 1, "--tp must be at least 1");
+  need(!c.encdec || o.tp == 1, fmt::format("--tp over an encoder-decoder ({}) is not modelled", c.model_type));
+  need(!c.encdec || o.phase == Phase::decode || o.seq > 0, "--seq must be positive");
   need(c.causal || o.phase == Phase::prefill, fmt::format("{} is an encoder: only --phase prefill applies", c.model_type));
   need(!c.vision || o.seq == c.vision->tokens(),
        fmt::format("the vision tower takes {} tokens an image (its patches), not --seq {}", c.vision ? c.vision->tokens() : 0, o.seq));

@@ -61,6 +61,18 @@ class Builder {
   // ---- state space (lowering_ssm.cpp) ----
   int mamba_mixer(int64_t i, const std::string& p, int h);
 
+  // ---- encoder-decoder (lowering_encoder_decoder.cpp) ----
+  struct Stack;  // one side (encoder or decoder): its names and dims
+  LoweredModel run_encoder_decoder();
+  int encoder_stem(const Stack& s);
+  int embed_tokens(const Stack& s, int64_t tokens);
+  int relative_bias(const Stack& s, int64_t q_len, int64_t k_len);
+  int encdec_layer(const Stack& s, int64_t i, int x, int memory, int bias);
+  int encdec_attention(const Stack& s, const std::string& a, int h, bool cross, int memory, int bias);
+  int encdec_core(const Stack& s, const std::string& a, int q, int k, int v, int64_t new_kv, int64_t cached, int bias);
+  int encdec_mlp(const Stack& s, const std::string& p, int h);
+  int64_t source_ = 0;  // tokens the encoder runs over
+
   const TransformerConfig& c_;
   const LoweringOptions& o_;
   GraphBuilder b_;

@@ -67,10 +67,27 @@ struct VisionSpec {
   int64_t tokens() const { return patches() + (class_token ? 1 : 0); }
 };
 
+// An encoder-decoder (T5/mT5/Flan-T5, BART, Whisper): the encoder runs once over the source; the
+// decoder (the config's layers, heads, intermediate) attends to its own tokens and, in a second
+// attention, to the encoder's output. families_encoder_decoder.cpp reads it, the lowering in
+// lowering_encoder_decoder.cpp builds it.
+enum class EncoderDecoderKind { t5, bart, whisper };
+struct EncoderDecoderSpec {
+  EncoderDecoderKind kind = EncoderDecoderKind::t5;
+  int64_t encoder_layers = 0, encoder_heads = 0, encoder_head_dim = 0, encoder_intermediate = 0;
+  int64_t relative_buckets = 0, relative_max_distance = 0;  // T5: the relative position bias table
+  int64_t source_positions = 0;  // BART's learned source table; Whisper's 1500 positions after the stem
+  int64_t mel_bins = 0;          // Whisper: log-mel channels of its input
+  static constexpr int64_t kWhisperFrames = 3000;  // 30 s of audio at 100 frames/s
+  // Source tokens the encoder runs over: Whisper's are fixed by its stem, the others' are --seq.
+  int64_t source_tokens(int64_t seq) const { return kind == EncoderDecoderKind::whisper ? source_positions : seq; }
+};
+
 struct TransformerConfig {
   std::string path;
   std::string model_type;
   std::optional<VisionSpec> vision;  // --part vision: the tower; the lowering's tokens are its patches
+  std::optional<EncoderDecoderSpec> encdec;  // set: the dims below are the decoder's
   bool verified = true;      // model_type is in the family table; false: generic decoder lowering
   std::string dtype;         // "bfloat16" etc. from dtype/torch_dtype, "" if absent
   ModuleNames names;
