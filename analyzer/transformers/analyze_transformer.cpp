@@ -154,12 +154,12 @@ int64_t most_cached(const TransformerConfig& c, int64_t tokens) {
 }
 
 MemoryFit fit_memory(const TransformerConfig& c, const TransformerOptions& o, const LoweringOptions& lo, const Analysis& a,
-                     int64_t activation_peak, std::vector<std::string>& notes) {
+                     int64_t weight_bytes, int64_t activation_peak, std::vector<std::string>& notes) {
   MemoryFit m;
   int64_t batch = lo.batch, tokens = sequence_tokens(c, o);
   m.cached_tokens = most_cached(c, tokens);
   int64_t kv_per_seq = kv_cache_bytes(c, lo, tokens);
-  m.weight_bytes = a.totals.weight_bytes;
+  m.weight_bytes = weight_bytes;
   m.kv_cache_bytes = checked_mul(kv_per_seq, batch, "KV cache size");
   m.activation_bytes = activation_peak;
   MemoryTotal total = memory_total(m.weight_bytes, m.kv_cache_bytes, m.activation_bytes, a.device.memory_bytes);
@@ -303,7 +303,11 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
   summary->weights_source = weights_label(lo);
   summary->params_per_gpu = main.analysis.totals.params;
   int64_t whole_bytes;
-  if (lo.tp > 1) {
+  // What stays resident: an encoder-decoder's decode step runs only the decoder, but its encoder
+  // stays in memory for the next request's prefill.
+  int64_t resident_weight_bytes = main.analysis.totals.weight_bytes;
+  bool decoder_only_graph = c.encdec && lo.phase == Phase::decode;
+  if (lo.tp > 1 || decoder_only_graph) {
     LoweringOptions whole = lo;
     whole.tp = 1;
     whole.batch = 1;
@@ -311,6 +315,10 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
     whole.context = 0;
     whole.phase = Phase::prefill;
     Lowered one = lower_and_analyze(c, whole, o);
+    if (decoder_only_graph) {
+      summary->params_per_gpu = one.analysis.totals.params;
+      resident_weight_bytes = one.analysis.totals.weight_bytes;
+    }
     summary->params_total = one.analysis.totals.params;
     summary->params_active = one.analysis.totals.params - inactive_expert_params(one.graph);
     whole_bytes = checkpoint_bytes(one.graph);
@@ -356,7 +364,7 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
   }
   summary->kv_bytes_per_sequence = kv_cache_bytes(c, lo, sequence_tokens(c, o));
   summary->kv_bytes_batch = checked_mul(summary->kv_bytes_per_sequence, lo.batch);
-  summary->memory = fit_memory(c, o, lo, main.analysis, activation_peak, notes);
+  summary->memory = fit_memory(c, o, lo, main.analysis, resident_weight_bytes, activation_peak, notes);
   main.analysis.notes.insert(main.analysis.notes.end(), notes.begin(), notes.end());
   const MemoryFit& fit = summary->memory;
   main.analysis.memory_total = memory_total(fit.weight_bytes, fit.kv_cache_bytes, fit.activation_bytes, fit.device_bytes);

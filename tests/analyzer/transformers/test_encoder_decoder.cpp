@@ -77,6 +77,10 @@ TEST_CASE("a t5-small decode step: FLOPs and KV cache by hand", "[transformer][e
   // tokens and cross S = 512 tokens in each of 6 decoder layers.
   CHECK(a.transformer->kv_bytes_per_sequence == 2048LL * 6 * (101 + 512));
   CHECK(a.transformer->kv_bytes_per_token == 2048LL * 6);
+  // The step runs only the decoder, but the whole model stays resident: all 60,506,624 parameters
+  // (the hand count above), in bf16 2 bytes each.
+  CHECK(a.transformer->params_total == 60506624);
+  CHECK(a.transformer->memory.weight_bytes == 60506624LL * 2);
 }
 
 TEST_CASE("encoder-decoder phases: the encoder once at prefill, cross K/V projected only there", "[transformer][encoder-decoder]") {
