@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "analyzer/core/errors.hpp"
@@ -22,17 +23,29 @@ void carry_rates(const std::map<std::string, double>& measured, const std::map<s
 }
 
 // The roofline time of one table point's work on `d`; nullopt where `d` has no rate for it.
-std::optional<double> roofline_time(const std::string& key, const std::vector<double>& x, const Device& d) {
+std::optional<double> roofline_time(const GridWork& w, const Device& d) {
   try {
-    double t = ideal_seconds(grid_work(key, x), d);
+    double t = ideal_seconds(w, d);
     return t > 0 && std::isfinite(t) ? std::optional<double>(t) : std::nullopt;
   } catch (const InputError&) {
     return std::nullopt;  // a precision the device has no tensor-core rate for (fp8 on an A100)
   }
 }
 
+// The measured time above the floor, carried to the target. A compute-bound point scales by
+// the ratio of the roofline times: its distance from the roof (tiles, waves) scales with the
+// compute. A memory-bound point scales only the share of it that streamed at the bandwidth the
+// measured GPU reached (`streamed_s`: its bytes at the calibrated rate): the rest is DRAM latency
+// and ramp-up, which a wider bus does not shorten (GPT-2's decode GEMVs on an H200,
+// docs/profile.md).
+double carried_seconds(double above_floor, double r_from, double r_to, bool memory_bound, double streamed_s) {
+  if (!memory_bound) return above_floor * r_to / r_from;
+  double streamed = std::clamp(streamed_s / above_floor, 0.0, 1.0);
+  return above_floor * (streamed * r_to / r_from + (1 - streamed));
+}
+
 PerfTable carry_table(const std::string& key, const PerfTable& t, const Device& from, const Device& to, double floor_s,
-                      bool& usable) {
+                      double measured_bandwidth, bool& usable) {
   PerfTable out = t;
   usable = false;
   std::vector<size_t> index(t.axes.size(), 0);
@@ -46,12 +59,15 @@ PerfTable carry_table(const std::string& key, const PerfTable& t, const Device& 
     }
     double s = t.seconds[flat];
     if (std::isnan(s)) continue;
-    auto r_from = roofline_time(key, x, from), r_to = roofline_time(key, x, to);
+    GridWork w = grid_work(key, x);
+    auto r_from = roofline_time(w, from), r_to = roofline_time(w, to);
     if (!r_from || !r_to) {
       out.seconds[flat] = std::nan("");
       continue;
     }
-    out.seconds[flat] = s <= floor_s ? s : floor_s + (s - floor_s) * *r_to / *r_from;
+    bool memory_bound = w.bytes / from.hbm_bandwidth >= *r_from * 0.999;
+    out.seconds[flat] =
+        s <= floor_s ? s : floor_s + carried_seconds(s - floor_s, *r_from, *r_to, memory_bound, w.bytes / measured_bandwidth);
     usable = true;
   }
   return out;
@@ -86,7 +102,7 @@ DeviceProfile derive_profile(const DeviceProfile& measured, const Device& target
   // measured GPU stayed from its spec.
   for (const auto& [key, table] : measured.tables.tables) {
     bool usable = false;
-    PerfTable t = carry_table(key, table, spec, target, measured.launch_floor_s, usable);
+    PerfTable t = carry_table(key, table, spec, target, measured.launch_floor_s, measured.hbm_bandwidth, usable);
     if (usable) p.tables.tables[key] = std::move(t);
   }
   return p;

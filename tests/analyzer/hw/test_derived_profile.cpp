@@ -5,6 +5,9 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 
 #include "analyzer/core/cost.hpp"
 #include "analyzer/core/formulas.hpp"
@@ -12,8 +15,13 @@
 #include "analyzer/hw/device.hpp"
 #include "analyzer/hw/roofline.hpp"
 #include "analyzer/analysis/analysis.hpp"
+#include "cli_run.hpp"
+#include "scratch_dir.hpp"
 
 using namespace rooflens;
+using rooflens::test::CliRun;
+using rooflens::test::run_cli;
+using rooflens::test::scratch_dir;
 
 namespace {
 
@@ -118,4 +126,38 @@ TEST_CASE("a pooling window without a table is priced by the instructions it iss
   REQUIRE(pool);
   CHECK(pool->roof.source == PredictionSource::roofline);
   CHECK(pool->roof.predicted == Approx(93e-6).epsilon(0.10));
+}
+
+TEST_CASE("the profile derived for the H200 predicts layers measured on a real H200", "[perf][derived]") {
+  // tests/data/reference/h200/: `rooflens profile` on the H200 machine (2026-11-25), each layer's
+  // CUPTI median in the replay. Predicted here from the profile derived from the H100's, the
+  // time-weighted error sum|p - m| / sum m and the model sum.
+  using nlohmann::json;
+  struct Case {
+    const char* file;
+    std::string args;
+  };
+  const std::string src = ROOFLENS_SOURCE_DIR "/";
+  for (const Case& c : {Case{"gpt2-decode-b8-c512", src + "samples/configs/gpt2/config.json --phase decode --batch 8 --context 512"},
+                        Case{"resnet50-b1-fp32", src + "samples/resnet50-opset17.onnx"}}) {
+    INFO(c.file);
+    std::filesystem::path dir = scratch_dir("derived_h200"), out = dir / "result.json";
+    CliRun r = run_cli(std::string(ROOFLENS_BIN) + " analyze " + c.args + " --device H200 --json " + out.string(), dir);
+    REQUIRE(r.code == 0);
+    std::ifstream predicted_file(out), measured_file(src + "tests/data/reference/h200/" + c.file + ".json");
+    json predicted = json::parse(predicted_file), measured = json::parse(measured_file);
+    CHECK(predicted["device"]["roofs"] == "derived");
+    std::map<std::string, double> by_name;
+    for (const json& n : predicted["nodes"]) by_name[n["name"]] = n["predicted_s"];
+    double gap = 0, p_sum = 0, m_sum = 0;
+    for (const json& l : measured["layers"]) {
+      REQUIRE(by_name.count(l["name"]));
+      double p = by_name[l["name"]], m = l["measured_s"];
+      gap += std::abs(p - m);
+      p_sum += p;
+      m_sum += m;
+    }
+    CHECK(gap / m_sum < 0.12);
+    CHECK(std::abs(p_sum - m_sum) / m_sum < 0.10);
+  }
 }
