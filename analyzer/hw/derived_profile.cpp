@@ -13,8 +13,10 @@ namespace rooflens {
 namespace {
 
 // target's spec figure times the fraction of its own spec that the measured GPU reached.
-void carry_rates(const std::map<std::string, double>& measured, const std::map<std::string, double>& measured_spec,
-                 const std::map<std::string, double>& target_spec, std::map<std::string, double>& out) {
+void carry_rates(const std::map<std::string, double>& measured,
+                 const std::map<std::string, double>& measured_spec,
+                 const std::map<std::string, double>& target_spec,
+                 std::map<std::string, double>& out) {
   for (const auto& [key, value] : measured) {
     auto spec = measured_spec.find(key), target = target_spec.find(key);
     if (spec == measured_spec.end() || target == target_spec.end() || !(spec->second > 0)) continue;
@@ -38,19 +40,21 @@ std::optional<double> roofline_time(const GridWork& w, const Device& d) {
 // measured GPU reached (`streamed_s`: its bytes at the calibrated rate): the rest is DRAM latency
 // and ramp-up, which a wider bus does not shorten (GPT-2's decode GEMVs on an H200,
 // docs/profile.md).
-double carried_seconds(double above_floor, double r_from, double r_to, bool memory_bound, double streamed_s) {
+double carried_seconds(double above_floor, double r_from, double r_to, bool memory_bound,
+                       double streamed_s) {
   if (!memory_bound) return above_floor * r_to / r_from;
   double streamed = std::clamp(streamed_s / above_floor, 0.0, 1.0);
   return above_floor * (streamed * r_to / r_from + (1 - streamed));
 }
 
-PerfTable carry_table(const std::string& key, const PerfTable& t, const Device& from, const Device& to, double floor_s,
-                      double measured_bandwidth, bool& usable) {
+PerfTable carry_table(const std::string& key, const PerfTable& t, const Device& from,
+                      const Device& to, double floor_s, double measured_bandwidth, bool& usable) {
   PerfTable out = t;
   usable = false;
   std::vector<size_t> index(t.axes.size(), 0);
   for (size_t flat = 0; flat < t.seconds.size(); ++flat) {
-    // index -> coordinates, row-major (the last axis fastest), as PerfTable::flat_index lays them out.
+    // index -> coordinates, row-major (the last axis fastest), as PerfTable::flat_index lays them
+    // out.
     size_t rest = flat;
     std::vector<double> x(t.axes.size());
     for (size_t a = t.axes.size(); a-- > 0;) {
@@ -66,8 +70,10 @@ PerfTable carry_table(const std::string& key, const PerfTable& t, const Device& 
       continue;
     }
     bool memory_bound = w.bytes / from.hbm_bandwidth >= *r_from * 0.999;
-    out.seconds[flat] =
-        s <= floor_s ? s : floor_s + carried_seconds(s - floor_s, *r_from, *r_to, memory_bound, w.bytes / measured_bandwidth);
+    out.seconds[flat] = s <= floor_s
+                            ? s
+                            : floor_s + carried_seconds(s - floor_s, *r_from, *r_to, memory_bound,
+                                                        w.bytes / measured_bandwidth);
     usable = true;
   }
   return out;
@@ -83,15 +89,17 @@ DeviceProfile derive_profile(const DeviceProfile& measured, const Device& target
   p.derived_from = measured.base_device;
   // The error stated is the derived profiles' median against published GEMM and copy rates of five
   // GPUs (scripts/derived_vs_published.py; docs/profile.md has the table).
-  p.source = fmt::format("derived from {}'s profile, ~7% off published rates", measured.base_device);
+  p.source =
+      fmt::format("derived from {}'s profile, ~7% off published rates", measured.base_device);
   p.sm_clock_mhz = target.boost_clock_hz ? *target.boost_clock_hz / 1e6 : 0;
   p.hbm_bandwidth = target.hbm_bandwidth * measured.hbm_bandwidth / spec.hbm_bandwidth;
   // L2 bandwidth per SM per clock is an architecture's figure; without both clocks it is left out.
   if (measured.l2_bandwidth > 0 && measured.sm_clock_mhz > 0 && target.boost_clock_hz)
-    p.l2_bandwidth = measured.l2_bandwidth / (spec.sm_count * measured.sm_clock_mhz * 1e6) * target.sm_count *
-                     *target.boost_clock_hz;
+    p.l2_bandwidth = measured.l2_bandwidth / (spec.sm_count * measured.sm_clock_mhz * 1e6) *
+                     target.sm_count * *target.boost_clock_hz;
   carry_rates(measured.tensor_flops, spec.tensor_flops, target.tensor_flops, p.tensor_flops);
-  carry_rates(measured.cuda_core_flops, spec.cuda_core_flops, target.cuda_core_flops, p.cuda_core_flops);
+  carry_rates(measured.cuda_core_flops, spec.cuda_core_flops, target.cuda_core_flops,
+              p.cuda_core_flops);
   p.launch_floor_s = measured.launch_floor_s;
   p.gemm_floor_s = measured.gemm_floor_s;
   p.launch_interval_s = measured.launch_interval_s;
@@ -102,7 +110,8 @@ DeviceProfile derive_profile(const DeviceProfile& measured, const Device& target
   // measured GPU stayed from its spec.
   for (const auto& [key, table] : measured.tables.tables) {
     bool usable = false;
-    PerfTable t = carry_table(key, table, spec, target, measured.launch_floor_s, measured.hbm_bandwidth, usable);
+    PerfTable t = carry_table(key, table, spec, target, measured.launch_floor_s,
+                              measured.hbm_bandwidth, usable);
     if (usable) p.tables.tables[key] = std::move(t);
   }
   return p;

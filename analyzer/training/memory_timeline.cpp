@@ -25,8 +25,8 @@ std::pair<int64_t, int64_t> optimizer_bytes(const StepContext& s) {
       const Shape& sh = *s.graph.tensors[w].shape;
       int64_t cols = sh.empty() ? 1 : sh.back(),
               rows = sh.size() < 2 ? 1 : s.graph.tensors[w].elements() / cols;
-      OptimizerWork ow = optimizer_work(s.train.optimizer, s.graph.tensors[w].elements(), rows, cols,
-                                        s.param_bytes, s.state_bytes);
+      OptimizerWork ow = optimizer_work(s.train.optimizer, s.graph.tensors[w].elements(), rows,
+                                        cols, s.param_bytes, s.state_bytes);
       states = checked_add(states, ow.state_bytes, "optimizer states");
       temporary = checked_add(temporary, ow.temporary_bytes, "optimizer temporaries");
     }
@@ -38,8 +38,13 @@ std::pair<int64_t, int64_t> optimizer_bytes(const StepContext& s) {
 class MemoryWalk {
  public:
   MemoryWalk(const StepContext& s, const SavedActivations& saved, TrainingSummary& out)
-      : s_(s), t_(s.train), saved_(saved), out_(out), layers_(saved.layer_bytes.size()),
-        full_(t_.recompute == Recompute::full), selective_(t_.recompute == Recompute::selective) {
+      : s_(s),
+        t_(s.train),
+        saved_(saved),
+        out_(out),
+        layers_(saved.layer_bytes.size()),
+        full_(t_.recompute == Recompute::full),
+        selective_(t_.recompute == Recompute::selective) {
     logits_fp32_ = checked_mul(saved.logits_elements, 4, "logits bytes");
     logits_out_ = checked_mul(saved.logits_elements, s.output_bytes, "logits bytes");
     all_copies_ = saved.head_copy_bytes;
@@ -57,7 +62,8 @@ class MemoryWalk {
  private:
   int64_t kept(size_t l) const {
     if (full_) return saved_.layer_input_bytes[l];
-    return selective_ ? saved_.layer_bytes[l] - saved_.layer_recompute_only[l] : saved_.layer_bytes[l];
+    return selective_ ? saved_.layer_bytes[l] - saved_.layer_recompute_only[l]
+                      : saved_.layer_bytes[l];
   }
   int64_t grad_share(int64_t g) const { return t_.zero >= 2 && t_.dp > 1 ? ceil_div(g, t_.dp) : g; }
   void moment(std::string name, int64_t grads, int64_t copies, int64_t act, int64_t transient) {
@@ -66,7 +72,8 @@ class MemoryWalk {
     m.weights = per_gpu_.weights + gathered_;
     m.optimizer = per_gpu_.optimizer;
     m.grads = std::max(grads, grads_between_);
-    m.autocast_copies = sharded_weights_ ? 0 : copies;  // ZeRO-3 gathers each layer in the compute dtype
+    m.autocast_copies =
+        sharded_weights_ ? 0 : copies;  // ZeRO-3 gathers each layer in the compute dtype
     m.saved = act;
     m.transient = transient;
     m.workspace = kCublasWorkspaceBytes;
@@ -117,7 +124,8 @@ void MemoryWalk::forward() {
     copies_fwd += saved_.layer_copy_bytes[l];
     through_ += kept(l);
     // A checkpointed layer's own tensors live until it returns.
-    moment(fmt::format("forward, layer {}", l), 0, copies_fwd, through_, full_ ? saved_.layer_bytes[l] : 0);
+    moment(fmt::format("forward, layer {}", l), 0, copies_fwd, through_,
+           full_ ? saved_.layer_bytes[l] : 0);
   }
 }
 
@@ -129,7 +137,8 @@ void MemoryWalk::loss() {
          s_.output_bytes == 4 ? logits_out_ : checked_add(logits_out_, logits_fp32_));
   // Autocast's cache is cleared when the forward leaves autocast; copies saved by GEMMs stay.
   copies_bwd_ = full_ ? saved_.head_copy_bytes : all_copies_;
-  moment("loss backward", 0, copies_bwd_, checked_add(at_loss_, logits_fp32_), checked_mul(logits_fp32_, 2));
+  moment("loss backward", 0, copies_bwd_, checked_add(at_loss_, logits_fp32_),
+         checked_mul(logits_fp32_, 2));
 }
 
 // No layers to group by (an ONNX graph): the backward node by node, each freeing what its
@@ -158,7 +167,8 @@ void MemoryWalk::backward_by_layer() {
   grads_ = grad_share(saved_.head_param_bytes);
   int64_t acts = through_;
   for (size_t k = layers_; k-- > 0;) {
-    int64_t layer_act = full_ ? checked_add(acts - kept(k), saved_.layer_bytes[k]) : acts;  // recomputed
+    int64_t layer_act =
+        full_ ? checked_add(acts - kept(k), saved_.layer_bytes[k]) : acts;  // recomputed
     int64_t copies = copies_bwd_ + (full_ ? saved_.layer_copy_bytes[k] : 0);
     int64_t g = checked_add(grads_, grad_share(saved_.layer_param_bytes[k]));
     moment(fmt::format("backward, layer {}{}", k, full_ ? " (recomp.)" : ""), g, copies, layer_act,
@@ -171,7 +181,8 @@ void MemoryWalk::backward_by_layer() {
 
 void MemoryWalk::optimizer_step() {
   grads_ = checked_add(grads_, grad_share(saved_.embed_param_bytes));
-  moment("optimizer step", grads_, 0, 0, t_.zero >= 1 && t_.dp > 1 ? ceil_div(temporary_, t_.dp) : temporary_);
+  moment("optimizer step", grads_, 0, 0,
+         t_.zero >= 1 && t_.dp > 1 ? ceil_div(temporary_, t_.dp) : temporary_);
 }
 
 void MemoryWalk::summarize() {
@@ -182,7 +193,8 @@ void MemoryWalk::summarize() {
   out_.peak_memory_bytes = peak->total();
   out_.peak_moment = peak->moment;
   out_.activation_peak_bytes = 0;
-  for (const MemoryMoment& m : tl) out_.activation_peak_bytes = std::max(out_.activation_peak_bytes, m.saved + m.transient);
+  for (const MemoryMoment& m : tl)
+    out_.activation_peak_bytes = std::max(out_.activation_peak_bytes, m.saved + m.transient);
   out_.saved_activation_bytes = checked_add(at_loss_, logits_fp32_);
   out_.logits_bytes = logits_fp32_;
 }

@@ -24,31 +24,84 @@ constexpr int64_t kMaxPositions = 1LL << 30;
 // Keys that change nothing rooflens costs in these families: generation defaults, training-only
 // switches (layer drop, SpecAugment), legacy BART flags transformers' BART no longer reads.
 const std::vector<std::string>& family_ignored() {
-  static const std::vector<std::string> keys{
-      "dropout_rate", "classif_dropout", "encoder_layerdrop", "decoder_layerdrop", "output_past", "num_beams",
-      "max_length", "min_length", "early_stopping", "no_repeat_ngram_size", "length_penalty", "forced_bos_token_id",
-      "forced_eos_token_id", "forced_decoder_ids", "suppress_tokens", "begin_suppress_tokens", "apply_spec_augment",
-      "mask_time_prob", "mask_time_length", "mask_time_min_masks", "mask_feature_prob", "mask_feature_length",
-      "mask_feature_min_masks", "median_filter_width", "use_weighted_layer_sum", "classifier_proj_size",
-      "normalize_before", "add_final_layer_norm", "add_bias_logits", "normalize_embedding", "static_position_embeddings",
-      "extra_pos_embeddings", "gradient_checkpointing", "n_positions", "num_hidden_layers", "decoder_start_token_id"};
+  static const std::vector<std::string> keys{"dropout_rate",
+                                             "classif_dropout",
+                                             "encoder_layerdrop",
+                                             "decoder_layerdrop",
+                                             "output_past",
+                                             "num_beams",
+                                             "max_length",
+                                             "min_length",
+                                             "early_stopping",
+                                             "no_repeat_ngram_size",
+                                             "length_penalty",
+                                             "forced_bos_token_id",
+                                             "forced_eos_token_id",
+                                             "forced_decoder_ids",
+                                             "suppress_tokens",
+                                             "begin_suppress_tokens",
+                                             "apply_spec_augment",
+                                             "mask_time_prob",
+                                             "mask_time_length",
+                                             "mask_time_min_masks",
+                                             "mask_feature_prob",
+                                             "mask_feature_length",
+                                             "mask_feature_min_masks",
+                                             "median_filter_width",
+                                             "use_weighted_layer_sum",
+                                             "classifier_proj_size",
+                                             "normalize_before",
+                                             "add_final_layer_norm",
+                                             "add_bias_logits",
+                                             "normalize_embedding",
+                                             "static_position_embeddings",
+                                             "extra_pos_embeddings",
+                                             "gradient_checkpointing",
+                                             "n_positions",
+                                             "num_hidden_layers",
+                                             "decoder_start_token_id"};
   return keys;
 }
 
 // The keys each family reads: the did-you-mean candidates for its unread keys.
 const std::vector<std::string>& t5_keys() {
-  static const std::vector<std::string> keys{"vocab_size", "d_model", "d_kv", "d_ff", "num_heads", "num_layers",
-                                             "num_decoder_layers", "relative_attention_num_buckets",
-                                             "relative_attention_max_distance", "feed_forward_proj", "dense_act_fn",
-                                             "is_gated_act", "tie_word_embeddings", "scale_decoder_outputs", "dtype", "torch_dtype"};
+  static const std::vector<std::string> keys{"vocab_size",
+                                             "d_model",
+                                             "d_kv",
+                                             "d_ff",
+                                             "num_heads",
+                                             "num_layers",
+                                             "num_decoder_layers",
+                                             "relative_attention_num_buckets",
+                                             "relative_attention_max_distance",
+                                             "feed_forward_proj",
+                                             "dense_act_fn",
+                                             "is_gated_act",
+                                             "tie_word_embeddings",
+                                             "scale_decoder_outputs",
+                                             "dtype",
+                                             "torch_dtype"};
   return keys;
 }
 
 const std::vector<std::string>& bart_whisper_keys() {
-  static const std::vector<std::string> keys{
-      "vocab_size", "d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads", "decoder_attention_heads",
-      "encoder_ffn_dim", "decoder_ffn_dim", "max_position_embeddings", "activation_function", "scale_embedding",
-      "tie_word_embeddings", "num_mel_bins", "max_source_positions", "max_target_positions", "dtype", "torch_dtype"};
+  static const std::vector<std::string> keys{"vocab_size",
+                                             "d_model",
+                                             "encoder_layers",
+                                             "decoder_layers",
+                                             "encoder_attention_heads",
+                                             "decoder_attention_heads",
+                                             "encoder_ffn_dim",
+                                             "decoder_ffn_dim",
+                                             "max_position_embeddings",
+                                             "activation_function",
+                                             "scale_embedding",
+                                             "tie_word_embeddings",
+                                             "num_mel_bins",
+                                             "max_source_positions",
+                                             "max_target_positions",
+                                             "dtype",
+                                             "torch_dtype"};
   return keys;
 }
 
@@ -59,7 +112,8 @@ void positive(const std::string& path, const char* key, int64_t v) {
 int64_t head_dim_of(const std::string& path, int64_t hidden, int64_t heads, const char* heads_key) {
   positive(path, heads_key, heads);
   if (hidden % heads != 0)
-    throw InputError(fmt::format("{}: d_model ({}) is not divisible by {} ({})", path, hidden, heads_key, heads));
+    throw InputError(fmt::format("{}: d_model ({}) is not divisible by {} ({})", path, hidden,
+                                 heads_key, heads));
   return hidden / heads;
 }
 
@@ -84,17 +138,22 @@ void read_t5(TransformerConfig& c, EncoderDecoderSpec& e, ConfigReader& r) {
   bool gated = proj.rfind("gated-", 0) == 0;
   std::string act = gated ? proj.substr(6) : proj;
   if (act.empty() || act.find('-') != std::string::npos)
-    r.fail("feed_forward_proj", fmt::format("is '{}'; transformers accepts ACT or gated-ACT (relu, gated-gelu, gated-silu)", proj));
+    r.fail(
+        "feed_forward_proj",
+        fmt::format("is '{}'; transformers accepts ACT or gated-ACT (relu, gated-gelu, gated-silu)",
+                    proj));
   if (proj == "gated-gelu") act = "gelu_new";
   if (r.has("is_gated_act") && r.boolean_or("is_gated_act", gated) != gated)
     r.fail("is_gated_act", fmt::format("contradicts feed_forward_proj '{}'", proj));
   c.activation = r.string_or("dense_act_fn", act);
   c.gated_mlp = gated;
-  c.tie_embeddings = r.boolean_or("tie_word_embeddings", c.model_type != "mt5");  // MT5Config unties by default
+  c.tie_embeddings =
+      r.boolean_or("tie_word_embeddings", c.model_type != "mt5");  // MT5Config unties by default
   // The decoder output times d_model^-0.5 before the head: transformers 4 did it whenever the head
   // was tied, transformers 5 writes the choice as scale_decoder_outputs. A linear factor, applied
   // to the logits here (the same result; a Mul over the vocabulary instead of d_model).
-  if (r.boolean_or("scale_decoder_outputs", c.tie_embeddings)) c.logits_scale = 1.0 / std::sqrt(static_cast<double>(c.hidden));
+  if (r.boolean_or("scale_decoder_outputs", c.tie_embeddings))
+    c.logits_scale = 1.0 / std::sqrt(static_cast<double>(c.hidden));
   c.norm = NormKind::rms;
   c.block = BlockKind::pre_norm;
   c.positions = PositionKind::none;
@@ -123,7 +182,8 @@ void read_bart_or_whisper(TransformerConfig& c, EncoderDecoderSpec& e, ConfigRea
   positive(c.path, "encoder_ffn_dim", e.encoder_intermediate);
   positive(c.path, "decoder_ffn_dim", c.intermediate);
   c.activation = r.string_or("activation_function", "gelu");
-  if (r.boolean_or("scale_embedding", false)) c.embed_scale = std::sqrt(static_cast<double>(c.hidden));
+  if (r.boolean_or("scale_embedding", false))
+    c.embed_scale = std::sqrt(static_cast<double>(c.hidden));
   c.tie_embeddings = r.boolean_or("tie_word_embeddings", true);
   c.norm = NormKind::layer;
   c.qkv_bias = c.o_bias = c.mlp_bias = true;
@@ -160,21 +220,26 @@ TransformerConfig encoder_decoder_config(const nlohmann::json& j, const std::str
   EncoderDecoderSpec e;
   c.vocab = r.integer("vocab_size", kWidth);
   bool t5 = c.model_type == "t5" || c.model_type == "mt5";
-  if (t5) read_t5(c, e, r);
-  else read_bart_or_whisper(c, e, r);
+  if (t5)
+    read_t5(c, e, r);
+  else
+    read_bart_or_whisper(c, e, r);
   c.dtype = r.has("dtype") ? r.string_or("dtype", "") : r.string_or("torch_dtype", "");
   if (r.has("quantization_config"))
-    r.fail("quantization_config", fmt::format("on an encoder-decoder ({}) is not read by rooflens", c.model_type));
+    r.fail("quantization_config",
+           fmt::format("on an encoder-decoder ({}) is not read by rooflens", c.model_type));
   positive(path, "vocab_size", c.vocab);
   positive(path, "d_model", c.hidden);
   positive(path, t5 ? "num_layers" : "encoder_layers", e.encoder_layers);
   positive(path, t5 ? "num_decoder_layers" : "decoder_layers", c.layers);
   c.causal = true;
-  c.layer_specs.assign(static_cast<size_t>(c.layers), LayerSpec{MixerKind::attention, 0, 0, false, false, true});
+  c.layer_specs.assign(static_cast<size_t>(c.layers),
+                       LayerSpec{MixerKind::attention, 0, 0, false, false, true});
   c.encdec = e;
   // Weight elements of the whole model must stay far inside 64 bits.
   checked_mul(checked_mul(c.layers + e.encoder_layers, c.hidden, "model size"),
-              std::max({c.vocab, c.intermediate, e.encoder_intermediate, c.heads * c.head_dim}), "model size");
+              std::max({c.vocab, c.intermediate, e.encoder_intermediate, c.heads * c.head_dim}),
+              "model size");
 
   std::vector<std::string> ignored = ignored_config_keys();
   ignored.insert(ignored.end(), family_ignored().begin(), family_ignored().end());

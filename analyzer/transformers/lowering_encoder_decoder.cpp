@@ -11,11 +11,13 @@
 
 namespace rooflens::lowering {
 
-// One side's names (relative to "<layers>.<i>" where per layer) and dims, as transformers prints them.
+// One side's names (relative to "<layers>.<i>" where per layer) and dims, as transformers prints
+// them.
 struct Builder::Stack {
   bool decoder = false;
   std::string root, layers;
-  int64_t depth = 0, heads = 0, head_dim = 0, inter = 0, tokens = 0;  // tokens: queries per sequence
+  int64_t depth = 0, heads = 0, head_dim = 0, inter = 0,
+          tokens = 0;  // tokens: queries per sequence
   std::string self, self_norm, cross, cross_norm, mlp, mlp_norm;
   std::string q, k, v, o;  // inside an attention module
   std::string final_norm;
@@ -81,13 +83,16 @@ LoweredModel Builder::run_encoder_decoder() {
   std::string head = e.kind == EncoderDecoderKind::whisper ? "proj_out" : "lm_head";
   int logits;
   if (c_.tie_embeddings) {
-    logits = b_.op("FusedMatMul", head, {y, embed_table_}, {{"transB", int_attr(1)}}, "com.microsoft");
+    logits =
+        b_.op("FusedMatMul", head, {y, embed_table_}, {{"transB", int_attr(1)}}, "com.microsoft");
   } else {
     logits = linear(head, y, c_.hidden, c_.vocab, false, false);
   }
-  if (c_.logits_scale > 0) logits = scale(head + ".logits_scale", logits, c_.logits_scale);  // T5's d_model^-0.5
+  if (c_.logits_scale > 0)
+    logits = scale(head + ".logits_scale", logits, c_.logits_scale);  // T5's d_model^-0.5
   if (e.kind == EncoderDecoderKind::bart)  // a registered buffer: read, not a parameter
-    logits = b_.op("Add", head + ".final_logits_bias", {logits, b_.weight("final_logits_bias", plain_, {1, c_.vocab}, false)});
+    logits = b_.op("Add", head + ".final_logits_bias",
+                   {logits, b_.weight("final_logits_bias", plain_, {1, c_.vocab}, false)});
   b_.output(logits);
   layer_of_node_.resize(b_.node_count(), -1);
   return LoweredModel{b_.finish(), std::move(layer_of_node_), std::move(cache_inputs_)};
@@ -102,7 +107,9 @@ int Builder::encoder_stem(const Stack& s) {
     int w = b_.weight(name + ".weight", plain_, {c_.hidden, in, 3});
     int bias = b_.weight(name + ".bias", plain_, {c_.hidden});
     int y = b_.op("Conv", name, {x, w, bias},
-                  {{"kernel_shape", ints_attr({3})}, {"strides", ints_attr({stride})}, {"pads", ints_attr({1, 1})}});
+                  {{"kernel_shape", ints_attr({3})},
+                   {"strides", ints_attr({stride})},
+                   {"pads", ints_attr({1, 1})}});
     return activation(name + ".gelu", "gelu", y, name);
   };
   int mel = b_.input("input_features", plain_, {B_, e.mel_bins, 2 * source_});
@@ -118,15 +125,19 @@ int Builder::embed_tokens(const Stack& s, int64_t tokens) {
   EncoderDecoderKind kind = c_.encdec->kind;
   int ids = b_.input(s.decoder ? "decoder_input_ids" : "input_ids", DType::i64, {B_, tokens});
   if (embed_table_ < 0) {
-    std::string table = kind == EncoderDecoderKind::t5 ? "shared" : kind == EncoderDecoderKind::whisper ? "model.decoder.embed_tokens" : "model.shared";
+    std::string table = kind == EncoderDecoderKind::t5        ? "shared"
+                        : kind == EncoderDecoderKind::whisper ? "model.decoder.embed_tokens"
+                                                              : "model.shared";
     embed_table_ = b_.weight(table + ".weight", plain_, {c_.vocab, c_.hidden});
   }
   int x = b_.op("Gather", s.root + ".embed_tokens", {embed_table_, ids});
   if (c_.embed_scale > 0) x = scale(s.root + ".embed_scale", x, c_.embed_scale);
   if (c_.positions == PositionKind::learned) {
-    int table = b_.weight(s.root + ".embed_positions.weight", plain_, {c_.max_positions + c_.position_offset, c_.hidden});
+    int table = b_.weight(s.root + ".embed_positions.weight", plain_,
+                          {c_.max_positions + c_.position_offset, c_.hidden});
     int at_positions = b_.input(s.root + ".position_ids", DType::i64, {B_, tokens});
-    x = b_.op("Add", s.root + ".embeddings_add", {x, b_.op("Gather", s.root + ".embed_positions", {table, at_positions})});
+    x = b_.op("Add", s.root + ".embeddings_add",
+              {x, b_.op("Gather", s.root + ".embed_positions", {table, at_positions})});
   }
   if (kind == EncoderDecoderKind::bart) x = norm(s.root + ".layernorm_embedding", x, c_.hidden);
   return x;
@@ -137,7 +148,8 @@ int Builder::embed_tokens(const Stack& s, int64_t tokens) {
 int Builder::relative_bias(const Stack& s, int64_t q_len, int64_t k_len) {
   std::string table = fmt::format("{}.0.{}.relative_attention_bias", s.layers, s.self);
   int w = b_.weight(table + ".weight", plain_, {c_.encdec->relative_buckets, s.heads});
-  int buckets = b_.input(s.root + ".relative_position_bucket", DType::i64, {q_len, k_len});  // integer maths on positions
+  int buckets = b_.input(s.root + ".relative_position_bucket", DType::i64,
+                         {q_len, k_len});  // integer maths on positions
   int g = b_.op("Gather", table, {w, buckets});
   int heads_first = b_.op("Transpose", table + ".to_heads", {g}, {{"perm", ints_attr({2, 0, 1})}});
   return reshape(table + ".batch", heads_first, {1, s.heads, q_len, k_len});
@@ -146,22 +158,29 @@ int Builder::relative_bias(const Stack& s, int64_t q_len, int64_t k_len) {
 // One block: self-attention, the decoder's cross-attention, the MLP; post-norm (BART) or pre-norm.
 int Builder::encdec_layer(const Stack& s, int64_t i, int x, int memory, int bias) {
   std::string p = fmt::format("{}.{}", s.layers, i);
-  auto sublayer = [&](const char* what, const std::string& norm_name, const std::function<int(int)>& f) {
+  auto sublayer = [&](const char* what, const std::string& norm_name,
+                      const std::function<int(int)>& f) {
     std::string add = p + "." + what + "_residual";
-    if (c_.block == BlockKind::post_norm) return norm(at(p, norm_name), b_.op("Add", add, {x, f(x)}), c_.hidden);
+    if (c_.block == BlockKind::post_norm)
+      return norm(at(p, norm_name), b_.op("Add", add, {x, f(x)}), c_.hidden);
     return b_.op("Add", add, {x, f(norm(at(p, norm_name), x, c_.hidden))});
   };
-  x = sublayer("attn", s.self_norm, [&](int h) { return encdec_attention(s, at(p, s.self), h, false, -1, bias); });
-  if (s.decoder) x = sublayer("cross", s.cross_norm, [&](int h) { return encdec_attention(s, at(p, s.cross), h, true, memory, -1); });
+  x = sublayer("attn", s.self_norm,
+               [&](int h) { return encdec_attention(s, at(p, s.self), h, false, -1, bias); });
+  if (s.decoder)
+    x = sublayer("cross", s.cross_norm,
+                 [&](int h) { return encdec_attention(s, at(p, s.cross), h, true, memory, -1); });
   return sublayer("mlp", s.mlp_norm, [&](int h) { return encdec_mlp(s, p, h); });
 }
 
 // Self-attention, or cross-attention over the encoder output `memory` (prefill: its K/V are
 // projected here and cached) or over the cross cache alone (decode: no projection).
-int Builder::encdec_attention(const Stack& s, const std::string& a, int h, bool cross, int memory, int bias) {
+int Builder::encdec_attention(const Stack& s, const std::string& a, int h, bool cross, int memory,
+                              int bias) {
   EncoderDecoderKind kind = c_.encdec->kind;
   int64_t width = s.heads * s.head_dim;
-  bool biased = kind != EncoderDecoderKind::t5, k_biased = kind == EncoderDecoderKind::bart;  // Whisper's k_proj has none
+  bool biased = kind != EncoderDecoderKind::t5,
+       k_biased = kind == EncoderDecoderKind::bart;  // Whisper's k_proj has none
   int q = linear(at(a, s.q), h, c_.hidden, width, biased);
   int ctx;
   if (cross && o_.phase == Phase::decode) {
@@ -170,7 +189,8 @@ int Builder::encdec_attention(const Stack& s, const std::string& a, int h, bool 
     int from = cross ? memory : h;
     int k = linear(at(a, s.k), from, c_.hidden, width, k_biased);
     int v = linear(at(a, s.v), from, c_.hidden, width, biased);
-    ctx = encdec_core(s, a, q, k, v, cross ? source_ : s.tokens, !cross && s.decoder ? past(0) : 0, bias);
+    ctx = encdec_core(s, a, q, k, v, cross ? source_ : s.tokens, !cross && s.decoder ? past(0) : 0,
+                      bias);
   }
   return linear(at(a, s.o), ctx, width, c_.hidden, biased);
 }
@@ -178,7 +198,8 @@ int Builder::encdec_attention(const Stack& s, const std::string& a, int h, bool 
 // Attention of s.tokens queries over `cached` past K/V plus `new_kv` new ones (k < 0: all keys
 // are in the cross cache). Flash: one fused node (T5's bias as its additive mask input, read
 // once). Naive: scores, scale (T5 has none), bias, softmax and context materialized.
-int Builder::encdec_core(const Stack& s, const std::string& a, int q, int k, int v, int64_t new_kv, int64_t cached, int bias) {
+int Builder::encdec_core(const Stack& s, const std::string& a, int q, int k, int v, int64_t new_kv,
+                         int64_t cached, int bias) {
   int64_t H = s.heads, d = s.head_dim, q_len = s.tokens;
   bool t5 = c_.encdec->kind == EncoderDecoderKind::t5;
   if (o_.attention == AttentionImpl::flash) {
@@ -188,7 +209,8 @@ int Builder::encdec_core(const Stack& s, const std::string& a, int q, int k, int
       int q4 = reshape(a + ".q_heads", q, {B_, H, q_len, d});
       int kc = cache_input(a + ".cross_key", o_.kv, {B_, H, cached, d}, std::nullopt);
       int vc = cache_input(a + ".cross_value", o_.kv, {B_, H, cached, d}, std::nullopt);
-      return reshape(a + ".merge_heads", b_.op("Attention", a + ".attn", {q4, kc, vc, bias}, attrs), {B_, q_len, H * d});
+      return reshape(a + ".merge_heads", b_.op("Attention", a + ".attn", {q4, kc, vc, bias}, attrs),
+                     {B_, q_len, H * d});
     }
     int pk = cached > 0 ? cache_input(a + ".past_key", o_.kv, {B_, H, cached, d}, 2) : -1;
     int pv = cached > 0 ? cache_input(a + ".past_value", o_.kv, {B_, H, cached, d}, 2) : -1;
@@ -205,16 +227,22 @@ int Builder::encdec_core(const Stack& s, const std::string& a, int q, int k, int
     k4 = reshape(a + ".k_heads", k, {B_, new_kv, H, d});
     v4 = reshape(a + ".v_heads", v, {B_, new_kv, H, d});
     if (cached > 0) {
-      k4 = b_.op("Concat", a + ".cache_k", {cache_input(a + ".past_key", o_.kv, {B_, cached, H, d}, 1), k4}, {{"axis", int_attr(1)}});
-      v4 = b_.op("Concat", a + ".cache_v", {cache_input(a + ".past_value", o_.kv, {B_, cached, H, d}, 1), v4}, {{"axis", int_attr(1)}});
+      k4 = b_.op("Concat", a + ".cache_k",
+                 {cache_input(a + ".past_key", o_.kv, {B_, cached, H, d}, 1), k4},
+                 {{"axis", int_attr(1)}});
+      v4 = b_.op("Concat", a + ".cache_v",
+                 {cache_input(a + ".past_value", o_.kv, {B_, cached, H, d}, 1), v4},
+                 {{"axis", int_attr(1)}});
     }
   }
   // Decoder queries are one token: no causal mask to add.
-  int scores = b_.op("Einsum", a + ".scores", {q4, k4}, {{"equation", string_attr("bshd,bthd->bhst")}});
+  int scores =
+      b_.op("Einsum", a + ".scores", {q4, k4}, {{"equation", string_attr("bshd,bthd->bhst")}});
   if (!t5) scores = scale(a + ".scale", scores, 1.0 / std::sqrt(static_cast<double>(d)));
   if (bias >= 0) scores = b_.op("Add", a + ".position_bias", {scores, bias});
   int probs = b_.op("Softmax", a + ".softmax", {scores}, {{"axis", int_attr(-1)}});
-  int ctx = b_.op("Einsum", a + ".context", {probs, v4}, {{"equation", string_attr("bhst,bthd->bshd")}});
+  int ctx =
+      b_.op("Einsum", a + ".context", {probs, v4}, {{"equation", string_attr("bhst,bthd->bshd")}});
   return reshape(a + ".merge_heads", ctx, {B_, q_len, H * d});
 }
 
@@ -223,10 +251,12 @@ int Builder::encdec_mlp(const Stack& s, const std::string& p, int h) {
   if (c_.encdec->kind == EncoderDecoderKind::t5) {
     std::string m = at(p, s.mlp);
     if (c_.gated_mlp) return gated_mlp(m + ".wi_0", m + ".wi_1", m + ".wo", m, h, s.inter, false);
-    int up = activation(m + ".act", c_.activation, linear(m + ".wi", h, c_.hidden, s.inter, false), m);
+    int up =
+        activation(m + ".act", c_.activation, linear(m + ".wi", h, c_.hidden, s.inter, false), m);
     return linear(m + ".wo", up, s.inter, c_.hidden, false);
   }
-  int up = activation(p + ".activation_fn", c_.activation, linear(p + ".fc1", h, c_.hidden, s.inter, true), p);
+  int up = activation(p + ".activation_fn", c_.activation,
+                      linear(p + ".fc1", h, c_.hidden, s.inter, true), p);
   return linear(p + ".fc2", up, s.inter, c_.hidden, true);
 }
 

@@ -3,18 +3,17 @@
 // values are published measurements on those GPUs (data/published/achieved.json names each
 // source), never rooflens's own output.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "analyzer/analysis/analysis.hpp"
 #include "analyzer/core/cost.hpp"
 #include "analyzer/core/formulas.hpp"
 #include "analyzer/hw/derived_profile.hpp"
 #include "analyzer/hw/device.hpp"
 #include "analyzer/hw/roofline.hpp"
-#include "analyzer/analysis/analysis.hpp"
 #include "cli_run.hpp"
 #include "scratch_dir.hpp"
 
@@ -26,7 +25,8 @@ using rooflens::test::scratch_dir;
 namespace {
 
 // The rate the default profile of `device` predicts for a bf16 GEMM of m x n x k.
-double gemm_rate(const std::string& device, int64_t m, int64_t n, int64_t k, Precision p = Precision::bf16) {
+double gemm_rate(const std::string& device, int64_t m, int64_t n, int64_t k,
+                 Precision p = Precision::bf16) {
   Device d = calibrated_device(*default_profile(device));
   GemmDims g{1, m, n, k};
   NodeCost c = gemm_cost(g, true);
@@ -52,7 +52,8 @@ double copy_rate(const std::string& device, int64_t bytes) {
 
 }  // namespace
 
-TEST_CASE("derived profiles: the measured one wins where it exists, others are labelled derived", "[perf][derived]") {
+TEST_CASE("derived profiles: the measured one wins where it exists, others are labelled derived",
+          "[perf][derived]") {
   std::optional<DeviceProfile> h100 = default_profile("H100");
   REQUIRE(h100);
   CHECK(h100->shipped);
@@ -71,7 +72,8 @@ TEST_CASE("derived profiles: the measured one wins where it exists, others are l
   CHECK(a100.tensor_flops.at("bf16") < spec.tensor_flops.at("bf16"));
 }
 
-TEST_CASE("derived profiles predict published GEMM rates of other GPUs within 12%", "[perf][derived]") {
+TEST_CASE("derived profiles predict published GEMM rates of other GPUs within 12%",
+          "[perf][derived]") {
   // stas00/ml-engineering, "Maximum Achievable Matmul FLOPS": A100 SXM bf16 271.2 TFLOP/s at
   // 1024x10240x5120; B200 bf16 1745 TFLOP/s at 1792x16128x3072; B200 fp8 3432 TFLOP/s at
   // 15360x4096x3072. The spec sheet's roofs say 312, 2250 and 4500.
@@ -83,14 +85,18 @@ TEST_CASE("derived profiles predict published GEMM rates of other GPUs within 12
   CHECK(gemm_rate("L40S", 8192, 8192, 8192) == Approx(269.1e12).epsilon(0.12));
 }
 
-TEST_CASE("derived profiles predict published copy bandwidths of other GPUs within 6%", "[perf][derived]") {
+TEST_CASE("derived profiles predict published copy bandwidths of other GPUs within 6%",
+          "[perf][derived]") {
   // yencal/gpu-bandwidth-benchmark: a 1.07 GB device copy, read + write counted, reaches about
   // 1.39 TB/s on an A100 40GB and 4.11 TB/s on an H200 (read off the README's plots, +-1%).
   CHECK(copy_rate("A100-PCIe-40GB", 1070000000) == Approx(1.39e12).epsilon(0.06));
   CHECK(copy_rate("H200", 1070000000) == Approx(4.11e12).epsilon(0.06));
 }
 
-TEST_CASE("the driver's GPU names find their database entries (profile picks its default profile by them)", "[perf][derived]") {
+TEST_CASE(
+    "the driver's GPU names find their database entries (profile picks its default profile by "
+    "them)",
+    "[perf][derived]") {
   // Names as nvidia-smi and cudaGetDeviceProperties print them.
   auto id = [](const std::string& name, int64_t sms = 0) {
     auto d = device_for_gpu_name(name, sms);
@@ -110,7 +116,9 @@ TEST_CASE("the driver's GPU names find their database entries (profile picks its
   CHECK(id("Tesla V100-SXM2-16GB") == "none");
 }
 
-TEST_CASE("a pooling window without a table is priced by the instructions it issues, not by its bytes", "[perf][derived]") {
+TEST_CASE(
+    "a pooling window without a table is priced by the instructions it issues, not by its bytes",
+    "[perf][derived]") {
   // ResNet-50 at batch 32 in bf16 on the H100: its 3x3/2 max pool measured 93 us in the replay and
   // 95.5 us under Nsight Compute (tests/data/reference/ncu/resnet50-b32-bf16.json), PyTorch's own
   // kernel 106 us (issue 25); its bytes alone (51 MB read, 13 MB written) take 22 us at 3.0 TB/s.
@@ -128,7 +136,8 @@ TEST_CASE("a pooling window without a table is priced by the instructions it iss
   CHECK(pool->roof.predicted == Approx(93e-6).epsilon(0.10));
 }
 
-TEST_CASE("the profile derived for the H200 predicts layers measured on a real H200", "[perf][derived]") {
+TEST_CASE("the profile derived for the H200 predicts layers measured on a real H200",
+          "[perf][derived]") {
   // tests/data/reference/h200/: `rooflens profile` on the H200 machine (2026-11-25), each layer's
   // CUPTI median in the replay. Predicted here from the profile derived from the H100's, the
   // time-weighted error sum|p - m| / sum m and the model sum.
@@ -138,13 +147,18 @@ TEST_CASE("the profile derived for the H200 predicts layers measured on a real H
     std::string args;
   };
   const std::string src = ROOFLENS_SOURCE_DIR "/";
-  for (const Case& c : {Case{"gpt2-decode-b8-c512", src + "samples/configs/gpt2/config.json --phase decode --batch 8 --context 512"},
-                        Case{"resnet50-b1-fp32", src + "samples/resnet50-opset17.onnx"}}) {
+  for (const Case& c :
+       {Case{"gpt2-decode-b8-c512",
+             src + "samples/configs/gpt2/config.json --phase decode --batch 8 --context 512"},
+        Case{"resnet50-b1-fp32", src + "samples/resnet50-opset17.onnx"}}) {
     INFO(c.file);
     std::filesystem::path dir = scratch_dir("derived_h200"), out = dir / "result.json";
-    CliRun r = run_cli(std::string(ROOFLENS_BIN) + " analyze " + c.args + " --device H200 --json " + out.string(), dir);
+    CliRun r = run_cli(
+        std::string(ROOFLENS_BIN) + " analyze " + c.args + " --device H200 --json " + out.string(),
+        dir);
     REQUIRE(r.code == 0);
-    std::ifstream predicted_file(out), measured_file(src + "tests/data/reference/h200/" + c.file + ".json");
+    std::ifstream predicted_file(out),
+        measured_file(src + "tests/data/reference/h200/" + c.file + ".json");
     json predicted = json::parse(predicted_file), measured = json::parse(measured_file);
     CHECK(predicted["device"]["roofs"] == "derived");
     std::map<std::string, double> by_name;
