@@ -195,15 +195,20 @@ DeviceProfile read_device_profile(const std::string& path) {
 }
 
 std::optional<DeviceProfile> shipped_profile(const std::string& device_id) {
-  for (const auto& [name, text] : kShippedProfiles) {
-    if (!name) break;
-    std::istringstream in(text);
-    DeviceProfile p = parse_device_profile(in, name);
-    if (lowered(p.base_device) == lowered(device_id)) {
-      p.shipped = true;
-      return p;
+  // Parsed once a process: a device without its own profile asks again for the H100's to derive
+  // from, and the Python package analyzes many models in one process.
+  static const std::vector<DeviceProfile> shipped = [] {
+    std::vector<DeviceProfile> all;
+    for (const auto& [name, text] : kShippedProfiles) {
+      if (!name) break;
+      std::istringstream in(text);
+      all.push_back(parse_device_profile(in, name));
+      all.back().shipped = true;
     }
-  }
+    return all;
+  }();
+  for (const DeviceProfile& p : shipped)
+    if (lowered(p.base_device) == lowered(device_id)) return p;
   return std::nullopt;
 }
 
