@@ -17,6 +17,7 @@
 #include "cli/completion.hpp"
 #include "cli/model_args.hpp"
 #include "cli/profile_command.hpp"
+#include "cli/tensor_parallel.hpp"
 #include "cli/record_command.hpp"
 #include "cli/serve_command.hpp"
 #include "reports/atomic_file.hpp"
@@ -93,6 +94,7 @@ int run_devices() {
 }  // namespace
 
 int rooflens::cli::run(int argc, char** argv) {
+  cli::remember_command_line(argc, argv);
   CLI::App app{"rooflens: FLOPs, bytes, memory and roofline time per layer of a neural network, checked on the GPU"};
   app.set_version_flag("--version", "rooflens 0.1.0");
   app.require_subcommand(1);
@@ -111,6 +113,9 @@ int rooflens::cli::run(int argc, char** argv) {
   calibrate->add_flag("--quick", cargs.quick, "fewer sizes and smaller tables (about 90 s)");
   calibrate->add_flag("--roofs-only", cargs.roofs_only, "roofs and floors only, no performance tables");
   calibrate->add_option("--cudnn", cargs.cudnn_dir, "directory with libcudnn.so.9 (else the usual places)");
+  calibrate->add_option("--gpus", cargs.gpus, "also NCCL's collectives among the first N GPUs, 1 KiB to 1 GiB")->capture_default_str();
+  calibrate->add_option("--add-to", cargs.add_to, "measure only the collectives (--gpus N) and add them to this profile (default: the one rooflens uses for this GPU)");
+  calibrate->add_option("--nccl", cargs.nccl_dir, "directory with libnccl.so.2 (else the usual places)");
   ReportArgs rargs;
   auto* report = app.add_subcommand("report", "re-render a saved --json result (terminal report, HTML, CSV, predicted trace)");
   report->add_option("result", rargs.path, "result.json from analyze or profile")->required();

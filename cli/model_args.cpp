@@ -315,7 +315,10 @@ Analysis build_analysis(const ModelArgs& args, const CLI::App& cmd, Graph* infer
 }
 
 void write_outputs(const ModelArgs& args, const Analysis& a, reports::OutputSet outputs) {
-  const nlohmann::json result = reports::result_json(a);
+  write_outputs(args, reports::result_json(a), std::move(outputs));
+}
+
+void write_outputs(const ModelArgs& args, const nlohmann::json& result, reports::OutputSet outputs) {
   std::ostringstream text;
   reports::write_table(text, result, table_options(args.by, args.top, args.width));
   outputs.add("--json", args.json_path, [&](std::ostream& o) { reports::write_json(o, result); });

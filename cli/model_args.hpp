@@ -70,5 +70,6 @@ std::optional<Precision> forced_precision(const ModelArgs& args);
 // every one rendered from the one result JSON, and prints the terminal table unless a report
 // went to standard output.
 void write_outputs(const ModelArgs& args, const Analysis& a, reports::OutputSet outputs = {});
+void write_outputs(const ModelArgs& args, const nlohmann::json& result, reports::OutputSet outputs = {});
 
 }  // namespace rooflens::cli

@@ -4,14 +4,20 @@
 
 #include <atomic>
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 
 #include "analyzer/core/errors.hpp"
 #include "analyzer/hw/derived_profile.hpp"
+#include "analyzer/hw/link_model.hpp"
 #include "reports/atomic_file.hpp"
+#include "reports/format.hpp"
+#include "reports/result_json.hpp"
+#include "reports/tensor_parallel_report.hpp"
 #include "reports/saved_result.hpp"
 #include "reports/sink.hpp"
 
+#include "cli/tensor_parallel.hpp"
 #include "profiler/gpu/gpu_module.hpp"
 #include "profiler/trace/trace_io.hpp"
 
@@ -27,6 +33,7 @@ void add_profile_options(CLI::App& cmd, ProfileArgs& a) {
   cmd.add_option("--max-samples", a.max_samples, "samples per layer at most")->capture_default_str();
   cmd.add_option("--layer-time-limit", a.layer_time_limit, "seconds per layer before stopping short of 1% spread")
       ->capture_default_str();
+  cmd.add_option("--nccl", a.nccl_dir, "directory with libnccl.so.2, for --tp N on N GPUs (else $ROOFLENS_NCCL, the loader's path, Python's nvidia/nccl/lib)");
   cmd.add_option("--cudnn", a.cudnn_dir, "directory with libcudnn.so.9 (else $ROOFLENS_CUDNN, the loader's path, Python's nvidia/cudnn/lib)");
 }
 
@@ -59,6 +66,40 @@ DeviceProfile calibrate_here(const gpu::ModuleApi& gpu, const profiler::Calibrat
   raise(st);
   return p;
 }
+// A rank process's part: its result and records where the launcher reads them.
+int write_rank_files(const RankEnvironment& rank, const Analysis& analysis, const profiler::Trace* trace) {
+  std::string stem = fmt::format("{}/rank{}", rank.dir, rank.rank);
+  reports::write_atomically(stem + ".json", [&](std::ostream& out) { reports::write_json(out, reports::result_json(analysis)); });
+  if (trace) reports::write_atomically(stem + ".record", [&](std::ostream& out) { profiler::write_trace(out, *trace); });
+  if (!analysis.profile->complete) return 130;
+  return analysis.profile->valid ? 0 : 3;
+}
+
+// The launcher of profile --tp N: the ranks' results merged into one, written as one profile's.
+int run_tensor_parallel(const ProfileArgs& a, const gpu::ModuleApi& gpu) {
+  if (!a.record_path.empty()) throw InputError("--record with --tp: --trace writes every GPU's timeline");
+  std::string id;
+  gpu::Status st;
+  gpu.nccl_unique_id(a.nccl_dir, id, st);
+  raise(st);
+  std::string dir = make_rank_directory();
+  int code = run_ranks(a.model.tp, id, dir);
+  if (code != 0 && code != 3) return code;  // the failed rank's log is on stderr; the directory stays for a look
+  std::vector<nlohmann::json> results;
+  std::vector<profiler::Trace> traces;
+  for (int r = 0; r < a.model.tp; ++r) {
+    results.push_back(reports::read_result(fmt::format("{}/rank{}.json", dir, r)).json);
+    if (!a.trace_path.empty()) traces.push_back(profiler::read_trace(fmt::format("{}/rank{}.record", dir, r)));
+  }
+  nlohmann::json merged = reports::merge_rank_results(results);
+  reports::OutputSet outputs;
+  outputs.add("--trace", a.trace_path, [&](std::ostream& out) { reports::write_chrome_trace(out, merged, traces); });
+  write_outputs(a.model, merged, std::move(outputs));
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  return code;
+}
+
 }  // namespace
 
 int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
@@ -98,6 +139,23 @@ int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
   o.layer_time_limit_s = a.layer_time_limit;
   o.interrupted = &g_interrupted;
   o.cudnn_dir = a.cudnn_dir;
+  o.nccl_dir = a.nccl_dir;
+  std::optional<RankEnvironment> rank = rank_environment();
+  if (!rank && a.model.tp > 1) {
+    int count = 0;
+    gpu::Status st;
+    gpu.device_count(count, st);
+    raise(st);
+    if (count >= a.model.tp) return run_tensor_parallel(a, gpu);
+    std::cerr << fmt::format("rooflens: --tp {}: this machine has {} GPU{}; replaying one GPU's shard, its all-reduces "
+                             "not measured\n",
+                             a.model.tp, count, count == 1 ? "" : "s");
+  }
+  if (rank) {
+    o.rank = rank->rank;
+    o.ranks = rank->ranks;
+    o.nccl_id = rank->nccl_id;
+  }
   auto previous = std::signal(SIGINT, on_sigint);
   profiler::Trace trace;
   bool want_trace = !a.trace_path.empty() || !a.record_path.empty();
@@ -105,6 +163,7 @@ int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
   gpu.profile(analysis, inferred, forced_precision(a.model), o, want_trace ? &trace : nullptr, st);
   std::signal(SIGINT, previous);
   raise(st);
+  if (rank) return write_rank_files(*rank, analysis, want_trace ? &trace : nullptr);
   reports::OutputSet outputs;
   outputs.add("--record", a.record_path, [&](std::ostream& out) { profiler::write_trace(out, trace); });
   outputs.add("--trace", a.trace_path, [&](std::ostream& out) { reports::write_chrome_trace(out, analysis, trace); });
@@ -116,15 +175,73 @@ int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
   return analysis.profile->valid ? 0 : 3;
 }
 
+namespace {
+
+// Each collective at a few sizes: NCCL's kernel time and bus bandwidth here, beside the link
+// model's figure from published bus bandwidths (what rooflens predicted before this calibration).
+void print_collectives(std::ostream& say, const DeviceProfile& p) {
+  Device published = find_device(p.base_device);
+  for (const CollectiveCurveSet& set : p.collectives) {
+    say << fmt::format("collectives over {} GPUs ({}; {}):\n", set.gpus, set.topology, set.nccl);
+    say << fmt::format("  {:<15} {:>8} {:>11} {:>10} {:>11} {:>15}\n", "", "size", "kernel", "bus GB/s", "host call",
+                       "published model");
+    for (Collective c : kCollectives) {
+      auto it = set.curves.find(std::string(collective_name(c)));
+      if (it == set.curves.end()) continue;
+      for (const CollectivePoint& pt : it->second) {
+        if (pt.bytes != (1 << 20) && pt.bytes != (64 << 20) && pt.bytes != (1 << 30) && pt.bytes != it->second.front().bytes)
+          continue;
+        CollectivePrice model = price_collective(c, pt.bytes, set.gpus, published);
+        say << fmt::format("  {:<15} {:>8} {:>8.1f} us {:>10.0f} {:>8.1f} us {:>12.1f} us\n", collective_name(c),
+                           reports::human_bytes(static_cast<double>(pt.bytes)), pt.kernel_s * 1e6,
+                           pt.bytes / pt.kernel_s * bus_factor(c, set.gpus) / 1e9,
+                           pt.wall_s * 1e6, model.seconds * 1e6);
+      }
+    }
+  }
+}
+
+}  // namespace
+
 int run_calibrate_command(const CalibrateArgs& a) {
+  if (a.gpus < 1) throw InputError(fmt::format("--gpus {}: must be at least 1", a.gpus));
+  if (!a.add_to.empty() && a.gpus < 2) throw InputError("--add-to adds measured collectives: give --gpus N (N >= 2)");
+  std::optional<DeviceProfile> base;
+  if (!a.add_to.empty() && a.add_to != "default") base = read_device_profile(a.add_to);  // a bad file fails before any GPU time
   const gpu::ModuleApi& gpu = gpu_with_device();
+  if (a.add_to == "default") {
+    // The profile predictions use on this GPU when none is given: shipped, else derived.
+    std::string name;
+    gpu::Status st;
+    gpu.device_name(name, st);
+    raise(st);
+    std::optional<Device> known = device_for_gpu_name(name, 0);
+    if (!known) throw InputError(fmt::format("--add-to default: GPU '{}' is not in the device database", name));
+    base = default_profile(known->id);
+    if (!base) throw InputError(fmt::format("--add-to default: rooflens has no profile for {} to add to", known->id));
+  }
   profiler::CalibrateOptions co;
   co.quick = a.quick;
   co.tables = !a.roofs_only;
   co.cudnn_dir = a.cudnn_dir;
+  co.gpus = a.gpus;
+  co.nccl_dir = a.nccl_dir;
+  co.collectives_only = base.has_value();
   DeviceProfile p = calibrate_here(gpu, co);
-  reports::write_atomically(a.out, [&](std::ostream& out) { out << device_profile_json(p); });
   std::ostream& say = reports::is_stdout(a.out) ? std::cerr : std::cout;  // --out -: stdout holds the JSON alone
+  if (base) {
+    if (base->base_device != p.base_device)
+      throw InputError(fmt::format("--add-to {}: a profile of {}, this GPU is {}", a.add_to, base->base_device, p.base_device));
+    std::erase_if(base->collectives, [&](const CollectiveCurveSet& s) { return s.gpus == a.gpus; });
+    base->collectives.push_back(p.collectives.front());
+    std::sort(base->collectives.begin(), base->collectives.end(),
+              [](const CollectiveCurveSet& x, const CollectiveCurveSet& y) { return x.gpus < y.gpus; });
+    reports::write_atomically(a.out, [&](std::ostream& out) { out << device_profile_json(*base); });
+    print_collectives(say, p);
+    say << fmt::format("wrote {} ({} with the collectives over {} GPUs)\n", a.out, a.add_to, a.gpus);
+    return 0;
+  }
+  reports::write_atomically(a.out, [&](std::ostream& out) { out << device_profile_json(p); });
   Device spec = find_device(p.base_device);
   say << fmt::format("{} ({}), SM clock {:.0f} MHz\n", p.gpu, p.base_device, p.sm_clock_mhz);
   auto line = [&say](const char* what, double measured, double spec_value, const char* unit, double scale) {
@@ -144,6 +261,7 @@ int run_calibrate_command(const CalibrateArgs& a) {
   say << fmt::format("  {:<22} {:>10.2f} us    (back-to-back launch every {:.2f} us)\n", "shortest kernel",
                            p.launch_floor_s * 1e6, p.launch_interval_s * 1e6);
   if (p.gemm_floor_s > 0) say << fmt::format("  {:<22} {:>10.2f} us\n", "shortest tiled GEMM", p.gemm_floor_s * 1e6);
+  print_collectives(say, p);
   say << fmt::format("wrote {}\n", a.out);
   return 0;
 }

@@ -9,7 +9,7 @@ namespace rooflens::cli {
 
 struct ProfileArgs {
   ModelArgs model;
-  std::string l2 = "cold", timing = "cupti", trace_path, record_path, cudnn_dir;
+  std::string l2 = "cold", timing = "cupti", trace_path, record_path, cudnn_dir, nccl_dir;
   int min_samples = 10, max_samples = 200;
   double layer_time_limit = 0.5;
 };
@@ -21,6 +21,9 @@ struct CalibrateArgs {
   std::string out = "device-profile.json";
   bool quick = false, roofs_only = false;
   std::string cudnn_dir;
+  int gpus = 1;            // > 1: NCCL's collectives among the first N GPUs too
+  std::string add_to;      // a profile to add the collectives to (measures nothing else)
+  std::string nccl_dir;
 };
 int run_calibrate_command(const CalibrateArgs& args);
 

@@ -28,6 +28,7 @@ LayerReplay::LayerReplay(const replay::ReplayPlan& plan, const ReplayContext& ct
   else if (plan_.is<replay::MoePlan>()) runner_ = moe_runner(plan_, b, ctx, s);
   else if (plan_.is<replay::ConvPlan>()) runner_ = conv_runner(plan_, b, ctx, s);
   else if (plan_.is<replay::AttentionPlan>()) runner_ = attention_runner(plan_, b, ctx, s);
+  else if (plan_.is<replay::CollectivePlan>()) runner_ = collective_runner(plan_, b, ctx);
   else runner_ = memory_runner(plan_, b);
   ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(s));
 }

@@ -19,6 +19,10 @@ namespace rooflens::kernels {
 namespace cudnn {
 class Plugin;
 }
+namespace nccl {
+struct Api;
+class Communicator;
+}
 
 // Seconds one run of `launch` takes on the GPU, measured as the harness measures a layer
 // (L2 state included).
@@ -32,6 +36,9 @@ struct ReplayContext {
   CandidateTimer time;             // null: the first candidate is taken untimed
   // Candidate picked per problem key, so identical layers are tuned once per run.
   std::map<std::string, int>* choices = nullptr;
+  // profile --tp N: this rank's communicator among the replay's GPUs (null on one GPU).
+  const nccl::Api* nccl = nullptr;
+  const nccl::Communicator* comm = nullptr;
 };
 
 // What ran for a layer.
@@ -73,6 +80,8 @@ Runner gemm_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const Rep
 Runner moe_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx, cudaStream_t s);
 Runner conv_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx, cudaStream_t s);
 Runner attention_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx, cudaStream_t s);
+// A collective through NCCL among the replay's GPUs (ctx.comm); ReplayUnsupported without one.
+Runner collective_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx);
 // Element-wise, row kernels, pooling, copies, gathers, rope: our kernels, one candidate.
 Runner memory_runner(const replay::ReplayPlan& p, const LayerBuffers& b);
 

@@ -63,6 +63,7 @@ std::string_view kind_name(const KernelPlan& k) {
     std::string_view operator()(const ConcatSplitPlan&) const { return "concat_split"; }
     std::string_view operator()(const GatherPlan&) const { return "gather"; }
     std::string_view operator()(const RopePlan&) const { return "rope"; }
+    std::string_view operator()(const CollectivePlan&) const { return "collective"; }
   };
   return std::visit(Names{}, k);
 }

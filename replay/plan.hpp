@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analyzer/analysis/analysis.hpp"
+#include "analyzer/hw/collective_curves.hpp"
 #include "analyzer/ir/graph.hpp"
 #include "replay/ops.hpp"
 
@@ -102,8 +103,16 @@ struct RopePlan {
   bool bhsd = false;
 };
 
+// A tensor-parallel collective among the replay's GPUs, through NCCL: the input buffer reduced
+// into the output (all-reduce, nccl-tests' size: the whole tensor).
+struct CollectivePlan {
+  Collective op = Collective::all_reduce;
+  int64_t bytes = 0, ranks = 0;
+};
+
 using KernelPlan = std::variant<GemmPlan, ConvPlan, AttentionPlan, MoePlan, ElementwisePlan, SoftmaxPlan, NormPlan,
-                                BatchNormPlan, ReducePlan, TopKPlan, PoolPlan, CopyPlan, ConcatSplitPlan, GatherPlan, RopePlan>;
+                                BatchNormPlan, ReducePlan, TopKPlan, PoolPlan, CopyPlan, ConcatSplitPlan, GatherPlan, RopePlan,
+                                CollectivePlan>;
 // "gemm", "conv", ... for reports and tests.
 std::string_view kind_name(const KernelPlan& k);
 
@@ -128,7 +137,9 @@ struct ReplayDecision {
 };
 
 // One decision per analysis node, in node order. `forced` is the run's --dtype, which sets the
-// storage of every float tensor as it did for the prediction.
-std::vector<ReplayDecision> plan_replay(const Analysis& a, const Graph& inferred, std::optional<Precision> forced);
+// storage of every float tensor as it did for the prediction. `gpus`: the GPUs the replay runs
+// on together (profile --tp N); a collective over exactly that many is replayed through NCCL.
+std::vector<ReplayDecision> plan_replay(const Analysis& a, const Graph& inferred, std::optional<Precision> forced,
+                                        int gpus = 1);
 
 }  // namespace rooflens::replay

@@ -444,9 +444,29 @@ class Planner {
   }
 };
 
+// The all-reduce of a tensor-parallel layer's partial sums, in the activations' own type.
+ReplayPlan collective_plan(const Graph& g, const NodeResult& r, std::optional<Precision> forced) {
+  const Node& n = g.nodes[r.index];
+  const Tensor& in = g.tensors[n.input(0)];
+  if (!in.shape) throw NotReplayed{fmt::format("tensor {} has no shape", in.name)};
+  ReplayPlan p;
+  p.node = r.index;
+  p.path = r.name;
+  p.precision = r.precision;
+  BufferSpec b{forced && is_float(in.dtype) ? storage_dtype(*forced) : in.dtype, *in.shape, 0, 0};
+  if (b.dtype != DType::bf16 && b.dtype != DType::f16 && b.dtype != DType::f32)
+    throw NotReplayed{fmt::format("an all-reduce of {}: NCCL's replay takes fp32, fp16 and bf16", dtype_name(b.dtype))};
+  b.bytes = storage_bytes(b.dtype, checked_product(b.shape, "replay buffer"));
+  p.inputs.push_back(b);
+  p.outputs.push_back(b);
+  p.kernel = CollectivePlan{Collective::all_reduce, b.bytes, r.cost.collective_ranks};
+  p.description = fmt::format("NCCL all-reduce of {} B over {} GPUs", b.bytes, r.cost.collective_ranks);
+  return p;
+}
+
 }  // namespace
 
-std::vector<ReplayDecision> plan_replay(const Analysis& a, const Graph& g, std::optional<Precision> forced) {
+std::vector<ReplayDecision> plan_replay(const Analysis& a, const Graph& g, std::optional<Precision> forced, int gpus) {
   std::vector<ReplayDecision> out;
   for (const NodeResult& r : a.nodes) {
     ReplayDecision d;
@@ -459,7 +479,19 @@ std::vector<ReplayDecision> plan_replay(const Analysis& a, const Graph& g, std::
       d.status = ReplayStatus::no_kernel;
       d.reason = "view: no kernel";
     } else if (r.family == OpFamily::communication) {
-      d.reason = fmt::format("collective over {} GPUs; the harness runs on one", r.cost.collective_ranks);
+      if (r.cost.collective_ranks == gpus) {
+        try {
+          d.plan = collective_plan(g, r, forced);
+          d.status = ReplayStatus::measured;
+        } catch (const NotReplayed& e) {
+          d.reason = e.reason;
+        }
+      } else if (gpus == 1) {
+        d.reason = fmt::format("collective over {} GPUs; this replay runs on one (profile --tp {} replays it through NCCL)",
+                               r.cost.collective_ranks, r.cost.collective_ranks);
+      } else {
+        d.reason = fmt::format("collective over {} GPUs; this replay runs on {}", r.cost.collective_ranks, gpus);
+      }
     } else {
       try {
         d.plan = Planner(g, r, forced).plan();

@@ -15,7 +15,7 @@ namespace rooflens::reports {
 using nlohmann::json;
 
 namespace {
-constexpr int kGpuPid = 1, kLayerPid = 2, kPredictedPid = 3;
+constexpr int kGpuPidBase = 1, kLayerPidBase = 2, kPredictedPid = 3, kPredictedPidBase = 3;
 constexpr int kNodeTid = 1, kStepTid = 2;
 
 json meta(const char* what, int pid, int tid, const std::string& name) {
@@ -81,22 +81,32 @@ void predicted_timeline(const json& r, json& events) {
 
 // Kernels on their stream tracks, NVTX layer ranges, and each layer's predicted duration from
 // where its first kernel started, so prediction and measurement line up.
-void measured_timeline(const json& r, const profiler::Trace& t, json& events) {
+uint64_t first_timestamp(const profiler::Trace& t) {
   uint64_t t0 = UINT64_MAX;
   for (const auto& x : t.activities) t0 = std::min(t0, x.start_ns);
   for (const auto& x : t.ranges) t0 = std::min(t0, x.start_ns);
+  return t0;
+}
+
+// `rank` >= 0: one GPU of a tensor-parallel run; its tracks are numbered and named apart from
+// the other ranks', on the time axis all ranks share (t0, the earliest record of any).
+void measured_timeline(const json& r, const profiler::Trace& t, json& events, int rank = -1, uint64_t t0 = UINT64_MAX) {
+  if (t0 == UINT64_MAX) t0 = first_timestamp(t);
   if (t0 == UINT64_MAX) t0 = 0;
+  const int base = rank < 0 ? 0 : 10 * rank;
+  const int gpu_pid = kGpuPidBase + base, layer_pid = kLayerPidBase + base, predicted_pid = kPredictedPidBase + base;
+  const std::string of_rank = rank < 0 ? "" : fmt::format(" (rank {})", rank);
   auto us = [&](uint64_t ns) { return static_cast<double>(ns - t0) / 1e3; };
   std::map<uint32_t, uint64_t> external;
   for (const auto& e : t.externals) external[e.correlation_id] = e.external_id;
   std::map<int64_t, const json*> by_index;
   for (const json& n : r.at("nodes")) by_index[n.at("index").get<int64_t>()] = &n;
 
-  events.push_back(meta("process_name", kGpuPid, -1, "GPU: " + t.gpu));
-  events.push_back(meta("process_name", kLayerPid, -1, "layers (NVTX, host)"));
-  events.push_back(meta("thread_name", kLayerPid, 1, "rooflens"));
-  events.push_back(meta("process_name", kPredictedPid, -1, "predicted"));
-  events.push_back(meta("thread_name", kPredictedPid, kNodeTid, "roofline prediction per layer"));
+  events.push_back(meta("process_name", gpu_pid, -1, (rank < 0 ? "GPU: " : fmt::format("GPU {}: ", rank)) + t.gpu));
+  events.push_back(meta("process_name", layer_pid, -1, "layers (NVTX, host)" + of_rank));
+  events.push_back(meta("thread_name", layer_pid, 1, "rooflens"));
+  events.push_back(meta("process_name", predicted_pid, -1, "predicted" + of_rank));
+  events.push_back(meta("thread_name", predicted_pid, kNodeTid, "roofline prediction per layer"));
   std::map<uint32_t, bool> streams;
   std::map<int64_t, uint64_t> first_start;  // layer -> first kernel start of its first sample
   for (const auto& x : t.activities) {
@@ -111,19 +121,19 @@ void measured_timeline(const json& r, const profiler::Trace& t, json& events) {
       args["layer"] = "(none: L2 flush or set-up)";
     }
     if (x.bytes) args["bytes"] = x.bytes;
-    events.push_back(slice(x.name, x.kind == profiler::GpuActivity::Kind::kernel ? "kernel" : "memory", kGpuPid,
+    events.push_back(slice(x.name, x.kind == profiler::GpuActivity::Kind::kernel ? "kernel" : "memory", gpu_pid,
                            static_cast<int>(x.stream), us(x.start_ns), static_cast<double>(x.end_ns - x.start_ns) / 1e3, std::move(args)));
     streams[x.stream] = true;
   }
-  for (auto& [s, _] : streams) events.push_back(meta("thread_name", kGpuPid, static_cast<int>(s), "stream " + std::to_string(s)));
+  for (auto& [s, _] : streams) events.push_back(meta("thread_name", gpu_pid, static_cast<int>(s), "stream " + std::to_string(s)));
   for (const auto& x : t.ranges)
-    events.push_back(slice(x.name, "nvtx", kLayerPid, 1, us(x.start_ns), static_cast<double>(x.end_ns - x.start_ns) / 1e3,
+    events.push_back(slice(x.name, "nvtx", layer_pid, 1, us(x.start_ns), static_cast<double>(x.end_ns - x.start_ns) / 1e3,
                            {{"domain", x.domain}}));
   for (auto& [layer, start] : first_start) {
     auto n = by_index.find(layer);
     if (n == by_index.end() || !n->second->contains("predicted_s")) continue;
     const json& node = *n->second;
-    events.push_back(slice(node.at("name").get<std::string>(), "predicted", kPredictedPid, kNodeTid, us(start),
+    events.push_back(slice(node.at("name").get<std::string>(), "predicted", predicted_pid, kNodeTid, us(start),
                            node.at("predicted_s").get<double>() * 1e6, node_args(node)));
   }
 }
@@ -140,6 +150,22 @@ void write_chrome_trace(std::ostream& out, const json& result, const profiler::T
              {"timeline", measured ? "measured" : "predicted"},
              {"coverage", result.at("coverage").at("line")}};
   if (measured) other["gpu"] = measured->gpu;
+  json doc{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}, {"otherData", std::move(other)}};
+  out << doc.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
+}
+
+void write_chrome_trace(std::ostream& out, const json& result, const std::vector<profiler::Trace>& ranks) {
+  json events = json::array();
+  uint64_t t0 = UINT64_MAX;
+  for (const profiler::Trace& t : ranks) t0 = std::min(t0, first_timestamp(t));
+  for (size_t r = 0; r < ranks.size(); ++r) measured_timeline(result, ranks[r], events, static_cast<int>(r), t0);
+  json other{{"tool", "rooflens"},
+             {"model", result.at("model").at("name")},
+             {"device", result.at("device").at("id")},
+             {"timeline", "measured"},
+             {"ranks", ranks.size()},
+             {"coverage", result.at("coverage").at("line")}};
+  if (!ranks.empty()) other["gpu"] = ranks.front().gpu;
   json doc{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}, {"otherData", std::move(other)}};
   out << doc.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
 }

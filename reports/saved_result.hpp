@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "analyzer/analysis/analysis.hpp"
 #include "profiler/trace/records.hpp"
@@ -29,6 +30,9 @@ void write_html(std::ostream& out, const nlohmann::json& result);
 // their own. With a measurement: kernels on their stream tracks, NVTX layer ranges, and each
 // layer's predicted duration from where its first kernel started.
 void write_chrome_trace(std::ostream& out, const nlohmann::json& result, const profiler::Trace* measured = nullptr);
+// profile --tp N: every rank's records, each GPU's kernels, NVTX ranges and predictions on tracks
+// of their own, on one time axis.
+void write_chrome_trace(std::ostream& out, const nlohmann::json& result, const std::vector<profiler::Trace>& ranks);
 // `profile`'s call: the analysis as its result JSON, with the measured trace.
 void write_chrome_trace(std::ostream& out, const Analysis& a, const profiler::Trace& trace);
 

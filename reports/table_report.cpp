@@ -12,6 +12,7 @@
 #include "reports/first_screen.hpp"
 #include "reports/format.hpp"
 #include "reports/profile_report.hpp"
+#include "reports/tensor_parallel_report.hpp"
 #include "reports/result_json.hpp"
 #include "reports/sink.hpp"
 #include "reports/training_report.hpp"
@@ -339,6 +340,7 @@ void write_table(std::ostream& out, const json& r, const TableOptions& o) {
     by_op(out, r, width);
     if (r.contains("training")) write_training(out, r, o.top, width, o.rows != TableRows::layer);
     if (r.contains("profile")) write_profile_table(out, r, o.top, width);
+    if (r.contains("tensor_parallel")) write_tensor_parallel_section(out, r, width);
     for (const json& note : r.at("notes"))
       if (note.get<std::string>().rfind("--batch", 0) != 0) out << wrap("note: ", note.get<std::string>(), width);
     out << '\n' << wrap("coverage: ", coverage_text(r), width);

@@ -11,7 +11,7 @@ out="${2:-carry}"
 rm -rf "$out"
 mkdir -p "$out"
 cp "$build/cli/rooflens" "$build"/lib/*.so "$out/"
-for t in "$build/tests/rooflens_gpu_tests" "$build/bench/rooflens_bench_vendor" "$build/bench/rooflens_bench_kernels" \
+for t in "$build/tests/rooflens_gpu_tests" "$build/tests/rooflens_multi_gpu_tests" "$build/bench/rooflens_bench_vendor" "$build/bench/rooflens_bench_kernels" \
          "$build/bench/rooflens_record_target" "$build/bench/rooflens_bench_record"; do
   if [ -f "$t" ]; then cp "$t" "$out/"; fi
 done

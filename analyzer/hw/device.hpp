@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analyzer/core/dtype.hpp"
+#include "analyzer/hw/collective_curves.hpp"
 #include "analyzer/hw/perf_table.hpp"
 
 namespace rooflens {
@@ -53,6 +54,8 @@ struct Device {
   // `serve`: all-reduces may take the one-shot/two-shot peer-memory kernels serving engines run
   // for small messages (analyzer/hw/link_model.hpp); otherwise NCCL's ring or tree.
   bool engine_collectives = false;
+  // Calibrated with --gpus N: collectives measured through NCCL; the link model prices from them.
+  std::shared_ptr<const std::vector<CollectiveCurveSet>> collective_curves;
 };
 
 // The unit and rate a node computes at; InputError when the device lacks that precision.
@@ -82,6 +85,7 @@ struct DeviceProfile {
   std::map<std::string, std::string> method;  // how each figure was measured
   PerfDatabase tables;                        // empty in profiles written before schema 2
   std::optional<EagerHostCosts> eager_host;   // scripts/eager_host_per_kernel.py --pool adds it
+  std::vector<CollectiveCurveSet> collectives;  // calibrate --gpus N; one set per GPU count
   std::string source;                         // the file it was read from
   bool shipped = false;                       // one of data/profiles/, compiled in
   std::string derived_from;                   // derive_profile: the measured device's id

@@ -99,6 +99,7 @@ std::string device_profile_json(const DeviceProfile& p) {
   if (p.gemm_floor_s > 0) j["gemm_floor_s"] = p.gemm_floor_s;
   j["launch_interval_s"] = p.launch_interval_s;
   j["method"] = p.method;
+  if (!p.derived_from.empty()) j["derived_from"] = p.derived_from;  // its roofs stay labelled derived
   if (!p.tables.empty()) {
     j["tables"] = tables_json(p.tables);
     nlohmann::json v = nlohmann::json::object();
@@ -118,6 +119,7 @@ std::string device_profile_json(const DeviceProfile& p) {
                        {"sgd_tensor_s", e.sgd_tensor_s},
                        {"source", e.source}};
   }
+  if (!p.collectives.empty()) j["collectives"] = collective_curves_json(p.collectives);
   // Compact: the tables hold thousands of numbers.
   return j.dump(-1) + "\n";
 }
@@ -146,6 +148,7 @@ DeviceProfile parse_device_profile(std::istream& in, const std::string& path) {
     p.gemm_floor_s = j.value("gemm_floor_s", 0.0);
     if (!(p.gemm_floor_s >= 0) || p.gemm_floor_s > 1) throw InputError(fmt::format("{}: gemm_floor_s must be a positive figure", path));
     p.method = j.value("method", std::map<std::string, std::string>{});
+    p.derived_from = j.value("derived_from", "");
     auto positive = [&](double v, const char* what) {
       if (!(v > 0) || v > 1e18) throw InputError(fmt::format("{}: {} must be a positive figure", path, what));
     };
@@ -178,6 +181,7 @@ DeviceProfile parse_device_profile(std::istream& in, const std::string& path) {
       h.source = e.value("source", "");
       p.eager_host = h;
     }
+    if (j.contains("collectives")) p.collectives = collective_curves_from_json(j.at("collectives"), path);
     find_device(p.base_device);  // must exist
     p.source = path;
     return p;
@@ -231,6 +235,7 @@ Device calibrated_device(const DeviceProfile& p) {
   for (const auto& [k, v] : p.method) d.sources[k] = "measured: " + v;
   if (!p.tables.empty()) d.perf = std::make_shared<const PerfDatabase>(p.tables);
   d.eager_host = p.eager_host;
+  if (!p.collectives.empty()) d.collective_curves = std::make_shared<const std::vector<CollectiveCurveSet>>(p.collectives);
   return d;
 }
 

@@ -22,10 +22,18 @@ struct BusbwPoint {
   std::string source;
 };
 
+// Curves measured through NCCL (calibrate --gpus N) that rooflens ships, with the devices they
+// apply to.
+struct ShippedCurves {
+  std::vector<std::string> devices;
+  CollectiveCurveSet set;
+};
+
 struct LinkData {
   double step_latency_s = 0;
   int64_t custom_max_bytes = 0;
   std::map<std::string, std::vector<BusbwPoint>> fabrics;
+  std::vector<ShippedCurves> measured;
 };
 
 const LinkData& link_data() {
@@ -41,6 +49,12 @@ const LinkData& link_data() {
                           p.at("ranks").get<int64_t>(), p.at("busbw").get<double>(),
                           p.at("source").get<std::string>()});
     }
+    if (j.contains("measured"))
+      for (const auto& m : j.at("measured")) {
+        nlohmann::json one = nlohmann::json::array({m});
+        d.measured.push_back({m.at("devices").get<std::vector<std::string>>(),
+                              collective_curves_from_json(one, "data/collectives.json").front()});
+      }
     return d;
   }();
   return data;
@@ -66,37 +80,27 @@ double link_per_direction(const Device& d, Fabric f) {
   throw InputError(fmt::format("device {} lists no GPU-to-GPU link bandwidth", d.id));
 }
 
-double bus_factor(Collective c, double n) {
-  switch (c) {
-    case Collective::all_reduce:
-      return 2 * (n - 1) / n;
-    case Collective::all_gather:
-    case Collective::reduce_scatter:
-    case Collective::all_to_all:
-      return (n - 1) / n;
-    case Collective::send_recv:
-      return 1;
-  }
-  return 1;
+const std::vector<CollectivePoint>* curve_in(const CollectiveCurveSet& set, Collective c, int64_t ranks) {
+  if (set.gpus != ranks) return nullptr;
+  auto it = set.curves.find(std::string(collective_name(c)));
+  return it != set.curves.end() && !it->second.empty() ? &it->second : nullptr;
+}
+
+// A measured curve for this collective and GPU count: the device profile's (calibrate --gpus N
+// on this machine), else one rooflens ships for this device (data/collectives.json); null when
+// neither has one.
+const std::vector<CollectivePoint>* measured_curve(const Device& d, Collective c, int64_t ranks) {
+  if (d.collective_curves)
+    for (const CollectiveCurveSet& set : *d.collective_curves)
+      if (const auto* curve = curve_in(set, c, ranks)) return curve;
+  const std::string& id = d.spec ? d.spec->id : d.id;
+  for (const ShippedCurves& m : link_data().measured)
+    if (std::find(m.devices.begin(), m.devices.end(), id) != m.devices.end())
+      if (const auto* curve = curve_in(m.set, c, ranks)) return curve;
+  return nullptr;
 }
 
 }  // namespace
-
-std::string_view collective_name(Collective c) {
-  switch (c) {
-    case Collective::all_reduce:
-      return "all-reduce";
-    case Collective::all_gather:
-      return "all-gather";
-    case Collective::reduce_scatter:
-      return "reduce-scatter";
-    case Collective::all_to_all:
-      return "all-to-all";
-    case Collective::send_recv:
-      return "send/recv";
-  }
-  return "?";
-}
 
 Fabric fabric_of(const Device& d, int64_t ranks) {
   const Device& spec = d.spec ? *d.spec : d;
@@ -146,11 +150,22 @@ CollectivePrice price_collective(Collective c, int64_t bytes, int64_t ranks, con
   // reduction to gain from, so they stay within the links.
   double busbw = c == Collective::all_reduce ? allreduce_busbw(spec, ranks)
                                              : std::min(allreduce_busbw(spec, ranks), link);
-  double factor = bus_factor(c, n);
+  double factor = bus_factor(c, ranks);
   auto consider = [&](const char* name, double steps, double moved_bytes, double bandwidth) {
     double t = steps * alpha + moved_bytes / bandwidth;
     if (best.algorithm.empty() || t < best.seconds) best = {t, name, 0};
   };
+  // Measured through NCCL on this machine (calibrate --gpus N): NCCL's own choice of algorithm
+  // at each size, in place of the ring and tree modelled from published bus bandwidths.
+  if (const std::vector<CollectivePoint>* curve = measured_curve(d, c, ranks)) {
+    best = {*curve_seconds(*curve, bytes), "NCCL, measured", 0};
+    if (engine_kernels && c == Collective::all_reduce && f != Fabric::pcie && bytes <= data.custom_max_bytes) {
+      consider("one-shot", 2, (n - 1) * s, link);
+      consider("two-shot", 4, 2 * (n - 1) / n * s, link);
+    }
+    best.busbw = s / best.seconds * factor;
+    return best;
+  }
   switch (c) {
     case Collective::all_reduce:
       consider("ring", 2 * (n - 1), factor * s, busbw);

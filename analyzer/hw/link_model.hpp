@@ -7,11 +7,10 @@
 #include <cstdint>
 #include <string>
 
+#include "analyzer/hw/collective_curves.hpp"
 #include "analyzer/hw/device.hpp"
 
 namespace rooflens {
-
-enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv };
 
 enum class Fabric { nvswitch, nvlink_bridge, pcie };
 
@@ -33,6 +32,5 @@ double collective_seconds(Collective c, int64_t bytes, int64_t ranks, const Devi
 Fabric fabric_of(const Device& d, int64_t ranks);
 // Large-message all-reduce bus bandwidth of the fabric at this GPU count, and its source.
 double allreduce_busbw(const Device& d, int64_t ranks, std::string* source = nullptr);
-std::string_view collective_name(Collective c);
 
 }  // namespace rooflens

@@ -12,6 +12,7 @@
 #include "kernels/cuda_check.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/memory_kernels.hpp"
+#include "profiler/gpu/calibrate_collectives.hpp"
 #include "profiler/gpu/calibrate_tables.hpp"
 #include "profiler/gpu/cupti_session.hpp"
 #include "profiler/gpu/gpu_info.hpp"
@@ -146,6 +147,8 @@ DeviceProfile run_calibrate(const CalibrateOptions& o) {
   DeviceProfile p;
   p.base_device = base->id;
   p.gpu = gpu.name;
+  if (o.gpus > 1) p.collectives.push_back(measure_collectives(o.gpus, o.quick, o.nccl_dir, std::cerr));
+  if (o.collectives_only) return p;
   p.sm_clock_mhz = measure_sm_clock_mhz();
   {
     CudaStream s;

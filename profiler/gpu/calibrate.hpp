@@ -11,6 +11,9 @@ struct CalibrateOptions {
   bool quick = false;   // fewer sizes and smaller tables (about 90 s in all)
   bool tables = true;   // measure the performance tables (analyzer/hw/perf_model.hpp); roofs only when false
   std::string cudnn_dir;  // --cudnn
+  int gpus = 1;           // --gpus N > 1: NCCL's collectives among the first N GPUs too
+  bool collectives_only = false;  // --add-to: only the collectives (and which GPU this is)
+  std::string nccl_dir;   // --nccl
 };
 
 // InputError when there is no GPU or it is not in the device database.

@@ -21,8 +21,10 @@ GpuInfo query_gpu() {
   if (e != cudaSuccess || count == 0)
     throw InputError(fmt::format("no CUDA device: {} (`rooflens analyze` works without one)",
                                  e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports none"));
+  int device = 0;
+  ROOFLENS_CUDA_CHECK(cudaGetDevice(&device));  // the one this thread runs on (profile --tp: its rank's)
   cudaDeviceProp p{};
-  ROOFLENS_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
+  ROOFLENS_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
   GpuInfo g;
   g.name = p.name;
   g.sm_count = p.multiProcessorCount;

@@ -14,7 +14,7 @@
 namespace rooflens::gpu {
 
 // Bumped whenever this table or anything it passes changes.
-inline constexpr int kModuleAbi = 1;
+inline constexpr int kModuleAbi = 2;
 
 struct Status {
   int code = 0;  // 0 ok, 2 bad input or missing hardware (one line), 1 GPU or internal failure
@@ -31,6 +31,10 @@ struct ModuleApi {
   void (*calibrate)(const profiler::CalibrateOptions&, DeviceProfile&, Status&) = nullptr;
   void (*profile)(Analysis&, const Graph&, std::optional<Precision>, const profiler::ProfileOptions&, profiler::Trace*,
                   Status&) = nullptr;
+  // GPUs this process sees; Status 2 when there is none.
+  void (*device_count)(int&, Status&) = nullptr;
+  // A fresh NCCL unique id as hex (profile --tp N hands it to every rank); Status 2 without NCCL.
+  void (*nccl_unique_id)(const std::string& nccl_dir, std::string&, Status&) = nullptr;
 };
 
 // The binary's side: finds the module ($ROOFLENS_GPU_MODULE, then beside the executable, then

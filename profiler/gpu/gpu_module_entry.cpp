@@ -4,6 +4,7 @@
 
 #include "analyzer/core/errors.hpp"
 #include "kernels/cuda_check.hpp"
+#include "kernels/nccl_runtime.hpp"
 #include "profiler/gpu/build_id.hpp"
 #include "profiler/gpu/cupti_session.hpp"
 #include "profiler/gpu/gpu_info.hpp"
@@ -31,6 +32,23 @@ void device_name(std::string& name, Status& status) {
   guarded(status, [&] { name = profiler::query_gpu().name; });
 }
 
+void device_count(int& count, Status& status) {
+  guarded(status, [&] {
+    profiler::query_gpu();  // InputError naming why there is none
+    kernels::cuda_check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  });
+}
+
+void nccl_unique_id(const std::string& nccl_dir, std::string& id, Status& status) {
+  guarded(status, [&] {
+    const kernels::nccl::Runtime& rt = kernels::nccl::Runtime::load(nccl_dir);
+    if (!rt.available()) throw InputError(rt.status());
+    ncclUniqueId u{};
+    kernels::nccl::check(rt.api(), rt.api().get_unique_id(&u), "ncclGetUniqueId");
+    id = kernels::nccl::unique_id_text(u);
+  });
+}
+
 void calibrate(const profiler::CalibrateOptions& o, DeviceProfile& out, Status& status) {
   guarded(status, [&] { out = profiler::run_calibrate(o); });
 }
@@ -40,7 +58,8 @@ void profile(Analysis& a, const Graph& g, std::optional<Precision> forced, const
   guarded(status, [&] { profiler::run_profile(a, g, forced, o, trace); });
 }
 
-const ModuleApi kApi{kModuleAbi, ROOFLENS_BUILD_ID, &profiler::prepare_nvtx_injection, &device_name, &calibrate, &profile};
+const ModuleApi kApi{kModuleAbi,  ROOFLENS_BUILD_ID, &profiler::prepare_nvtx_injection, &device_name, &calibrate, &profile,
+                     &device_count, &nccl_unique_id};
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 
 #include "analyzer/core/errors.hpp"
 #include "kernels/cudnn_runtime.hpp"
+#include "kernels/nccl_runtime.hpp"
 #include "kernels/replay.hpp"
 #include "profiler/timeline/attribution.hpp"
 #include "profiler/measure/prediction_error.hpp"
@@ -44,7 +45,7 @@ bool is_out_of_memory(const std::string& what) { return what.find("out of memory
 // fits, initialize (plan the kernels, warm up), run trials until the stop rule holds, summarize.
 class ProfileRun {
  public:
-  ProfileRun(const ProfileOptions& opt, const std::string& roofs, Trace* keep);
+  ProfileRun(const ProfileOptions& opt, const std::string& roofs, Trace* keep, const kernels::nccl::Communicator* comm);
   // The node's measurement, or its reason for having none.
   Measurement measure(const NodeResult& node, const replay::ReplayDecision& d, const Device& device);
   // The run's summary once every layer is done (validity from CUPTI's drops and cross-checks).
@@ -60,7 +61,7 @@ class ProfileRun {
   // The batch's kernel time per sample from CUPTI's records (kept for --trace).
   void collect_cupti(const NodeResult& node, Measurement& m, std::vector<double>& samples, std::vector<std::string>& names,
                      std::map<std::string, int>& names_seen);
-  bool enough(const std::vector<double>& samples, int sample, Clock::time_point layer_start) const;
+  bool enough(const std::vector<double>& samples, int sample, Clock::time_point layer_start, bool lockstep) const;
 
   const ProfileOptions& opt_;
   Trace* keep_;
@@ -76,7 +77,9 @@ class ProfileRun {
   kernels::ReplayContext ctx_;
 };
 
-ProfileRun::ProfileRun(const ProfileOptions& opt, const std::string& roofs, Trace* keep) : opt_(opt), keep_(keep) {
+ProfileRun::ProfileRun(const ProfileOptions& opt, const std::string& roofs, Trace* keep,
+                       const kernels::nccl::Communicator* comm)
+    : opt_(opt), keep_(keep) {
   summary_.gpu = gpu_.name;
   summary_.l2 = opt.cold_l2 ? "cold" : "hot";
   summary_.roofs = roofs;
@@ -99,6 +102,10 @@ ProfileRun::ProfileRun(const ProfileOptions& opt, const std::string& roofs, Trac
   ctx_.cudnn = cudnn.plugin();
   ctx_.cudnn_status = cudnn.status();
   ctx_.choices = &choices_;
+  if (comm) {
+    ctx_.comm = comm;
+    ctx_.nccl = &kernels::nccl::Runtime::load(opt.nccl_dir).api();
+  }
   // Candidates (cuBLASLt algorithms, cuDNN engines, our kernels) are timed as a sample is: after
   // the same L2 flush (CUPTI's records of this set-up work are dropped below).
   ctx_.time = candidate_timer(opt.cold_l2 ? &flush_ : nullptr, stream_.handle, 3, cupti_.get());
@@ -187,7 +194,8 @@ void ProfileRun::collect_cupti(const NodeResult& node, Measurement& m, std::vect
 
 // The stop rule: enough samples and a tight spread (or the layer's time budget spent), or the
 // most samples, or no kernel reaching the trace after two batches.
-bool ProfileRun::enough(const std::vector<double>& samples, int sample, Clock::time_point layer_start) const {
+bool ProfileRun::enough(const std::vector<double>& samples, int sample, Clock::time_point layer_start, bool lockstep) const {
+  if (lockstep) return sample >= opt_.collective_samples;  // every rank the same count: none waits alone
   SampleStats st = summarize_samples(samples);
   double elapsed = std::chrono::duration<double>(Clock::now() - layer_start).count();
   if (st.n >= opt_.min_samples && (st.spread() < opt_.target_spread || elapsed > opt_.layer_time_limit_s)) return true;
@@ -213,7 +221,7 @@ Measurement ProfileRun::measure(const NodeResult& node, const replay::ReplayDeci
     if (cupti_) collect_cupti(node, m, samples, names, names_seen);
     else
       for (float ms : event_ms) samples.push_back(ms * 1e-3);
-  } while (!enough(samples, sample, layer_start));
+  } while (!enough(samples, sample, layer_start, d.plan->is<replay::CollectivePlan>()));
   if (samples.empty()) {
     m.status = ReplayStatus::skipped;
     m.reason = "no kernel of this layer reached the trace";
@@ -242,10 +250,33 @@ ProfileSummary ProfileRun::finish(const Analysis& a, Clock::time_point wall_star
 
 }  // namespace
 
+namespace {
+
+// profile --tp N: this rank's GPU and its communicator with the other ranks (blocks until every
+// rank has joined).
+std::unique_ptr<kernels::nccl::Communicator> join_ranks(const ProfileOptions& opt) {
+  if (opt.ranks <= 1) return nullptr;
+  int count = 0;
+  ROOFLENS_CUDA_CHECK(cudaGetDeviceCount(&count));
+  if (opt.rank < 0 || opt.rank >= count)
+    throw InputError(fmt::format("rank {} of {}: this machine has {} GPUs", opt.rank, opt.ranks, count));
+  ROOFLENS_CUDA_CHECK(cudaSetDevice(opt.rank));
+  const kernels::nccl::Runtime& rt = kernels::nccl::Runtime::load(opt.nccl_dir);
+  if (!rt.available()) throw InputError("profile --tp: " + rt.status());
+  ncclComm_t comm = nullptr;
+  kernels::nccl::check(rt.api(),
+                       rt.api().comm_init_rank(&comm, opt.ranks, kernels::nccl::unique_id_from_text(opt.nccl_id), opt.rank),
+                       "ncclCommInitRank");
+  return std::make_unique<kernels::nccl::Communicator>(rt, comm, opt.rank, opt.ranks);
+}
+
+}  // namespace
+
 void run_profile(Analysis& a, const Graph& g, std::optional<Precision> forced, const ProfileOptions& opt, Trace* keep) {
   auto wall_start = Clock::now();
-  ProfileRun run(opt, a.device.roofs, keep);
-  std::vector<replay::ReplayDecision> decisions = replay::plan_replay(a, g, forced);
+  std::unique_ptr<kernels::nccl::Communicator> comm = join_ranks(opt);
+  ProfileRun run(opt, a.device.roofs, keep, comm.get());
+  std::vector<replay::ReplayDecision> decisions = replay::plan_replay(a, g, forced, opt.ranks);
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     if (run.interrupted()) {
       run.mark_incomplete();

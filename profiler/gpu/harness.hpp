@@ -23,6 +23,12 @@ struct ProfileOptions {
   bool force_events = false;     // skip CUPTI (--timing events)
   const std::atomic<bool>* interrupted = nullptr;  // set by SIGINT: stop after the current layer
   std::string cudnn_dir;         // --cudnn: where libcudnn.so.9 is (else the usual places)
+  // profile --tp N: this process is rank `rank` of `ranks`, one process per GPU (it runs on GPU
+  // `rank`), joined through NCCL with rank 0's unique id (hex). Collective layers take exactly
+  // `collective_samples` samples on every rank, so that the ranks meet in every one.
+  int rank = 0, ranks = 1;
+  std::string nccl_id, nccl_dir;
+  int collective_samples = 50;
 };
 
 // Replays `a`'s nodes (planned from `inferred`) and fills every node's Measurement and

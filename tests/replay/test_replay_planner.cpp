@@ -176,3 +176,34 @@ TEST_CASE("every element-wise functor name maps, and broadcast strides follow nu
   CHECK(broadcast_strides({8}, {4, 3, 8}) == std::vector<int64_t>{0, 0, 1});
   CHECK(contiguous_strides({2, 3, 4}) == std::vector<int64_t>{12, 4, 1});
 }
+
+TEST_CASE("tensor parallel: the all-reduces are planned through NCCL when the replay has their GPUs", "[replay][tp]") {
+  TransformerConfig c = load_transformer_config(std::string(ROOFLENS_SOURCE_DIR) + "/samples/configs/llama-3.1-8b/config.json");
+  TransformerOptions o;
+  o.workload = Workload::decode;
+  o.lowering.batch = 8;
+  o.lowering.context = 1024;
+  o.lowering.tp = 2;
+  o.lowering.weights = o.lowering.activations = o.lowering.kv = DType::bf16;
+  Graph g;
+  Analysis a = analyze_transformer(c, o, &g);
+  std::vector<ReplayDecision> two = plan_replay(a, g, std::nullopt, 2), one = plan_replay(a, g, std::nullopt, 1),
+                              four = plan_replay(a, g, std::nullopt, 4);
+  int all_reduces = 0;
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    if (a.nodes[i].op != "rooflens.AllReduce") continue;
+    ++all_reduces;
+    REQUIRE(two[i].status == ReplayStatus::measured);
+    const ReplayPlan& p = *two[i].plan;
+    REQUIRE(p.is<CollectivePlan>());
+    // The hidden state of 8 tokens: 8 x 4096 bf16 = 65,536 bytes, all-reduced over 2 GPUs.
+    CHECK(p.as<CollectivePlan>().bytes == 8 * 4096 * 2);
+    CHECK(p.as<CollectivePlan>().ranks == 2);
+    CHECK(p.inputs[0].bytes == 65536);
+    CHECK(one[i].status == ReplayStatus::not_replayed);
+    CHECK(one[i].reason.find("--tp 2") != std::string::npos);
+    CHECK(four[i].status == ReplayStatus::not_replayed);
+  }
+  // Two a layer (attention output, MLP output) over 32 layers, and the embedding's.
+  CHECK(all_reduces == 2 * 32 + 1);
+}

@@ -1,0 +1,134 @@
+#include "analyzer/hw/collective_curves.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "analyzer/core/errors.hpp"
+
+namespace rooflens {
+
+std::string_view collective_name(Collective c) {
+  switch (c) {
+    case Collective::all_reduce:
+      return "all-reduce";
+    case Collective::all_gather:
+      return "all-gather";
+    case Collective::reduce_scatter:
+      return "reduce-scatter";
+    case Collective::all_to_all:
+      return "all-to-all";
+    case Collective::send_recv:
+      return "send/recv";
+  }
+  return "?";
+}
+
+double bus_factor(Collective c, int64_t ranks) {
+  double n = static_cast<double>(ranks);
+  switch (c) {
+    case Collective::all_reduce:
+      return 2 * (n - 1) / n;
+    case Collective::all_gather:
+    case Collective::reduce_scatter:
+    case Collective::all_to_all:
+      return (n - 1) / n;
+    case Collective::send_recv:
+      return 1;
+  }
+  return 1;
+}
+
+CollectiveBuffers collective_buffers(Collective c, int64_t bytes, int64_t ranks,
+                                     int64_t element_bytes) {
+  bool chunked =
+      c == Collective::all_gather || c == Collective::reduce_scatter || c == Collective::all_to_all;
+  int64_t unit = chunked ? element_bytes * ranks : element_bytes;
+  CollectiveBuffers b;
+  b.bytes = std::max(unit, bytes / unit * unit);
+  b.send = c == Collective::all_gather ? b.bytes / ranks : b.bytes;
+  b.recv = c == Collective::reduce_scatter ? b.bytes / ranks : b.bytes;
+  return b;
+}
+
+std::optional<double> curve_seconds(const std::vector<CollectivePoint>& curve, int64_t bytes) {
+  if (curve.empty()) return std::nullopt;
+  if (bytes <= curve.front().bytes) return curve.front().kernel_s;
+  for (size_t i = 1; i < curve.size(); ++i) {
+    const CollectivePoint &a = curve[i - 1], &b = curve[i];
+    if (bytes > b.bytes) continue;
+    double f = static_cast<double>(bytes - a.bytes) / static_cast<double>(b.bytes - a.bytes);
+    return a.kernel_s + f * (b.kernel_s - a.kernel_s);
+  }
+  const CollectivePoint& last = curve.back();
+  // The last segment's marginal bandwidth; a flat or inverted segment (noise) falls back to the
+  // largest size's average bandwidth.
+  double bw = static_cast<double>(last.bytes) / last.kernel_s;
+  if (curve.size() >= 2) {
+    const CollectivePoint& prev = curve[curve.size() - 2];
+    if (last.kernel_s > prev.kernel_s)
+      bw = static_cast<double>(last.bytes - prev.bytes) / (last.kernel_s - prev.kernel_s);
+  }
+  return last.kernel_s + static_cast<double>(bytes - last.bytes) / bw;
+}
+
+nlohmann::json collective_curves_json(const std::vector<CollectiveCurveSet>& sets) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const CollectiveCurveSet& s : sets) {
+    nlohmann::json curves = nlohmann::json::object();
+    for (const auto& [name, points] : s.curves) {
+      nlohmann::json rows = nlohmann::json::array();
+      for (const CollectivePoint& p : points)
+        rows.push_back({{"bytes", p.bytes},
+                        {"kernel_s", std::stod(fmt::format("{:.4g}", p.kernel_s))},
+                        {"wall_s", std::stod(fmt::format("{:.4g}", p.wall_s))}});
+      curves[name] = rows;
+    }
+    out.push_back({{"gpus", s.gpus},
+                   {"topology", s.topology},
+                   {"nccl", s.nccl},
+                   {"dtype", s.dtype},
+                   {"curves", curves}});
+  }
+  return out;
+}
+
+std::vector<CollectiveCurveSet> collective_curves_from_json(const nlohmann::json& j,
+                                                            const std::string& path) {
+  std::vector<CollectiveCurveSet> sets;
+  for (const auto& s : j) {
+    CollectiveCurveSet set;
+    set.gpus = s.at("gpus").get<int64_t>();
+    if (set.gpus < 2 || set.gpus > 4096)
+      throw InputError(fmt::format("{}: collectives: gpus {} is not a GPU count", path, set.gpus));
+    set.topology = s.value("topology", "");
+    set.nccl = s.value("nccl", "");
+    set.dtype = s.value("dtype", "");
+    for (const auto& [name, rows] : s.at("curves").items()) {
+      bool known = false;
+      for (Collective k : kCollectives) known = known || collective_name(k) == name;
+      if (!known)
+        throw InputError(fmt::format("{}: collectives: unknown collective '{}'", path, name));
+      auto& points = set.curves[name];
+      for (const auto& r : rows) {
+        CollectivePoint p{r.at("bytes").get<int64_t>(), r.at("kernel_s").get<double>(),
+                          r.at("wall_s").get<double>()};
+        auto bad = [&](const char* what) {
+          return InputError(
+              fmt::format("{}: collectives ({} GPUs) {}: {}", path, set.gpus, name, what));
+        };
+        if (p.bytes <= 0 || (!points.empty() && p.bytes <= points.back().bytes))
+          throw bad("sizes must be positive and ascending");
+        if (!(p.kernel_s > 0) || p.kernel_s > 100 || !(p.wall_s > 0) || p.wall_s > 100)
+          throw bad("a time is not a measured time");
+        points.push_back(p);
+      }
+    }
+    sets.push_back(std::move(set));
+  }
+  return sets;
+}
+
+}  // namespace rooflens

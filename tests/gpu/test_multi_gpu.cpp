@@ -1,0 +1,99 @@
+// Two GPUs or more: NCCL's collectives give the right results and CUPTI sees every NCCL kernel
+// (calibrate --gpus 2), and a tensor-parallel profile runs one rank per GPU, replays the
+// all-reduces through NCCL and puts each GPU's kernels and NVTX ranges on tracks of their own.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "gpu_helpers.hpp"
+#include "profiler/gpu/calibrate_collectives.hpp"
+
+using namespace rooflens;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The rooflens binary: $ROOFLENS_BIN, beside this test (the GPU bundle), else the build's.
+std::string rooflens_binary() {
+  if (const char* b = std::getenv("ROOFLENS_BIN"); b && *b) return b;
+  std::error_code ec;
+  fs::path beside = fs::read_symlink("/proc/self/exe", ec).parent_path() / "rooflens";
+  if (!ec && fs::exists(beside)) return beside.string();
+  return ROOFLENS_BIN;
+}
+
+}  // namespace
+
+TEST_CASE("NCCL collectives among two GPUs: results checked, every kernel seen by CUPTI") {
+  // measure_collectives checks each collective on known values first and throws when a result is
+  // wrong or CUPTI misses the kernels of any sample.
+  std::ostringstream log;
+  CollectiveCurveSet set = profiler::measure_collectives(2, true, "", log);
+  INFO(log.str());
+  CHECK(set.gpus == 2);
+  CHECK(set.nccl.find("NCCL 2.") == 0);
+  for (Collective c : kCollectives) {
+    const auto& curve = set.curves.at(std::string(collective_name(c)));
+    REQUIRE(curve.size() == 6);  // 1 KiB x 16^k up to 1 GiB
+    CHECK(curve.front().bytes <= 1024);
+    CHECK(curve.back().bytes >= (int64_t{1} << 30) - 4);
+    for (const CollectivePoint& p : curve) {
+      CHECK(p.kernel_s > 0);
+      CHECK(p.wall_s > 0);
+    }
+    // A gibibyte takes longer than 64 MiB, and moves at a bus bandwidth a link can carry:
+    // above 20 GB/s (PCIe 4 x16 reaches 25) and below 2 TB/s (NVLink 5's 900 GB/s a direction).
+    CHECK(curve.back().kernel_s > curve[curve.size() - 2].kernel_s);
+    double busbw =
+        static_cast<double>(curve.back().bytes) / curve.back().kernel_s * bus_factor(c, 2);
+    CHECK(busbw > 20e9);
+    CHECK(busbw < 2e12);
+  }
+}
+
+TEST_CASE(
+    "profile --tp 2: one rank per GPU, the all-reduces replayed through NCCL, a track per GPU") {
+  fs::path dir = fs::temp_directory_path() / fmt::format("rooflens-tp-test-{}", getpid());
+  fs::create_directories(dir);
+  std::string config = gpu_test::checkout_file("samples/configs/tinyllama-1.1b/config.json");
+  std::string cmd = fmt::format(
+      "'{}' profile '{}' --phase decode --tp 2 --batch 4 --context 256 --max-samples 20 --json "
+      "'{}' --trace '{}' > '{}' 2>&1",
+      rooflens_binary(), config, (dir / "r.json").string(), (dir / "t.json").string(),
+      (dir / "out.txt").string());
+  int rc = std::system(cmd.c_str());
+  std::ifstream out_text(dir / "out.txt");
+  std::string text((std::istreambuf_iterator<char>(out_text)), {});
+  INFO(text);
+  REQUIRE(WEXITSTATUS(rc) == 0);
+  nlohmann::json r = nlohmann::json::parse(std::ifstream(dir / "r.json"));
+  REQUIRE(r.contains("tensor_parallel"));
+  CHECK(r["tensor_parallel"]["ranks"] == 2);
+  int all_reduces = 0;
+  for (const auto& n : r["nodes"]) {
+    if (n["op"] != "rooflens.AllReduce") continue;
+    ++all_reduces;
+    CHECK(n["measured"]["status"] == "measured");
+    REQUIRE(n.contains("measured_per_gpu_s"));
+    CHECK(n["measured_per_gpu_s"][0].get<double>() > 0);
+    CHECK(n["measured_per_gpu_s"][1].get<double>() > 0);
+  }
+  CHECK(all_reduces == 2 * 22 + 1);  // two a layer over TinyLlama's 22, and the embedding's
+  CHECK(text.find("tensor parallel: 2 GPUs") != std::string::npos);
+  // The trace: kernels of GPU 0 (pid 1) and GPU 1 (pid 11), NVTX layer ranges of both ranks.
+  nlohmann::json t = nlohmann::json::parse(std::ifstream(dir / "t.json"));
+  std::set<int> kernel_pids, nvtx_pids;
+  for (const auto& e : t["traceEvents"]) {
+    if (e.value("cat", "") == "kernel") kernel_pids.insert(e["pid"].get<int>());
+    if (e.value("cat", "") == "nvtx") nvtx_pids.insert(e["pid"].get<int>());
+  }
+  CHECK(kernel_pids == std::set<int>{1, 11});
+  CHECK(nvtx_pids == std::set<int>{2, 12});
+  fs::remove_all(dir);
+}
