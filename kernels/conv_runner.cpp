@@ -11,7 +11,9 @@ namespace rooflens::kernels {
 
 namespace {
 
-int elem_bytes(DType d) { return dtype_bits(d) / 8; }
+int elem_bytes(DType d) {
+  return dtype_bits(d) / 8;
+}
 
 cudnn::ConvSpec conv_spec(const replay::ReplayPlan& p) {
   const auto& plan = p.as<replay::ConvPlan>();
@@ -49,7 +51,8 @@ bool symmetric_pads(const ConvDims& c) {
 }
 
 // im2col (skipped for pointwise convolutions) and one cuBLASLt GEMM per image, then the bias.
-Runner im2col_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx, const std::string& why) {
+Runner im2col_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx,
+                     const std::string& why) {
   const auto& plan = p.as<replay::ConvPlan>();
   const ConvDims& c = plan.conv;
   DType dt = p.inputs[0].dtype;
@@ -69,11 +72,15 @@ Runner im2col_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const R
   int64_t kel = 1, osp = 1;
   for (int64_t k : c.kernel) kel *= k;
   for (int64_t o : c.out_spatial) osp *= o;
-  if (!plan.pointwise) st->columns = DeviceBuffer(static_cast<size_t>(c.in_channels * kel * osp * elem_bytes(dt)));
+  if (!plan.pointwise)
+    st->columns = DeviceBuffer(static_cast<size_t>(c.in_channels * kel * osp * elem_bytes(dt)));
   bool two_d = c.kernel.size() > 1;
-  int64_t kh = c.kernel[0], kw = two_d ? c.kernel[1] : 1, h = c.in_spatial[0], w = two_d ? c.in_spatial[1] : 1;
-  int64_t oh = c.out_spatial[0], ow = two_d ? c.out_spatial[1] : 1, sh = c.strides[0], sw = two_d ? c.strides[1] : 1;
-  int64_t dh = c.dilations[0], dw = two_d ? c.dilations[1] : 1, ph = c.pads[0], pw = two_d ? c.pads[1] : 0;
+  int64_t kh = c.kernel[0], kw = two_d ? c.kernel[1] : 1, h = c.in_spatial[0],
+          w = two_d ? c.in_spatial[1] : 1;
+  int64_t oh = c.out_spatial[0], ow = two_d ? c.out_spatial[1] : 1, sh = c.strides[0],
+          sw = two_d ? c.strides[1] : 1;
+  int64_t dh = c.dilations[0], dw = two_d ? c.dilations[1] : 1, ph = c.pads[0],
+          pw = two_d ? c.pads[1] : 0;
   int64_t image_in = c.in_channels * h * w, image_out = c.out_channels * oh * ow;
   int eb = elem_bytes(dt);
   const char* x = static_cast<const char*>(b.in(0));
@@ -88,25 +95,59 @@ Runner im2col_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const R
       const char* image = x + n * image_in * eb;
       const void* cols = image;
       if (raw->columns.get()) {
-        im2col(image, raw->columns.get(), dt, in_channels, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, s);
+        im2col(image, raw->columns.get(), dt, in_channels, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh,
+               dw, s);
         cols = raw->columns.get();
       }
       raw->gemm->run(weights, cols, y + n * image_out * eb, nullptr, s);
     }
-    if (bias) elementwise(EwOp::add, {{y, dt, out_shape}, {bias, dt, {out_channels, 1, 1}}}, y, dt, out_shape, s);
+    if (bias)
+      elementwise(EwOp::add, {{y, dt, out_shape}, {bias, dt, {out_channels, 1, 1}}}, y, dt,
+                  out_shape, s);
   };
-  std::string detail = plan.pointwise ? "cuBLASLt GEMM per image" : "im2col + cuBLASLt GEMM per image";
+  std::string detail =
+      plan.pointwise ? "cuBLASLt GEMM per image" : "im2col + cuBLASLt GEMM per image";
   if (plan.bias) detail += " + bias kernel";
   return Runner(ReplayLabel{"rooflens", detail, why}, launch, st);
 }
 
+bool depthwise(const ConvDims& c) {
+  return !c.transpose && c.groups == c.in_channels && c.out_channels == c.in_channels &&
+         c.kernel.size() <= 2;
+}
+
+// Depthwise convolutions on our window kernel (a thread per output pixel), as PyTorch's own
+// depthwise kernels run them: cuDNN's engines for NCHW are several times slower on them
+// (MobileNetV3, docs/profile.md), and where one is faster it wins the timing.
+Runner depthwise_runner(const replay::ReplayPlan& p, const LayerBuffers& b,
+                        const std::string& why) {
+  const ConvDims& c = p.as<replay::ConvPlan>().conv;
+  bool two_d = c.kernel.size() > 1;
+  auto i32 = [](int64_t v) { return static_cast<int>(v); };
+  DepthwiseConv2d d{i32(c.batch),          i32(c.in_channels),
+                    i32(c.in_spatial[0]),  i32(two_d ? c.in_spatial[1] : 1),
+                    i32(c.out_spatial[0]), i32(two_d ? c.out_spatial[1] : 1),
+                    i32(c.kernel[0]),      i32(two_d ? c.kernel[1] : 1),
+                    i32(c.strides[0]),     i32(two_d ? c.strides[1] : 1),
+                    i32(c.pads[0]),        i32(two_d ? c.pads[1] : 0),
+                    i32(c.dilations[0]),   i32(two_d ? c.dilations[1] : 1)};
+  DType dt = p.inputs[0].dtype;
+  const void *x = b.in(0), *w = b.in(1), *bias = p.as<replay::ConvPlan>().bias ? b.in(2) : nullptr;
+  void* y = b.out(0);
+  return Runner(ReplayLabel{"rooflens", "depthwise window kernel", why},
+                [=](cudaStream_t s) { depthwise_conv2d(x, w, bias, y, dt, d, s); });
+}
+
 }  // namespace
 
-Runner conv_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx, cudaStream_t s) {
+Runner conv_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx,
+                   cudaStream_t s) {
   const ConvDims& c = p.as<replay::ConvPlan>().conv;
   std::string why;
-  if (!ctx.cudnn) why = ctx.cudnn_status;
-  else if (!symmetric_pads(c)) why = "cuDNN takes symmetric padding only";
+  if (!ctx.cudnn)
+    why = ctx.cudnn_status;
+  else if (!symmetric_pads(c))
+    why = "cuDNN takes symmetric padding only";
   else {
     // Both layouts' engines as candidates: NCHW as the graph stores it, NHWC as deployments
     // run it; the buffers are the same bytes either way.
@@ -124,23 +165,30 @@ Runner conv_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const Rep
       std::shared_ptr<cudnn::Operation> op(std::move(built.op));
       for (int i = 0; i < op->plan_count(); ++i) {
         auto ws = std::make_shared<DeviceBuffer>(static_cast<size_t>(op->workspace_bytes(i)));
-        auto state = std::make_shared<std::pair<std::shared_ptr<cudnn::Operation>, std::shared_ptr<DeviceBuffer>>>(op, ws);
-        candidates.emplace_back(ReplayLabel{"cuDNN", fmt::format("{} {}", nhwc ? "NHWC" : "NCHW", op->plan_name(i)), ""},
-                                [op, ws, i, tensors](cudaStream_t st) {
-                                  std::string err = op->execute(i, tensors, ws->get(), st);
-                                  if (!err.empty()) throw CudaError("cuDNN convolution: " + err);
-                                },
-                                state);
+        auto state = std::make_shared<
+            std::pair<std::shared_ptr<cudnn::Operation>, std::shared_ptr<DeviceBuffer>>>(op, ws);
+        candidates.emplace_back(
+            ReplayLabel{"cuDNN", fmt::format("{} {}", nhwc ? "NHWC" : "NCHW", op->plan_name(i)),
+                        ""},
+            [op, ws, i, tensors](cudaStream_t st) {
+              std::string err = op->execute(i, tensors, ws->get(), st);
+              if (!err.empty()) throw CudaError("cuDNN convolution: " + err);
+            },
+            state);
       }
     }
+    if (depthwise(c)) candidates.push_back(depthwise_runner(p, b, ""));
     if (!candidates.empty()) {
-      std::string key = fmt::format("conv {} {}x{}x{}x{} k{} {}x{} g{} p{}{} s{}{} d{}{} b{} tc{}", dtype_name(spec.dtype), spec.n, spec.c,
-                                    spec.h, spec.w, spec.k, spec.kh, spec.kw, spec.groups, spec.pad_h, spec.pad_w, spec.stride_h,
-                                    spec.stride_w, spec.dil_h, spec.dil_w, spec.bias, spec.tensor_cores);
+      std::string key =
+          fmt::format("conv {} {}x{}x{}x{} k{} {}x{} g{} p{}{} s{}{} d{}{} b{} tc{}",
+                      dtype_name(spec.dtype), spec.n, spec.c, spec.h, spec.w, spec.k, spec.kh,
+                      spec.kw, spec.groups, spec.pad_h, spec.pad_w, spec.stride_h, spec.stride_w,
+                      spec.dil_h, spec.dil_w, spec.bias, spec.tensor_cores);
       return pick_fastest(std::move(candidates), ctx, key, s);
     }
     why = "cuDNN has no engine: " + fmt::format("{}", fmt::join(errors, "; "));
   }
+  if (depthwise(c)) return depthwise_runner(p, b, why);
   return im2col_runner(p, b, ctx, why);
 }
 

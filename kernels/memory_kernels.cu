@@ -1,6 +1,7 @@
 // Replay kernels without a family of their own: buffer fills, the MoE combine, batch norm,
 // pooling, rotary embedding and im2col.
 #include <algorithm>
+#include <tuple>
 #include <cfloat>
 
 #include "kernels/dtypes.cuh"
@@ -73,6 +74,50 @@ __global__ void pool_kernel(const T* __restrict__ in, T* __restrict__ out, Pool2
       }
     }
     out[i] = from_f<T>(p.max ? acc : acc / fmaxf(count, 1));
+  }
+}
+
+// One plane (image, channel) per grid row, its output pixels across threads; 32-bit index math
+// within a plane. K > 0: a K x K window known at compile time, unrolled, its weights held in
+// registers (PyTorch's depthwise kernels specialise the same way); K = 0: any window.
+template <class T, int K>
+__global__ void depthwise_kernel(const T* __restrict__ x, const T* __restrict__ wt, const T* __restrict__ bias,
+                                 T* __restrict__ y, DepthwiseConv2d p) {
+  constexpr int kMax = K > 0 ? K * K : 1;
+  const int kh = K > 0 ? K : p.kh, kw = K > 0 ? K : p.kw;
+  int pixels = p.oh * p.ow;
+  for (int plane = blockIdx.y; plane < p.n * p.c; plane += gridDim.y) {
+    int ch = plane % p.c;
+    const T* xp = x + static_cast<int64_t>(plane) * p.h * p.w;
+    const T* wk = wt + ch * kh * kw;
+    T* yp = y + static_cast<int64_t>(plane) * pixels;
+    float b = bias ? to_f(bias[ch]) : 0.f;
+    float wr[kMax];
+    if constexpr (K > 0) {
+#pragma unroll
+      for (int i = 0; i < K * K; ++i) wr[i] = to_f(wk[i]);
+    }
+    for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < pixels; q += gridDim.x * blockDim.x) {
+      int oy = q / p.ow, ox = q - oy * p.ow;
+      int y0 = oy * p.sh - p.ph, x0 = ox * p.sw - p.pw;
+      float acc = b;
+#pragma unroll
+      for (int ky = 0; ky < (K > 0 ? K : kh); ++ky) {
+        int yy = y0 + ky * p.dh;
+        if (static_cast<unsigned>(yy) >= static_cast<unsigned>(p.h)) continue;
+        const T* row = xp + yy * p.w;
+#pragma unroll
+        for (int kx = 0; kx < (K > 0 ? K : kw); ++kx) {
+          int xx = x0 + kx * p.dw;
+          if (static_cast<unsigned>(xx) >= static_cast<unsigned>(p.w)) continue;
+          float wv;
+          if constexpr (K > 0) wv = wr[ky * K + kx];
+          else wv = to_f(wk[ky * kw + kx]);
+          acc += to_f(row[xx]) * wv;
+        }
+      }
+      yp[q] = from_f<T>(acc);
+    }
   }
 }
 
@@ -192,6 +237,24 @@ void pool2d(const void* in, void* out, DType d, const Pool2d& p, cudaStream_t s)
     using T = decltype(t);
     pool_kernel<<<blocks_for(p.n * p.c * p.oh * p.ow, kThreads, 132 * 32), kThreads, 0, s>>>(static_cast<const T*>(in),
                                                                                              static_cast<T*>(out), p);
+  });
+  ROOFLENS_CUDA_CHECK(cudaGetLastError());
+}
+
+void depthwise_conv2d(const void* x, const void* weights, const void* bias, void* y, DType d, const DepthwiseConv2d& p,
+                      cudaStream_t s) {
+  int pixels = p.oh * p.ow;
+  int threads = std::min(256, (pixels + 31) / 32 * 32);
+  dim3 grid(static_cast<unsigned>(std::min((pixels + threads - 1) / threads, 64)),
+            static_cast<unsigned>(std::min(p.n * p.c, 65535)));
+  dispatch_float(d, [&](auto t) {
+    using T = decltype(t);
+    auto args = std::make_tuple(static_cast<const T*>(x), static_cast<const T*>(weights), static_cast<const T*>(bias),
+                                static_cast<T*>(y), p);
+    auto run = [&](auto kernel) { std::apply([&](auto... a) { kernel<<<grid, threads, 0, s>>>(a...); }, args); };
+    if (p.kh == 3 && p.kw == 3) run(depthwise_kernel<T, 3>);
+    else if (p.kh == 5 && p.kw == 5) run(depthwise_kernel<T, 5>);
+    else run(depthwise_kernel<T, 0>);
   });
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }

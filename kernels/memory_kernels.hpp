@@ -56,6 +56,14 @@ void topk_rows(const void* in, void* values, int64_t* indices, DType d, int64_t 
                cudaStream_t s);
 
 void pool2d(const void* in, void* out, DType d, const Pool2d& p, cudaStream_t s);
+// A depthwise 2-D convolution (one input channel per group, one output channel per input
+// channel), NCHW, fp32 accumulation, optional per-channel bias: a thread per output pixel, as
+// frameworks' own depthwise kernels run it. ph, pw: the leading pads.
+struct DepthwiseConv2d {
+  int n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+};
+void depthwise_conv2d(const void* x, const void* weights, const void* bias, void* y, DType d, const DepthwiseConv2d& p,
+                      cudaStream_t s);
 
 // Rotate the first rot dims of each head (halves layout). bhsd: x is (B, H, S, D), else (B, S, H*D).
 void rope(const void* x, const int64_t* positions, const void* cos, const void* sin, void* out, DType d,

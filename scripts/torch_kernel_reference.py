@@ -156,10 +156,10 @@ def run_gemms(results, flush_buf):
                             "cold_s": cold, "kernels": names})
 
 
-def resnet_convs(batch):
-    """Every Conv2d of torchvision's ResNet-50 with the input it sees at this batch."""
+def resnet_convs(batch, name="resnet50"):
+    """Every Conv2d of a torchvision model (ResNet-50 by default) with the input it sees at this batch."""
     import torchvision
-    model = torchvision.models.resnet50().cuda().eval()
+    model = getattr(torchvision.models, name)().cuda().eval()
     seen = []
     hooks = [m.register_forward_hook(lambda mod, inp, out: seen.append((mod, tuple(inp[0].shape))))
              for m in model.modules() if isinstance(m, torch.nn.Conv2d)]
@@ -202,6 +202,38 @@ def run_convs(results, flush_buf):
     torch.backends.cudnn.allow_tf32 = True
 
 
+def run_mobilenet(results, flush_buf):
+    """MobileNetV3-small's and EfficientNet-B0's convolutions at batch 64 in bf16 (their depthwise
+    ones are what the replay's cuDNN NCHW engines ran 4x slower than PyTorch), NCHW and
+    channels_last."""
+    torch.backends.cudnn.benchmark = True
+    for model in ("mobilenet_v3_small", "efficientnet_b0"):
+        convs = resnet_convs(64, model)
+        for layout in ("nchw", "channels_last"):
+            depthwise_layout(results, flush_buf, model, convs, layout)
+
+
+def depthwise_layout(results, flush_buf, model, convs, layout):
+    """Each convolution of `convs` timed hot and cold in one layout, into results["depthwise_models"]."""
+    rows = []
+    for mod, shape in convs:
+        conv = torch.nn.Conv2d(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
+                               mod.dilation, mod.groups, bias=mod.bias is not None).cuda().to(torch.bfloat16).eval()
+        x = torch.randn(*shape, device="cuda", dtype=torch.bfloat16)
+        if layout == "channels_last":
+            conv = conv.to(memory_format=torch.channels_last)
+            x = x.contiguous(memory_format=torch.channels_last)
+        with torch.no_grad():
+            fn = lambda: conv(x)
+            hot, names = time_case(fn, iters=10)
+            cold, _ = time_case(fn, iters=10, cold=True, flush_buf=flush_buf)
+        rows.append({"input": list(shape), "out_channels": mod.out_channels, "groups": mod.groups,
+                     "kernel": list(mod.kernel_size), "stride": list(mod.stride), "padding": list(mod.padding),
+                     "hot_s": hot, "cold_s": cold, "kernels": names})
+    results["depthwise_models"].append({"model": model, "batch": 64, "dtype": "bf16", "layout": layout, "convs": rows})
+    print(model, "convs", layout, sum(r["cold_s"] for r in rows), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -212,9 +244,10 @@ def main():
     flush_buf = torch.randn(2 * props.L2_cache_size // 2, dtype=torch.bfloat16, device="cuda")
     flush_kernel_names(flush_buf)
     results = {"gpu": props.name, "torch": torch.__version__, "cuda": torch.version.cuda,
-               "cudnn": torch.backends.cudnn.version(), "flush_kernels": sorted(FLUSH_NAMES), "gemm": [], "attention": [], "resnet50_convs": []}
+               "cudnn": torch.backends.cudnn.version(), "flush_kernels": sorted(FLUSH_NAMES), "gemm": [], "attention": [], "resnet50_convs": [],
+               "depthwise_models": []}
     only = set(args.only.split(","))
-    steps = [("gemm", run_gemms), ("attention", run_attention), ("conv", run_convs)]
+    steps = [("gemm", run_gemms), ("attention", run_attention), ("conv", run_convs), ("mobilenet", run_mobilenet)]
     for key, step in steps:
         if key not in only:
             continue

@@ -119,11 +119,16 @@ double roofline_seconds(double flops, double bytes, double compute_roof, double 
 // Counts read off Nsight Compute's SpeedOfLight of the replay on the H100 (tests/data/reference/ncu,
 // docs/profile.md); instruction counts are the kernels', not the GPU's.
 // Thread instructions per output element: tanh GELU (32.5 measured), a split copying strided parts
-// (30 per element written), a window kernel (max pool, depthwise convolution: 200 + 18 per window
-// element fits 3x3 pools at 367-376 and 3x3 / 5x5 depthwise convolutions at 386 / 657).
+// (30 per element written), a window kernel (max pool: 200 + 18 per window element fits 3x3 pools
+// at 367-376, and cuDNN's NCHW depthwise engines at 386 / 657 for 3x3 / 5x5).
 inline constexpr double kTanhGeluInstructions = 32;
 inline constexpr double kStridedSplitInstructions = 30;
 inline constexpr double kWindowKernelInstructions = 200, kWindowInstructionsPerElement = 18;
+// A depthwise convolution as frameworks run it (a thread per output pixel, the window unrolled,
+// its weights in registers): 148 + 12.4 per window element, fitted to PyTorch's NCHW depthwise
+// kernels on MobileNetV3-small (b64 bf16, H100, 1.9% time-weighted) and checked on EfficientNet-B0's
+// sixteen (3.5%; tests/data/reference/h100-depthwise-torch.json).
+inline constexpr double kDepthwiseKernelInstructions = 148, kDepthwiseInstructionsPerElement = 12.4;
 // Elsewhere on the CUDA cores about one instruction per FLOP (an FFMA is two FLOPs, plus its loads
 // and address arithmetic: cuDNN's FFMA convolutions issue 1.2-2.7x the FLOP fraction).
 inline constexpr double kInstructionsPerCudaCoreFlop = 1.0;

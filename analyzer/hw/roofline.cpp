@@ -111,12 +111,11 @@ RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d)
   r.compute_roof = unit.flops;
   r.unit = unit.name;
   r.t_compute = static_cast<double>(c.flops) / unit.flops;
-  // Issue-heavy kernels on the CUDA cores (pooling windows, tanh GELU, strided splits) are bound
-  // by the instructions the SMs issue; a calibrated FP32 rate carries the issue efficiency the GPU
-  // reached (ResNet-50 b32's max pool: 92.8 us predicted, 93-95 us measured). Not convolutions:
-  // the depthwise count is the replay's cuDNN NCHW engine's, 4.2x the kernels PyTorch runs, and
-  // would predict that engine rather than what frameworks run (docs/profile.md).
-  double t_issue = c.instructions > 0 && !c.kernel.conv && unit.name.rfind("tensor", 0) != 0
+  // Issue-heavy kernels on the CUDA cores (pooling windows, depthwise convolutions, tanh GELU,
+  // strided splits) are bound by the instructions the SMs issue; a calibrated FP32 rate carries
+  // the issue efficiency the GPU reached (ResNet-50 b32's max pool: 92.8 us predicted, 93-95 us
+  // measured; MobileNetV3 and EfficientNet-B0's depthwise convolutions: docs/profile.md).
+  double t_issue = c.instructions > 0 && unit.name.rfind("tensor", 0) != 0
                        ? c.instructions / issue_rate(d)
                        : 0;
   r.t_compute = std::max(r.t_compute, t_issue);

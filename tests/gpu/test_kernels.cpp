@@ -391,3 +391,34 @@ TEST_CASE("split-KV decode attention matches the host: GQA and MLA's shared late
     CHECK(max_rel_error(o.host(), host_attention(q.host(), k.host(), nullptr, d), 0.05) < 3e-2);
   }
 }
+
+TEST_CASE("depthwise convolution matches the host: stride, padding, dilation, bias") {
+  // 2 images x 3 channels of 7x9: 3x3, stride 2, pad 1; 5x5 dilated 2 (both unrolled); 2x3 (any
+  // window).
+  struct Case {
+    int kh, kw, sh, sw, ph, pw, dh, dw;
+  };
+  for (Case k : {Case{3, 3, 2, 2, 1, 1, 1, 1}, Case{5, 5, 1, 1, 4, 4, 2, 2}, Case{2, 3, 1, 2, 0, 1, 1, 1}}) {
+    int n = 2, c = 3, h = 7, w = 9;
+    int oh = (h + 2 * k.ph - k.dh * (k.kh - 1) - 1) / k.sh + 1, ow = (w + 2 * k.pw - k.dw * (k.kw - 1) - 1) / k.sw + 1;
+    Tensor x(DType::f32, n * c * h * w, 51), wt(DType::f32, c * k.kh * k.kw, 52), bias(DType::f32, c, 53),
+        y(DType::f32, n * c * oh * ow, 54);
+    rooflens::kernels::depthwise_conv2d(x.get(), wt.get(), bias.get(), y.get(), DType::f32,
+                                        {n, c, h, w, oh, ow, k.kh, k.kw, k.sh, k.sw, k.ph, k.pw, k.dh, k.dw}, nullptr);
+    auto hx = x.host(), hw = wt.host(), hb = bias.host(), hy = y.host();
+    std::vector<float> want(hy.size());
+    for (int i = 0; i < n; ++i)
+      for (int ch = 0; ch < c; ++ch)
+        for (int oy = 0; oy < oh; ++oy)
+          for (int ox = 0; ox < ow; ++ox) {
+            float acc = hb[ch];
+            for (int ky = 0; ky < k.kh; ++ky)
+              for (int kx = 0; kx < k.kw; ++kx) {
+                int yy = oy * k.sh - k.ph + ky * k.dh, xx = ox * k.sw - k.pw + kx * k.dw;
+                if (yy >= 0 && yy < h && xx >= 0 && xx < w) acc += hx[((i * c + ch) * h + yy) * w + xx] * hw[(ch * k.kh + ky) * k.kw + kx];
+              }
+            want[((i * c + ch) * oh + oy) * ow + ox] = acc;
+          }
+    CHECK(gpu_test::max_rel_error(hy, want) < 1e-5);
+  }
+}

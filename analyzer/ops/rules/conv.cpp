@@ -122,9 +122,9 @@ NodeCost cost_conv(const CostContext& ctx) {
   // Depthwise convolutions (one input channel per group) have no reduction for the matrix units.
   c.tensor_cores = g.in_channels / g.groups > 1;
   c.tiled = c.tensor_cores && checked_mul(g.batch, out_sp) > kGemvMaxRows;
-  if (!c.tensor_cores && n.op_type == "Conv")  // a window kernel on the CUDA cores
+  if (!c.tensor_cores && n.op_type == "Conv")  // a depthwise window kernel on the CUDA cores
     c.instructions = static_cast<double>(ctx.out_elements(0)) *
-                     (kWindowKernelInstructions + kWindowInstructionsPerElement * static_cast<double>(k));
+                     (kDepthwiseKernelInstructions + kDepthwiseInstructionsPerElement * static_cast<double>(k));
   c.kernel.conv = ConvDims{g.batch, g.in_channels, g.out_channels, g.groups, g.in_spatial, g.kernel,
                            g.out_spatial, g.strides, g.pads, g.dilations, n.op_type == "ConvTranspose"};
   return c;
