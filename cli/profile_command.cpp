@@ -182,7 +182,7 @@ namespace {
 void print_collectives(std::ostream& say, const DeviceProfile& p) {
   Device published = find_device(p.base_device);
   for (const CollectiveCurveSet& set : p.collectives) {
-    say << fmt::format("collectives over {} GPUs ({}; {}):\n", set.gpus, set.topology, set.nccl);
+    say << fmt::format("collectives over {} GPUs:\n  {}\n  {}\n", set.gpus, set.topology, set.nccl);
     say << fmt::format("  {:<15} {:>8} {:>11} {:>10} {:>11} {:>15}\n", "", "size", "kernel", "bus GB/s", "host call",
                        "published model");
     for (Collective c : kCollectives) {

@@ -85,12 +85,12 @@ json merge_rank_results(const std::vector<json>& ranks) {
 void write_tensor_parallel_section(std::ostream& out, const json& r, size_t width) {
   const json& tp = r.at("tensor_parallel");
   out << '\n'
-      << fmt::format(
-             "tensor parallel: {} GPUs, one rank process each; the all-reduces run through NCCL "
-             "({} of the "
-             "measured layers' {} on GPU 0)\n",
-             tp.at("ranks").get<int>(), human_time(tp.at("collectives_measured_s").get<double>()),
-             human_time(tp.at("gpus")[0].at("measured_s").get<double>()));
+      << wrap("tensor parallel: ",
+              fmt::format("{} GPUs, one rank process each; the all-reduces run through NCCL ({} of the measured "
+                          "layers' {} on GPU 0)",
+                          tp.at("ranks").get<int>(), human_time(tp.at("collectives_measured_s").get<double>()),
+                          human_time(tp.at("gpus")[0].at("measured_s").get<double>())),
+              width);
   for (const json& g : tp.at("gpus"))
     out << fmt::format("  GPU {}  {:<28} layers measured {}\n", g.at("rank").get<int>(),
                        g.at("gpu").get<std::string>(),
