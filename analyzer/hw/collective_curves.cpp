@@ -106,7 +106,9 @@ std::vector<CollectiveCurveSet> collective_curves_from_json(const nlohmann::json
     set.topology = s.value("topology", "");
     set.nccl = s.value("nccl", "");
     set.dtype = s.value("dtype", "");
-    for (const auto& [name, rows] : s.at("curves").items()) {
+    for (const auto& item : s.at("curves").items()) {
+      const std::string name = item.key();  // named, not a structured binding: lambdas below capture it
+      const nlohmann::json& rows = item.value();
       bool known = false;
       for (Collective k : kCollectives) known = known || collective_name(k) == name;
       if (!known)
