@@ -86,9 +86,11 @@ void write_tensor_parallel_section(std::ostream& out, const json& r, size_t widt
   const json& tp = r.at("tensor_parallel");
   out << '\n'
       << wrap("tensor parallel: ",
-              fmt::format("{} GPUs, one rank process each; the all-reduces run through NCCL ({} of the measured "
+              fmt::format("{} GPUs, one rank process each; the all-reduces run through NCCL ({} of "
+                          "the measured "
                           "layers' {} on GPU 0)",
-                          tp.at("ranks").get<int>(), human_time(tp.at("collectives_measured_s").get<double>()),
+                          tp.at("ranks").get<int>(),
+                          human_time(tp.at("collectives_measured_s").get<double>()),
                           human_time(tp.at("gpus")[0].at("measured_s").get<double>())),
               width);
   for (const json& g : tp.at("gpus"))

@@ -156,7 +156,7 @@ def run_gemms(results, flush_buf):
                             "cold_s": cold, "kernels": names})
 
 
-def resnet_convs(batch, name="resnet50"):
+def model_convs(batch, name="resnet50"):
     """Every Conv2d of a torchvision model (ResNet-50 by default) with the input it sees at this batch."""
     import torchvision
     model = getattr(torchvision.models, name)().cuda().eval()
@@ -172,30 +172,15 @@ def resnet_convs(batch, name="resnet50"):
 
 def run_convs(results, flush_buf):
     for batch in (1, 32):
-        convs = resnet_convs(batch)
+        convs = model_convs(batch)
         for dtype_name, dt, tf32 in (("bf16", torch.bfloat16, False), ("fp32", torch.float32, False),
                                      ("fp32-tf32", torch.float32, True)):
             for layout in ("nchw", "channels_last"):
                 torch.backends.cudnn.allow_tf32 = tf32
                 torch.backends.cudnn.benchmark = True
-                rows = []
-                total_hot = total_cold = 0.0
-                for mod, shape in convs:
-                    conv = torch.nn.Conv2d(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
-                                           mod.dilation, mod.groups, bias=mod.bias is not None).cuda().to(dt).eval()
-                    x = torch.randn(*shape, device="cuda", dtype=dt)
-                    if layout == "channels_last":
-                        conv = conv.to(memory_format=torch.channels_last)
-                        x = x.contiguous(memory_format=torch.channels_last)
-                    with torch.no_grad():
-                        fn = lambda: conv(x)
-                        hot, names = time_case(fn, iters=10)
-                        cold, _ = time_case(fn, iters=10, cold=True, flush_buf=flush_buf)
-                    total_hot += hot
-                    total_cold += cold
-                    rows.append({"input": list(shape), "out_channels": mod.out_channels, "kernel": list(mod.kernel_size),
-                                 "stride": list(mod.stride), "padding": list(mod.padding), "hot_s": hot, "cold_s": cold,
-                                 "kernels": names})
+                rows = conv_rows(convs, dt, layout, flush_buf)
+                total_hot = sum(r["hot_s"] for r in rows)
+                total_cold = sum(r["cold_s"] for r in rows)
                 results["resnet50_convs"].append({"batch": batch, "dtype": dtype_name, "layout": layout, "convs": rows,
                                                   "total_hot_s": total_hot, "total_cold_s": total_cold})
                 print("resnet50 convs", batch, dtype_name, layout, total_hot, total_cold, flush=True)
@@ -208,18 +193,18 @@ def run_mobilenet(results, flush_buf):
     channels_last."""
     torch.backends.cudnn.benchmark = True
     for model in ("mobilenet_v3_small", "efficientnet_b0"):
-        convs = resnet_convs(64, model)
+        convs = model_convs(64, model)
         for layout in ("nchw", "channels_last"):
             depthwise_layout(results, flush_buf, model, convs, layout)
 
 
-def depthwise_layout(results, flush_buf, model, convs, layout):
-    """Each convolution of `convs` timed hot and cold in one layout, into results["depthwise_models"]."""
+def conv_rows(convs, dt, layout, flush_buf):
+    """Each convolution of `convs` (module, input shape) rebuilt in `dt` and `layout`, timed hot and cold."""
     rows = []
     for mod, shape in convs:
         conv = torch.nn.Conv2d(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
-                               mod.dilation, mod.groups, bias=mod.bias is not None).cuda().to(torch.bfloat16).eval()
-        x = torch.randn(*shape, device="cuda", dtype=torch.bfloat16)
+                               mod.dilation, mod.groups, bias=mod.bias is not None).cuda().to(dt).eval()
+        x = torch.randn(*shape, device="cuda", dtype=dt)
         if layout == "channels_last":
             conv = conv.to(memory_format=torch.channels_last)
             x = x.contiguous(memory_format=torch.channels_last)
@@ -230,6 +215,12 @@ def depthwise_layout(results, flush_buf, model, convs, layout):
         rows.append({"input": list(shape), "out_channels": mod.out_channels, "groups": mod.groups,
                      "kernel": list(mod.kernel_size), "stride": list(mod.stride), "padding": list(mod.padding),
                      "hot_s": hot, "cold_s": cold, "kernels": names})
+    return rows
+
+
+def depthwise_layout(results, flush_buf, model, convs, layout):
+    """A model's convolutions in one layout, bf16, into results["depthwise_models"]."""
+    rows = conv_rows(convs, torch.bfloat16, layout, flush_buf)
     results["depthwise_models"].append({"model": model, "batch": 64, "dtype": "bf16", "layout": layout, "convs": rows})
     print(model, "convs", layout, sum(r["cold_s"] for r in rows), flush=True)
 

@@ -107,7 +107,8 @@ std::vector<CollectiveCurveSet> collective_curves_from_json(const nlohmann::json
     set.nccl = s.value("nccl", "");
     set.dtype = s.value("dtype", "");
     for (const auto& item : s.at("curves").items()) {
-      const std::string name = item.key();  // named, not a structured binding: lambdas below capture it
+      const std::string name =
+          item.key();  // named, not a structured binding: lambdas below capture it
       const nlohmann::json& rows = item.value();
       bool known = false;
       for (Collective k : kCollectives) known = known || collective_name(k) == name;
