@@ -75,21 +75,26 @@ void attention(Bench& b) {
   struct A {
     int64_t batch, hq, hkv, sq, skv, d;
     bool causal;
+    int64_t window = 0;
   };
+  // Mistral-7B v0.1's decode at context 4096: its 4096-key sliding window holds the whole cache;
+  // then the same window over a cache of 8192 keys (an ONNX GQA's full-length buffer).
   const A cases[] = {{1, 12, 12, 1000, 1000, 64, true}, {1, 12, 12, 1024, 1024, 64, true}, {1, 32, 32, 2048, 2048, 128, true},
                      {1, 32, 8, 2048, 2048, 128, true}, {1, 32, 8, 1, 8193, 128, false},     {16, 32, 8, 1, 8193, 128, false},
                      {1, 32, 32, 1, 2049, 128, false},  {8, 32, 32, 1, 513, 128, false},      {1, 12, 12, 1, 1001, 64, false},
-                     {1, 12, 12, 1, 1025, 64, false}};
+                     {1, 12, 12, 1, 1025, 64, false},   {16, 32, 8, 1, 4096, 128, true, 4096}, {16, 32, 8, 1, 8192, 128, true, 4096}};
   for (const A& c : cases) {
-    AttentionDims d{c.batch, c.hq, c.hkv, c.sq, c.skv, c.d, c.d, c.causal, 0};
+    AttentionDims d{c.batch, c.hq, c.hkv, c.sq, c.skv, c.d, c.d, c.causal, c.window};
     ReplayPlan p;
     p.precision = Precision::bf16;
     p.inputs = {buffer(DType::bf16, {d.batch, d.q_len, d.q_heads, d.head_dim_qk}), buffer(DType::bf16, {d.batch, d.kv_heads, d.kv_len, d.head_dim_qk}),
                 buffer(DType::bf16, {d.batch, d.kv_heads, d.kv_len, d.head_dim_v})};
     p.outputs = {buffer(DType::bf16, {d.batch, d.q_len, d.q_heads, d.head_dim_v})};
     p.kernel = AttentionPlan{d, false};
-    b.run("attention", fmt::format("b{} h{}/{} {}x{} d{}{}", c.batch, c.hq, c.hkv, c.sq, c.skv, c.d, c.causal ? " causal" : ""), p,
-          {{"batch", c.batch}, {"q_heads", c.hq}, {"kv_heads", c.hkv}, {"q_len", c.sq}, {"kv_len", c.skv}, {"head_dim", c.d}, {"causal", c.causal}});
+    std::string window = c.window ? fmt::format(" w{}", c.window) : "";
+    b.run("attention", fmt::format("b{} h{}/{} {}x{} d{}{}{}", c.batch, c.hq, c.hkv, c.sq, c.skv, c.d, c.causal ? " causal" : "", window), p,
+          {{"batch", c.batch}, {"q_heads", c.hq}, {"kv_heads", c.hkv}, {"q_len", c.sq}, {"kv_len", c.skv}, {"head_dim", c.d}, {"causal", c.causal},
+           {"window", c.window}});
   }
 }
 

@@ -18,9 +18,13 @@ void flash_prefill(const void* q, const void* k, const void* v, void* out, DType
 // Decode (one query per sequence). q [B, Hq, Dqk], k [B, Hkv, Skv, Dqk], v [B, Hkv, Skv, Dv] or,
 // with v == nullptr, the first Dv of each K row. `workspace` holds decode_workspace_bytes() and is
 // zeroed once by prepare_decode_workspace() (its completion counters reset themselves after).
+// `kernel` picks, for groups of up to 8 heads of dim 64 or 128 with V apart, the CUDA-core or
+// the tensor-core kernel (decode_kernel_takes); other shapes run on the CUDA cores.
+enum class DecodeKernel { cuda_cores, tensor_cores };
+bool decode_kernel_takes(DecodeKernel kernel, const AttentionDims& dims, bool separate_v);
 int64_t decode_workspace_bytes(const AttentionDims& dims, int sm_count);
 void prepare_decode_workspace(void* workspace, const AttentionDims& dims, int sm_count, cudaStream_t s);
 void decode_attention(const void* q, const void* k, const void* v, void* out, void* workspace, DType d,
-                      const AttentionDims& dims, int sm_count, cudaStream_t s);
+                      const AttentionDims& dims, int sm_count, cudaStream_t s, DecodeKernel kernel = DecodeKernel::cuda_cores);
 
 }  // namespace rooflens::kernels

@@ -61,6 +61,10 @@ Runner attention_runner(const replay::ReplayPlan& p, const LayerBuffers& b, cons
     prepare_decode_workspace(ws->get(), d, sms, s);
     candidates.emplace_back(ReplayLabel{"rooflens", "split-KV decode attention", ""},
                             [=](cudaStream_t st) { decode_attention(q, k, v, o, ws->get(), dt, d, sms, st); }, ws);
+    if (decode_kernel_takes(DecodeKernel::tensor_cores, d, v != nullptr))  // the same workspace: one runs at a time
+      candidates.emplace_back(ReplayLabel{"rooflens", "split-KV decode attention (mma.sync)", ""}, [=](cudaStream_t st) {
+        decode_attention(q, k, v, o, ws->get(), dt, d, sms, st, DecodeKernel::tensor_cores);
+      }, ws);
   } else {
     candidates.emplace_back(ReplayLabel{"rooflens", "flash attention (mma.sync)", ""},
                             [=](cudaStream_t st) { flash_prefill(q, k, v, o, dt, d, st); });

@@ -44,15 +44,19 @@ Runner pick_fastest(std::vector<Runner> candidates, const ReplayContext& ctx, co
   std::sort(round1.begin(), round1.end());
   if (!std::isfinite(round1.front().first)) throw ReplayUnsupported(fmt::format("no candidate kernel ran: {}", first_error));
   // The few best timed again: a short median can flatter a kernel with a slow mode.
-  double best = std::numeric_limits<double>::infinity();
-  size_t best_i = round1.front().second;
-  for (size_t r = 0; r < std::min<size_t>(3, round1.size()) && std::isfinite(round1[r].first); ++r) {
-    double t = time_one(round1[r].second);
-    if (t < best) best = t, best_i = round1[r].second;
-  }
+  std::vector<std::pair<double, size_t>> round2;
+  for (size_t r = 0; r < std::min<size_t>(3, round1.size()) && std::isfinite(round1[r].first); ++r)
+    round2.emplace_back(time_one(round1[r].second), round1[r].second);
+  std::sort(round2.begin(), round2.end());
+  size_t best_i = round2.front().second;
   if (ctx.choices) (*ctx.choices)[key] = static_cast<int>(best_i);
+  // The runner-up says how close the choice was (and what the other library reached).
+  std::string runner_up;
+  if (round2.size() > 1 && std::isfinite(round2[1].first))
+    runner_up = fmt::format("; next {} at {:.1f} us vs {:.1f}", candidates[round2[1].second].label().library,
+                            round2[1].first * 1e6, round2.front().first * 1e6);
   Runner r = std::move(candidates[best_i]);
-  r.label().note = fmt::format("fastest of {} timed", n);
+  r.label().note = fmt::format("fastest of {} timed{}", n, runner_up);
   return r;
 }
 

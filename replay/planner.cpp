@@ -179,6 +179,10 @@ class Planner {
     if (!is_16bit_float(dt)) refuse(fmt::format("{} attention: the replay runs fp16/bf16 attention", dtype_name(dt)));
     if (d.q_heads % d.kv_heads) refuse("query heads are not a multiple of KV heads");
     AttentionPlan ap{d, n_.attr_int("kv_shared", 0) != 0};
+    // A causal window at least as long as the keys hides none of them from any query (Mistral's
+    // 4096-key window over a cache it caps at 4095): the same math as no window, which every
+    // kernel takes (cuDNN 9.14 refuses sliding windows over more than 1,024 keys without causal).
+    if (ap.dims.window >= ap.dims.kv_len) ap.dims.window = 0;
     p_.inputs = {sized(dt, {d.batch, d.q_len, d.q_heads, d.head_dim_qk}), sized(dt, {d.batch, d.kv_heads, d.kv_len, d.head_dim_qk})};
     if (!ap.v_in_k) p_.inputs.push_back(sized(dt, {d.batch, d.kv_heads, d.kv_len, d.head_dim_v}));
     p_.outputs = {sized(dt, {d.batch, d.q_len, d.q_heads, d.head_dim_v})};

@@ -18,6 +18,13 @@ declare -A cases=(
   [resnet50-bf16]="samples/resnet50-opset17.onnx --dtype bf16"
   [vit-b16-bf16]="tests/data/onnx/vit_b_16-opset17.onnx --dtype bf16"
   [bert-base-prefill-512]="samples/configs/bert-base-uncased/config.json --phase prefill --seq 512"
+  # Issue 25's further targets: a sliding-window config, fp8 weights (W8A8 as fp8 checkpoints run
+  # on Hopper), depthwise and large-kernel convolutions.
+  [mistral-decode-b16-c4096]="samples/configs/mistral-7b/config.json --phase decode --batch 16 --context 4096"
+  [llama31-8b-fp8-decode-b1-c2048]="samples/configs/llama-3.1-8b/config.json --phase decode --batch 1 --context 2048 --weights fp8 --activations fp8"
+  [mobilenetv3-b64-bf16]="tests/data/onnx/mobilenet_v3_small-opset17.onnx --batch 64 --dtype bf16"
+  [efficientnet-b0-b64-bf16]="tests/data/onnx/efficientnet_b0-opset17.onnx --batch 64 --dtype bf16"
+  [convnext-t-b32-bf16]="tests/data/onnx/convnext_tiny-opset17.onnx --batch 32 --dtype bf16"
 )
 order=(llama2-7b-decode-b1-c2048 llama2-7b-decode-b8-c512 llama2-7b-prefill-2048 llama31-8b-decode-b1-c2048
        mixtral-decode-b1-c2048 gpt2-prefill-1000 gpt2-decode-c1000 resnet50-fp32 resnet50-bf16 vit-b16-bf16 bert-base-prefill-512)

@@ -102,6 +102,7 @@ def attention_cases():
         (8, 32, 32, 1, 513, 128, False),
         (1, 12, 12, 1, 1001, 64, False),
         (1, 12, 12, 1, 1025, 64, False),
+        (16, 32, 8, 1, 4096, 128, False),  # Mistral-7B v0.1 decode: the sliding-window cache holds 4096 keys
     ]
 
 

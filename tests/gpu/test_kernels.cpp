@@ -356,19 +356,25 @@ TEST_CASE("flash prefill attention matches the host: causal and not, GQA, D 64 a
 TEST_CASE("split-KV decode attention matches the host: GQA and MLA's shared latent") {
   int sms = 132;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-  // MHA (group of 1), a group of 7 (padded to 8 heads) at D 64, and a group of 16 (the wide kernel).
-  for (auto [hq, hkv, kv, D] : {std::tuple{4, 4, 777, 128}, std::tuple{14, 2, 500, 64}, std::tuple{16, 1, 300, 128}}) {
-    DYNAMIC_SECTION("heads " << hq << "/" << hkv << " D=" << D) {
-      AttentionDims d{1, hq, hkv, 1, kv, D, D, true, 0};
+  // MHA (group of 1), a group of 7 (padded to 8 heads) at D 64, and a group of 16 (the wide kernel);
+  // sliding windows of 300 and 100 keys (Mistral's over a longer cache), and one wider than the cache.
+  for (auto [hq, hkv, kv, D, window] : {std::tuple{4, 4, 777, 128, 0}, std::tuple{14, 2, 500, 64, 0}, std::tuple{16, 1, 300, 128, 0},
+                                        std::tuple{8, 2, 777, 128, 300}, std::tuple{16, 1, 300, 128, 100}, std::tuple{4, 4, 200, 64, 4096}}) {
+    DYNAMIC_SECTION("heads " << hq << "/" << hkv << " D=" << D << " window=" << window) {
+      AttentionDims d{1, hq, hkv, 1, kv, D, D, true, window};
       Tensor q(DType::bf16, hq * D, 68), k(DType::bf16, hkv * kv * D, 69), v(DType::bf16, hkv * kv * D, 70), o(DType::bf16, hq * D, 71);
       DeviceBuffer ws(static_cast<size_t>(decode_workspace_bytes(d, sms)));
       prepare_decode_workspace(ws.get(), d, sms, nullptr);
       auto hv = v.host();
       auto want = host_attention(q.host(), k.host(), &hv, d);
-      for (int run = 0; run < 2; ++run) {  // the second run checks that the split counters reset
-        ROOFLENS_CUDA_CHECK(cudaMemset(o.get(), 0, static_cast<size_t>(hq * D * 2)));
-        decode_attention(q.get(), k.get(), v.get(), o.get(), ws.get(), DType::bf16, d, sms, nullptr);
-        CHECK(max_rel_error(o.host(), want, 0.05) < 3e-2);
+      for (DecodeKernel kernel : {DecodeKernel::cuda_cores, DecodeKernel::tensor_cores}) {
+        if (!decode_kernel_takes(kernel, d, true)) continue;
+        for (int run = 0; run < 2; ++run) {  // the second run checks that the split counters reset
+          ROOFLENS_CUDA_CHECK(cudaMemset(o.get(), 0, static_cast<size_t>(hq * D * 2)));
+          decode_attention(q.get(), k.get(), v.get(), o.get(), ws.get(), DType::bf16, d, sms, nullptr, kernel);
+          INFO((kernel == DecodeKernel::tensor_cores ? "tensor cores" : "CUDA cores") << ", run " << run);
+          CHECK(max_rel_error(o.host(), want, 0.05) < 3e-2);
+        }
       }
     }
   }
@@ -378,9 +384,12 @@ TEST_CASE("split-KV decode attention matches the host: GQA and MLA's shared late
         o(DType::f16, 2 * 8 * 128, 64);
     DeviceBuffer ws(static_cast<size_t>(decode_workspace_bytes(d, sms)));
     prepare_decode_workspace(ws.get(), d, sms, nullptr);
-    decode_attention(q.get(), k.get(), v.get(), o.get(), ws.get(), DType::f16, d, sms, nullptr);
     auto hv = v.host();
-    CHECK(max_rel_error(o.host(), host_attention(q.host(), k.host(), &hv, d), 0.05) < 2e-2);
+    auto want = host_attention(q.host(), k.host(), &hv, d);
+    decode_attention(q.get(), k.get(), v.get(), o.get(), ws.get(), DType::f16, d, sms, nullptr);
+    CHECK(max_rel_error(o.host(), want, 0.05) < 2e-2);
+    decode_attention(q.get(), k.get(), v.get(), o.get(), ws.get(), DType::f16, d, sms, nullptr, DecodeKernel::tensor_cores);
+    CHECK(max_rel_error(o.host(), want, 0.05) < 2e-2);
   }
   {
     AttentionDims d{1, 16, 1, 1, 300, 576, 512, true, 0};  // MLA absorbed: V is the latent prefix of K

@@ -133,6 +133,20 @@ TEST_CASE("Llama decode: split-KV attention and RMS norm and rope and embedding 
   CHECK_FALSE(q.b_kn);  // nn.Linear stores [out, in]
 }
 
+TEST_CASE("Mistral decode: a sliding window that covers the whole cache is planned as no window", "[replay]") {
+  // Mistral-7B v0.1's window is 4096 keys; at context 512 the one query sees all 513: the window
+  // masks nothing, and a kernel that refuses windows (cuDNN over 1,024 keys) must still be a candidate.
+  Planned p = plan_config("mistral-7b", Workload::decode);
+  for (const NodeResult& n : p.a.nodes)
+    if (n.name == "model.layers.0.self_attn.attn") {
+      REQUIRE(n.cost.kernel.attention);
+      CHECK(n.cost.kernel.attention->window == 4096);  // the analysis keeps the config's window
+    }
+  const AttentionPlan& attn = p.of("model.layers.0.self_attn.attn").plan->as<AttentionPlan>();
+  CHECK(attn.dims.kv_len == 513);
+  CHECK(attn.dims.window == 0);
+}
+
 TEST_CASE("MoE, MLA and what is not replayed, each with its reason", "[replay]") {
   Planned mix = plan_config("mixtral-8x7b", Workload::decode);
   const MoePlan& moe = mix.of("model.layers.0.mlp.experts").plan->as<MoePlan>();
