@@ -137,6 +137,41 @@ __global__ void ew_broadcast_vec(int n_in, const T* __restrict__ a, const T* __r
   }
 }
 
+// Rows of `cols` where each operand is either the whole contiguous tensor or one value per row,
+// the rows indexed (outer, mid): a squeeze-excitation scale [N, C, 1, 1] times [N, C, H, W], a
+// per-channel bias [C, 1, 1] over [N, C, H, W]; the rows, H x W, need not be whole vectors.
+// Vectors of the flat output; a per-row operand's value is at outer * s[k][0] + mid * s[k][1].
+template <EwOp Op, class T>
+__global__ void ew_rows_vec(int n_in, const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ c,
+                            T* __restrict__ out, uint32_t n_vec, uint32_t cols, uint32_t mids, Strides st, unsigned vector_mask) {
+  constexpr int V = Vec<T>::n;
+  const T* in[3] = {a, b, c};
+  for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < n_vec; v += gridDim.x * blockDim.x) {
+    uint32_t i = v * V, row0 = i / cols, col0 = i - row0 * cols;
+    Vec<T> x[3];
+#pragma unroll
+    for (int k = 0; k < 3; ++k) {
+      if (k >= n_in) break;
+      if ((vector_mask >> k) & 1) {
+        x[k] = Vec<T>::load(in[k] + i);
+        continue;
+      }
+      uint32_t outer = row0 / mids, mid = row0 - outer * mids, col = col0;
+      auto s0 = static_cast<uint32_t>(st.s[k][0]), s1 = static_cast<uint32_t>(st.s[k][1]);
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        if (col == cols) {
+          col = 0;
+          if (++mid == mids) mid = 0, ++outer;
+        }
+        x[k][j] = in[k][outer * s0 + mid * s1];
+        ++col;
+      }
+    }
+    apply_vec<Op>(n_in, x[0], x[1], x[2]).store(out + i);
+  }
+}
+
 template <class To, class T0>
 void launch_ew(EwOp op, const std::vector<EwOperand>& in, void* out_ptr, const std::vector<int64_t>& out_shape,
                cudaStream_t s) {
@@ -192,6 +227,31 @@ void launch_ew(EwOp op, const std::vector<EwOperand>& in, void* out_ptr, const s
         vectorizable = vectorizable && strides[k][last] == 0;
       }
     }
+    // Per-row operands over rows that are not whole vectors: [rows, cols] or [outer, mid, cols].
+    bool rows = !vectorizable && all_aligned && (extent.size() == 2 || extent.size() == 3) && n % V == 0 && n < (int64_t{1} << 31);
+    unsigned row_mask = 0;
+    Strides row_st{};
+    int64_t cols = extent.back(), mids = extent.size() == 3 ? extent[1] : extent[0];
+    for (int k = 0; k < n_in && rows; ++k) {
+      const std::vector<int64_t>& sk = strides[k];
+      bool contiguous = sk.back() == 1 && (extent.size() == 2 ? sk[0] == cols : sk[1] == cols && sk[0] == mids * cols);
+      if (contiguous) {
+        row_mask |= 1u << k;
+      } else if (sk.back() == 0) {
+        row_st.s[k][0] = extent.size() == 3 ? sk[0] : 0;
+        row_st.s[k][1] = extent.size() == 3 ? sk[1] : sk[0];
+      } else {
+        rows = false;
+      }
+    }
+    if (rows) {
+      auto n_vec = static_cast<uint32_t>(n / V);
+      dispatch_op(op, [&](auto o) {
+        ew_rows_vec<decltype(o)::value, To><<<blocks_for(n_vec, kThreads, 132 * 16), kThreads, 0, s>>>(
+            n_in, a, b, c, out, n_vec, static_cast<uint32_t>(cols), static_cast<uint32_t>(mids), row_st, row_mask);
+      });
+      return;
+    }
     if (vectorizable) {
       Dims dims = make_dims(extent);
       dims.extent[last] /= V;
@@ -225,6 +285,11 @@ __global__ void swiglu_kernel(const T* __restrict__ g, const T* __restrict__ u, 
 void elementwise(EwOp op, const std::vector<EwOperand>& in, void* out, DType out_dtype, const std::vector<int64_t>& out_shape,
                  cudaStream_t s) {
   if (in.empty() || in.size() > 3) throw CudaError("element-wise takes 1 to 3 inputs");
+  if (op == EwOp::cast && out_dtype == DType::f8e4m3fn) {  // an activation quantized for an fp8 GEMM
+    dispatch_float(in[0].dtype, [&](auto t0) { launch_ew<__nv_fp8_e4m3, decltype(t0)>(op, in, out, out_shape, s); });
+    ROOFLENS_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
   dispatch_float(out_dtype, [&](auto to) {
     using To = decltype(to);
     if (op == EwOp::where) launch_ew<To, uint8_t>(op, in, out, out_shape, s);

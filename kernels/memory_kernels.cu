@@ -121,6 +121,49 @@ __global__ void depthwise_kernel(const T* __restrict__ x, const T* __restrict__ 
   }
 }
 
+// The same with R outputs along a row per thread (stride S, no dilation): each of the window's
+// rows is read once into registers, (R - 1) S + K elements, for R K multiply-adds, instead of K
+// loads per output. What makes large windows (ConvNeXt's 7x7) bound by the loads otherwise.
+template <class T, int K, int S>
+__global__ void depthwise_rows_kernel(const T* __restrict__ x, const T* __restrict__ wt, const T* __restrict__ bias,
+                                      T* __restrict__ y, DepthwiseConv2d p) {
+  constexpr int R = kDepthwiseRowOutputs, SPAN = (R - 1) * S + K;
+  int groups_x = (p.ow + R - 1) / R, work = p.oh * groups_x;
+  for (int plane = blockIdx.y; plane < p.n * p.c; plane += gridDim.y) {
+    int ch = plane % p.c;
+    const T* xp = x + static_cast<int64_t>(plane) * p.h * p.w;
+    const T* wk = wt + ch * K * K;
+    T* yp = y + static_cast<int64_t>(plane) * p.oh * p.ow;
+    float b = bias ? to_f(bias[ch]) : 0.f;
+    float wr[K * K];
+#pragma unroll
+    for (int i = 0; i < K * K; ++i) wr[i] = to_f(wk[i]);
+    for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < work; q += gridDim.x * blockDim.x) {
+      int oy = q / groups_x, ox0 = (q - oy * groups_x) * R;
+      int y0 = oy * S - p.ph, x0 = ox0 * S - p.pw;
+      float acc[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[r] = b;
+#pragma unroll
+      for (int ky = 0; ky < K; ++ky) {
+        int yy = y0 + ky;
+        if (static_cast<unsigned>(yy) >= static_cast<unsigned>(p.h)) continue;
+        const T* row = xp + yy * p.w;
+        float in[SPAN];
+#pragma unroll
+        for (int i = 0; i < SPAN; ++i) in[i] = static_cast<unsigned>(x0 + i) < static_cast<unsigned>(p.w) ? to_f(row[x0 + i]) : 0.f;
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int kx = 0; kx < K; ++kx) acc[r] += in[r * S + kx] * wr[ky * K + kx];
+      }
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        if (ox0 + r < p.ow) yp[oy * p.ow + ox0 + r] = from_f<T>(acc[r]);
+    }
+  }
+}
+
 template <class T>
 __global__ void rope_kernel(const T* __restrict__ x, const int64_t* __restrict__ pos, const T* __restrict__ cosc,
                             const T* __restrict__ sinc, T* __restrict__ out, int64_t rows, int64_t heads, int64_t seq,
@@ -241,20 +284,39 @@ void pool2d(const void* in, void* out, DType d, const Pool2d& p, cudaStream_t s)
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }
 
+bool depthwise_rows_takes(const DepthwiseConv2d& p) {
+  return p.kh == p.kw && (p.kh == 3 || p.kh == 5 || p.kh == 7) && p.sh == p.sw && (p.sh == 1 || p.sh == 2) && p.dh == 1 && p.dw == 1;
+}
+
 void depthwise_conv2d(const void* x, const void* weights, const void* bias, void* y, DType d, const DepthwiseConv2d& p,
-                      cudaStream_t s) {
-  int pixels = p.oh * p.ow;
-  int threads = std::min(256, (pixels + 31) / 32 * 32);
-  dim3 grid(static_cast<unsigned>(std::min((pixels + threads - 1) / threads, 64)),
-            static_cast<unsigned>(std::min(p.n * p.c, 65535)));
+                      cudaStream_t s, bool row_outputs) {
+  if (row_outputs && !depthwise_rows_takes(p)) throw CudaError("depthwise rows kernel: square 3, 5 or 7 windows, stride 1 or 2, no dilation");
+  int work = row_outputs ? p.oh * ((p.ow + kDepthwiseRowOutputs - 1) / kDepthwiseRowOutputs) : p.oh * p.ow;
+  int threads = std::min(256, (work + 31) / 32 * 32);
+  dim3 grid(static_cast<unsigned>(std::min((work + threads - 1) / threads, 64)), static_cast<unsigned>(std::min(p.n * p.c, 65535)));
   dispatch_float(d, [&](auto t) {
     using T = decltype(t);
     auto args = std::make_tuple(static_cast<const T*>(x), static_cast<const T*>(weights), static_cast<const T*>(bias),
                                 static_cast<T*>(y), p);
     auto run = [&](auto kernel) { std::apply([&](auto... a) { kernel<<<grid, threads, 0, s>>>(a...); }, args); };
-    if (p.kh == 3 && p.kw == 3) run(depthwise_kernel<T, 3>);
-    else if (p.kh == 5 && p.kw == 5) run(depthwise_kernel<T, 5>);
-    else run(depthwise_kernel<T, 0>);
+    if (row_outputs) {
+      auto by_stride = [&](auto k) {
+        constexpr int K = decltype(k)::value;
+        if (p.sh == 1) run(depthwise_rows_kernel<T, K, 1>);
+        else run(depthwise_rows_kernel<T, K, 2>);
+      };
+      if (p.kh == 3) by_stride(std::integral_constant<int, 3>{});
+      else if (p.kh == 5) by_stride(std::integral_constant<int, 5>{});
+      else by_stride(std::integral_constant<int, 7>{});
+    } else if (p.kh == 3 && p.kw == 3) {
+      run(depthwise_kernel<T, 3>);
+    } else if (p.kh == 5 && p.kw == 5) {
+      run(depthwise_kernel<T, 5>);
+    } else if (p.kh == 7 && p.kw == 7) {
+      run(depthwise_kernel<T, 7>);
+    } else {
+      run(depthwise_kernel<T, 0>);
+    }
   });
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }

@@ -62,8 +62,12 @@ void pool2d(const void* in, void* out, DType d, const Pool2d& p, cudaStream_t s)
 struct DepthwiseConv2d {
   int n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
 };
+// row_outputs: kDepthwiseRowOutputs outputs along a row per thread, each window row loaded once
+// (square 3, 5 or 7 windows, stride 1 or 2, no dilation: depthwise_rows_takes).
+inline constexpr int kDepthwiseRowOutputs = 4;
+bool depthwise_rows_takes(const DepthwiseConv2d& p);
 void depthwise_conv2d(const void* x, const void* weights, const void* bias, void* y, DType d, const DepthwiseConv2d& p,
-                      cudaStream_t s);
+                      cudaStream_t s, bool row_outputs = false);
 
 // Rotate the first rot dims of each head (halves layout). bhsd: x is (B, H, S, D), else (B, S, H*D).
 void rope(const void* x, const int64_t* positions, const void* cos, const void* sin, void* out, DType d,

@@ -225,7 +225,8 @@ class Planner {
       }
       if (b.dtype != out.dtype) refuse(fmt::format("{} mixes {} and {}", r_.op, dtype_name(b.dtype), dtype_name(out.dtype)));
     }
-    require_float(out, r_.op.c_str());
+    // fp8 e4m3 out of a Cast: the activations of a W8A8 GEMM, quantized before it.
+    if (!(*ew == EwOp::cast && out.dtype == DType::f8e4m3fn)) require_float(out, r_.op.c_str());
     p_.kernel = ElementwisePlan{*ew};
     p_.description = fmt::format("element-wise {} ({} inputs, broadcast)", n_.op_type, p_.inputs.size());
   }
