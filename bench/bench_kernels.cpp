@@ -49,7 +49,10 @@ struct Case {
 
 int main() {
   profiler::prepare_nvtx_injection();
-  DeviceProfile p = profiler::run_calibrate({true, false, ""});
+  profiler::CalibrateOptions roofs;
+  roofs.quick = true;
+  roofs.tables = false;
+  DeviceProfile p = profiler::run_calibrate(roofs);
   double hbm = p.hbm_bandwidth;
   fmt::print("GPU {} | calibrated HBM {:.0f} GB/s, bf16 tensor {:.0f} TFLOP/s, fp8 {:.0f} TFLOP/s\n", p.gpu, hbm / 1e9,
              p.tensor_flops["bf16"] / 1e12, p.tensor_flops.count("fp8") ? p.tensor_flops["fp8"] / 1e12 : 0.0);

@@ -1,6 +1,7 @@
 #include "cli/profile_command.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <atomic>
 #include <csignal>
@@ -10,6 +11,7 @@
 #include "analyzer/core/errors.hpp"
 #include "analyzer/hw/derived_profile.hpp"
 #include "analyzer/hw/link_model.hpp"
+#include "analyzer/hw/perf_model.hpp"
 #include "reports/atomic_file.hpp"
 #include "reports/format.hpp"
 #include "reports/result_json.hpp"
@@ -205,7 +207,10 @@ void print_collectives(std::ostream& say, const DeviceProfile& p) {
 
 int run_calibrate_command(const CalibrateArgs& a) {
   if (a.gpus < 1) throw InputError(fmt::format("--gpus {}: must be at least 1", a.gpus));
-  if (!a.add_to.empty() && a.gpus < 2) throw InputError("--add-to adds measured collectives: give --gpus N (N >= 2)");
+  if (!a.add_to.empty() && a.gpus < 2 && a.tables.empty())
+    throw InputError("--add-to adds measured collectives (--gpus N, N >= 2) or performance tables (--tables NAMES): give one");
+  if (!a.tables.empty() && a.roofs_only) throw InputError("--tables with --roofs-only: --tables measures tables");
+  if (!a.tables.empty()) selected_grids(a.quick, a.tables);  // a misspelled table fails before any GPU time
   std::optional<DeviceProfile> base;
   if (!a.add_to.empty() && a.add_to != "default") base = read_device_profile(a.add_to);  // a bad file fails before any GPU time
   const gpu::ModuleApi& gpu = gpu_with_device();
@@ -226,19 +231,33 @@ int run_calibrate_command(const CalibrateArgs& a) {
   co.cudnn_dir = a.cudnn_dir;
   co.gpus = a.gpus;
   co.nccl_dir = a.nccl_dir;
-  co.collectives_only = base.has_value();
+  co.only_tables = a.tables;
+  co.collectives_only = base && a.tables.empty();
+  if (base && !a.tables.empty()) co.roofs = calibrated_device(*base);  // the profile's roofs budget the points
   DeviceProfile p = calibrate_here(gpu, co);
   std::ostream& say = reports::is_stdout(a.out) ? std::cerr : std::cout;  // --out -: stdout holds the JSON alone
   if (base) {
     if (base->base_device != p.base_device)
       throw InputError(fmt::format("--add-to {}: a profile of {}, this GPU is {}", a.add_to, base->base_device, p.base_device));
-    std::erase_if(base->collectives, [&](const CollectiveCurveSet& s) { return s.gpus == a.gpus; });
-    base->collectives.push_back(p.collectives.front());
-    std::sort(base->collectives.begin(), base->collectives.end(),
-              [](const CollectiveCurveSet& x, const CollectiveCurveSet& y) { return x.gpus < y.gpus; });
+    std::vector<std::string> added;
+    if (a.gpus >= 2) {
+      std::erase_if(base->collectives, [&](const CollectiveCurveSet& s) { return s.gpus == a.gpus; });
+      base->collectives.push_back(p.collectives.front());
+      std::sort(base->collectives.begin(), base->collectives.end(),
+                [](const CollectiveCurveSet& x, const CollectiveCurveSet& y) { return x.gpus < y.gpus; });
+      print_collectives(say, p);
+      added.push_back(fmt::format("the collectives over {} GPUs", a.gpus));
+    }
+    // Each measured table replaces the profile's of that name, with its held-out check (or none).
+    for (auto& [key, table] : p.tables.tables) {
+      base->tables.tables[key] = table;
+      base->tables.validation.erase(key);
+      if (auto v = p.tables.validation.find(key); v != p.tables.validation.end()) base->tables.validation[key] = v->second;
+      base->method["table " + key] = p.method["tables"];
+    }
+    if (!p.tables.tables.empty()) added.push_back(fmt::format("{} tables measured here", p.tables.tables.size()));
     reports::write_atomically(a.out, [&](std::ostream& out) { out << device_profile_json(*base); });
-    print_collectives(say, p);
-    say << fmt::format("wrote {} ({} with the collectives over {} GPUs)\n", a.out, a.add_to, a.gpus);
+    say << fmt::format("wrote {} ({} with {})\n", a.out, a.add_to, fmt::join(added, " and "));
     return 0;
   }
   reports::write_atomically(a.out, [&](std::ostream& out) { out << device_profile_json(p); });

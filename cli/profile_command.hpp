@@ -22,8 +22,9 @@ struct CalibrateArgs {
   bool quick = false, roofs_only = false;
   std::string cudnn_dir;
   int gpus = 1;            // > 1: NCCL's collectives among the first N GPUs too
-  std::string add_to;      // a profile to add the collectives to (measures nothing else)
+  std::string add_to;      // a profile to add the collectives or --tables to (measures nothing else)
   std::string nccl_dir;
+  std::vector<std::string> tables;  // only the performance tables whose names start so
 };
 int run_calibrate_command(const CalibrateArgs& args);
 

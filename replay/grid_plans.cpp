@@ -52,19 +52,24 @@ ReplayPlan attention_plan(AttentionDims d) {
   return plan;
 }
 
-// `pixels` output pixels as square 112x112 images or one smaller square image.
-ReplayPlan conv_plan(Precision p, int64_t kernel, int64_t stride, int64_t pixels, int64_t out, int64_t in) {
-  int64_t batch = pixels > 12544 ? pixels / 12544 : 1;
+// `pixels` output pixels as square images of side `image` (as many as make them up) or one
+// smaller square image; groups = in = out for a depthwise class, which has a bias (the BatchNorm
+// an exported graph folds into it).
+ReplayPlan conv_plan(Precision p, int64_t kernel, int64_t stride, int64_t pixels, int64_t out, int64_t in, int64_t groups = 1,
+                     int64_t image = 112) {
+  int64_t batch = pixels > image * image ? pixels / (image * image) : 1;
   auto side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(pixels / batch))));
   int64_t pad = kernel == stride ? 0 : kernel / 2;  // patch embeddings do not pad
-  ConvDims c{batch, in, out, 1, {side * stride, side * stride}, {kernel, kernel}, {side, side}, {stride, stride},
+  ConvDims c{batch, in, out, groups, {side * stride, side * stride}, {kernel, kernel}, {side, side}, {stride, stride},
              {pad, pad, pad, pad}, {1, 1}, false};
   DType t = storage_dtype(p);
   ReplayPlan plan;
   plan.precision = p;
-  plan.inputs = {buffer(t, {batch, in, side * stride, side * stride}), buffer(t, {out, in, kernel, kernel})};
+  plan.inputs = {buffer(t, {batch, in, side * stride, side * stride}), buffer(t, {out, in / groups, kernel, kernel})};
+  bool bias = groups > 1;
+  if (bias) plan.inputs.push_back(buffer(t, {out}));
   plan.outputs = {buffer(t, {batch, out, side, side})};
-  plan.kernel = ConvPlan{c, kernel == 1 && stride == 1, false};
+  plan.kernel = ConvPlan{c, kernel == 1 && stride == 1, bias};
   return plan;
 }
 
@@ -141,11 +146,13 @@ GridPlan plan_for_grid_point(const std::string& table, const std::vector<double>
     int64_t d = as_int(x[0]), group = as_int(x[1]), kvh = as_int(x[2]), ctx = as_int(x[3]);
     int64_t per_seq = std::min<int64_t>(kvh, 8);  // sequences of 8 KV heads, as Llama-3 and Mixtral have
     g.plan = attention_plan(AttentionDims{kvh / per_seq, per_seq * group, per_seq, 1, ctx, d, d, false, 0});
-  } else if (k[0] == "conv" && x.size() == 3 && k.size() == 3) {
+  } else if (k[0] == "conv" && (k.size() == 3 || k.size() == 4) && x.size() == (is_depthwise_class(k[2]) ? 2u : 3u)) {
     auto p = precision_from_name(k[1]);
     auto cls = conv_kernel_stride(k[2]);
     if (!p || !cls) throw InputError(fmt::format("table {}: unknown convolution class", table));
-    g.plan = conv_plan(*p, cls->first, cls->second, as_int(x[0]), as_int(x[1]), as_int(x[2]));
+    int64_t ch = as_int(x[1]);
+    if (is_depthwise_class(k[2])) g.plan = conv_plan(*p, cls->first, cls->second, as_int(x[0]), ch, ch, ch, depthwise_image_side(ch));
+    else g.plan = conv_plan(*p, cls->first, cls->second, as_int(x[0]), as_int(x[1]), as_int(x[2]));
   } else if (k[0] == "mem" && k.size() == 2) {
     g.plan = memory_plan(k[1], x);
   } else {

@@ -190,13 +190,13 @@ def run_convs(results, flush_buf):
 
 def run_mobilenet(results, flush_buf):
     """MobileNetV3-small's and EfficientNet-B0's convolutions at batch 64 in bf16 (their depthwise
-    ones are what the replay's cuDNN NCHW engines ran 4x slower than PyTorch), NCHW and
-    channels_last."""
+    ones are what the replay's cuDNN NCHW engines ran 4x slower than PyTorch), ConvNeXt-T's (7x7
+    depthwise) at batch 32, NCHW and channels_last."""
     torch.backends.cudnn.benchmark = True
-    for model in ("mobilenet_v3_small", "efficientnet_b0"):
-        convs = model_convs(64, model)
+    for model, batch in (("mobilenet_v3_small", 64), ("efficientnet_b0", 64), ("convnext_tiny", 32)):
+        convs = model_convs(batch, model)
         for layout in ("nchw", "channels_last"):
-            depthwise_layout(results, flush_buf, model, convs, layout)
+            depthwise_layout(results, flush_buf, model, batch, convs, layout)
 
 
 def conv_rows(convs, dt, layout, flush_buf):
@@ -219,10 +219,10 @@ def conv_rows(convs, dt, layout, flush_buf):
     return rows
 
 
-def depthwise_layout(results, flush_buf, model, convs, layout):
+def depthwise_layout(results, flush_buf, model, batch, convs, layout):
     """A model's convolutions in one layout, bf16, into results["depthwise_models"]."""
     rows = conv_rows(convs, torch.bfloat16, layout, flush_buf)
-    results["depthwise_models"].append({"model": model, "batch": 64, "dtype": "bf16", "layout": layout, "convs": rows})
+    results["depthwise_models"].append({"model": model, "batch": batch, "dtype": "bf16", "layout": layout, "convs": rows})
     print(model, "convs", layout, sum(r["cold_s"] for r in rows), flush=True)
 
 

@@ -83,6 +83,7 @@ struct DeviceProfile {
   double gemm_floor_s = 0;         // shortest tiled GEMM; 0 in profiles written before it was measured
   double launch_interval_s = 0;    // back-to-back launches, per launch
   std::map<std::string, std::string> method;  // how each figure was measured
+  std::string provenance;  // the JSON object saying how the file was made (scripts, machine, dates), kept verbatim
   PerfDatabase tables;                        // empty in profiles written before schema 2
   std::optional<EagerHostCosts> eager_host;   // scripts/eager_host_per_kernel.py --pool adds it
   std::vector<CollectiveCurveSet> collectives;  // calibrate --gpus N; one set per GPU count

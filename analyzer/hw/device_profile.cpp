@@ -99,6 +99,7 @@ std::string device_profile_json(const DeviceProfile& p) {
   if (p.gemm_floor_s > 0) j["gemm_floor_s"] = p.gemm_floor_s;
   j["launch_interval_s"] = p.launch_interval_s;
   j["method"] = p.method;
+  if (!p.provenance.empty()) j["provenance"] = nlohmann::json::parse(p.provenance);
   if (!p.derived_from.empty()) j["derived_from"] = p.derived_from;  // its roofs stay labelled derived
   if (!p.tables.empty()) {
     j["tables"] = tables_json(p.tables);
@@ -148,6 +149,7 @@ DeviceProfile parse_device_profile(std::istream& in, const std::string& path) {
     p.gemm_floor_s = j.value("gemm_floor_s", 0.0);
     if (!(p.gemm_floor_s >= 0) || p.gemm_floor_s > 1) throw InputError(fmt::format("{}: gemm_floor_s must be a positive figure", path));
     p.method = j.value("method", std::map<std::string, std::string>{});
+    if (j.contains("provenance")) p.provenance = j.at("provenance").dump();  // calibrate --add-to keeps it
     p.derived_from = j.value("derived_from", "");
     auto positive = [&](double v, const char* what) {
       if (!(v > 0) || v > 1e18) throw InputError(fmt::format("{}: {} must be a positive figure", path, what));

@@ -1,10 +1,12 @@
 #include "analyzer/hw/perf_model.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "analyzer/core/errors.hpp"
 #include "analyzer/core/formulas.hpp"
 
 namespace rooflens {
@@ -26,13 +28,25 @@ std::vector<double> ladder(double from, double to, double factor) {
   return v;
 }
 
+constexpr int64_t kStemMaxInputChannels = 4;  // RGB, RGBA
+
+bool depthwise_conv(const ConvDims& c) { return c.groups > 1 && c.groups == c.in_channels && c.out_channels == c.in_channels; }
+
 std::optional<std::string> conv_class(const ConvDims& c) {
-  if (c.transpose || c.groups != 1 || c.kernel.size() != 2) return std::nullopt;
+  if (c.transpose || c.kernel.size() != 2) return std::nullopt;
   if (c.kernel[0] != c.kernel[1] || c.strides[0] != c.strides[1]) return std::nullopt;
   for (int64_t d : c.dilations)
     if (d != 1) return std::nullopt;
   int64_t k = c.kernel[0], s = c.strides[0];
-  bool patch = k == s && (k == 14 || k == 16) && c.pads == std::vector<int64_t>(c.pads.size(), 0);  // ViT patch embedding
+  if (depthwise_conv(c)) {
+    if ((k == 3 || k == 5) && (s == 1 || s == 2)) return fmt::format("dw{}s{}", k, s);
+    if (k == 7 && s == 1) return std::string("dw7s1");  // ConvNeXt's
+    return std::nullopt;
+  }
+  if (c.groups != 1) return std::nullopt;
+  // Patch embeddings: ViT's 14 and 16, ConvNeXt's and Swin's 4; downsampling by 2x2 stride 2.
+  bool unpadded = c.pads == std::vector<int64_t>(c.pads.size(), 0);
+  bool patch = k == s && (k == 2 || k == 4 || k == 14 || k == 16) && unpadded;
   if ((k == 1 && (s == 1 || s == 2)) || (k == 3 && (s == 1 || s == 2)) || (k == 7 && s == 2) || patch) return fmt::format("k{}s{}", k, s);
   return std::nullopt;
 }
@@ -48,11 +62,22 @@ std::vector<std::string> key_parts(const std::string& key) {
 
 }  // namespace
 
+bool is_depthwise_class(const std::string& cls) { return cls.rfind("dw", 0) == 0; }
+
+int64_t depthwise_image_side(int64_t channels) {
+  if (channels <= 48) return 112;
+  if (channels <= 160) return 56;
+  if (channels <= 320) return 28;
+  if (channels <= 768) return 14;
+  return 7;
+}
+
 std::optional<std::pair<int64_t, int64_t>> conv_kernel_stride(const std::string& cls) {
-  auto s = cls.find('s');
-  if (cls.size() < 4 || cls[0] != 'k' || s == std::string::npos) return std::nullopt;
+  size_t k = is_depthwise_class(cls) ? 2 : cls.rfind('k', 0) == 0 ? 1 : std::string::npos;
+  auto s = cls.find('s', k == std::string::npos ? 0 : k);
+  if (k == std::string::npos || s == std::string::npos || s == k || s + 1 >= cls.size()) return std::nullopt;
   try {
-    return std::pair<int64_t, int64_t>{std::stoll(cls.substr(1, s - 1)), std::stoll(cls.substr(s + 1))};
+    return std::pair<int64_t, int64_t>{std::stoll(cls.substr(k, s - k)), std::stoll(cls.substr(s + 1))};
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -87,7 +112,13 @@ std::optional<PerfQuery> perf_query(const NodeCost& c, Precision p) {
     if (!cls || p == Precision::fp8 || p == Precision::int8) return std::nullopt;
     double pixels = static_cast<double>(cv.batch);
     for (int64_t o : cv.out_spatial) pixels *= static_cast<double>(o);
-    return PerfQuery{fmt::format("conv.{}.{}", tensor_dtype_key(p), *cls),
+    // Depthwise kernels run on the CUDA cores: TF32 math is fp32's there.
+    if (is_depthwise_class(*cls))
+      return PerfQuery{fmt::format("conv.{}.{}", p == Precision::tf32 ? "fp32" : tensor_dtype_key(p), *cls),
+                       {pixels, static_cast<double>(cv.out_channels)}};
+    // A 3x3 stride-2 stem on RGB is its own kernel: a few input channels over whole images.
+    std::string stem = *cls == "k3s2" && cv.in_channels <= kStemMaxInputChannels ? ".stem" : "";
+    return PerfQuery{fmt::format("conv.{}.{}{}", tensor_dtype_key(p), *cls, stem),
                      {pixels, static_cast<double>(cv.out_channels), static_cast<double>(cv.in_channels)}};
   }
   if (ks.gemm) {
@@ -153,6 +184,14 @@ GridWork grid_work(const std::string& table, const std::vector<double>& x) {
     w.flops = static_cast<double>(attention_core(a).flops);
     w.bytes = 2 * kvh * ctx * d * 2 + 2 * kvh * g * d * 2;
     w.tensor_cores = true;
+  } else if (k[0] == "conv" && is_depthwise_class(k[2])) {
+    w.precision = *precision_from_name(k[1]);
+    auto [kernel, stride] = conv_kernel_stride(k[2]).value_or(std::pair<int64_t, int64_t>{1, 1});
+    double pix = x[0], ch = x[1], eb = static_cast<double>(element_bytes(w.precision));
+    auto kk = static_cast<double>(kernel * kernel), ss = static_cast<double>(stride * stride);
+    w.flops = 2 * pix * ch * kk;
+    w.bytes = (pix * ss * ch + pix * ch + ch * kk) * eb;
+    w.tensor_cores = false;
   } else if (k[0] == "conv") {
     w.precision = *precision_from_name(k[1]);
     auto [kernel, stride] = conv_kernel_stride(k[2]).value_or(std::pair<int64_t, int64_t>{1, 1});
@@ -178,13 +217,34 @@ std::vector<TableGrid> calibration_grids(bool quick) {
   std::vector<TableGrid> out;
   auto pow2 = [](double from, double to) { return ladder(from, to, 2); };
   if (quick) {
+    // Every class the full calibration measures in bf16, at a few points each: a node of any class
+    // is then predicted from a measured neighbour (or scaled from one beyond the grid), never from
+    // the bare roofline.
     out.push_back({"gemm.bf16", {"align", "m", "n", "k"}, {{1, 128}, {1, 8, 64, 512, 4096}, {256, 1024, 4096, 16384, 65536}, {256, 1024, 4096, 16384}}});
-    out.push_back({"attn_prefill.bf16.causal", {"d", "heads", "seq"}, {{64, 128}, {4, 64}, {256, 1024, 4096}}});
+    for (const char* mode : {"causal", "full"})
+      out.push_back({fmt::format("attn_prefill.bf16.{}", mode), {"d", "heads", "seq"}, {{64, 128}, {4, 16, 64}, {128, 512, 2048, 8192}}});
     out.push_back({"attn_decode.bf16", {"d", "group", "kv_heads", "context"}, {{64, 128}, {1, 8}, {1, 16, 256}, {512, 4096, 32768}}});
     for (const char* cls : {"k1s1", "k3s1"})
       out.push_back({fmt::format("conv.bf16.{}", cls), {"pixels", "out", "in"}, {{49, 784, 12544}, {64, 256, 1024}, {64, 256, 1024}}});
     out.push_back({"mem.elementwise", {"bytes"}, {ladder(4096, 1 << 30, 4)}});
-    out.push_back({"mem.norm", {"align", "rows", "cols"}, {{8}, {1, 64, 4096}, {256, 4096}}});
+    // Row kernels' time is not a power law in the rows: a few rows per decade.
+    for (const char* cls : {"norm", "softmax", "reduce"})
+      out.push_back({fmt::format("mem.{}", cls), {"align", "rows", "cols"}, {{1, 8}, {1, 16, 256, 4096, 65536}, {64, 256, 1024, 4096}}});
+    out.push_back({"gemm.fp8", {"align", "m", "n", "k"}, {{128}, {1, 64, 4096}, {1024, 16384}, {1024, 8192}}});
+    for (const char* cls : {"k1s2", "k3s2"})
+      out.push_back({fmt::format("conv.bf16.{}", cls), {"pixels", "out", "in"}, {{196, 3136, 50176}, {64, 512}, {64, 512}}});
+    for (const char* cls : {"k14s14", "k16s16"})  // ViT patch embeddings
+      out.push_back({fmt::format("conv.bf16.{}", cls), {"pixels", "out", "in"}, {{196, 3136, 50176}, {768, 1024}, {3}}});
+    out.push_back({"conv.bf16.k3s2.stem", {"pixels", "out", "in"}, {{12544, 802816}, {16, 64}, {3}}});
+    out.push_back({"conv.bf16.k7s2", {"pixels", "out", "in"}, {{12544, 401408}, {64}, {3}}});
+    for (const char* cls : {"dw3s1", "dw3s2", "dw5s1", "dw5s2", "dw7s1"})
+      out.push_back({fmt::format("conv.bf16.{}", cls), {"pixels", "channels"}, {{196, 12544, 802816}, {64, 512}}});
+    for (const char* cls : {"broadcast", "transpose", "copy", "gather"})
+      out.push_back({fmt::format("mem.{}", cls), {"bytes"}, {ladder(4096, 1 << 30, 16)}});
+    // fp32 graphs run their convolutions on TF32 by default (--math tf32-conv).
+    for (const char* cls : {"k1s1", "k1s2", "k3s1", "k3s2"})
+      out.push_back({fmt::format("conv.tf32.{}", cls), {"pixels", "out", "in"}, {{49, 784, 12544}, {64, 512}, {64, 512}}});
+    out.push_back({"conv.tf32.k7s2", {"pixels", "out", "in"}, {{12544, 401408}, {64}, {3}}});
     return out;
   }
   // In order of how much time of common models they predict: a run cut short by its deadline
@@ -195,22 +255,56 @@ std::vector<TableGrid> calibration_grids(bool quick) {
     out.push_back({fmt::format("attn_prefill.bf16.{}", mode), {"d", "heads", "seq"}, {{64, 128}, ladder(1, 256, 4), pow2(128, 16384)}});
   out.push_back({"attn_decode.bf16", {"d", "group", "kv_heads", "context"}, {{64, 128}, {1, 4, 8}, ladder(1, 1024, 4), ladder(256, 65536, 4)}});
   std::vector<double> pixels = ladder(49, 200704, 4), channels = ladder(64, 4096, 4);
-  auto convs = [&](const char* p, bool patches) {
-    for (const char* cls : {"k1s1", "k1s2", "k3s1", "k3s2"})
+  // Stems and depthwise layers see whole images at large batches: 64 x 112 x 112 output pixels.
+  std::vector<double> image_pixels = ladder(49, 3211264, 4);
+  auto convs = [&](const char* p, bool patches, bool depthwise) {
+    // Pointwise convolutions go down to MobileNets' 16 channels.
+    out.push_back({fmt::format("conv.{}.k1s1", p), {"pixels", "out", "in"}, {pixels, ladder(16, 4096, 4), ladder(16, 4096, 4)}});
+    for (const char* cls : {"k1s2", "k3s1", "k3s2"})
       out.push_back({fmt::format("conv.{}.{}", p, cls), {"pixels", "out", "in"}, {pixels, channels, channels}});
-    out.push_back({fmt::format("conv.{}.k7s2", p), {"pixels", "out", "in"}, {pixels, channels, {3, 16, 64}}});
-    if (patches)  // ViT patch embeddings: RGB in, a few hundred to a few thousand patches per image
+    // RGB stems: 3x3 stride 2 (MobileNet, EfficientNet) and 7x7 stride 2 (ResNet).
+    out.push_back({fmt::format("conv.{}.k3s2.stem", p), {"pixels", "out", "in"}, {image_pixels, {16, 32, 64}, {3}}});
+    out.push_back({fmt::format("conv.{}.k7s2", p), {"pixels", "out", "in"}, {image_pixels, channels, {3, 16, 64}}});
+    // Depthwise: one filter per channel, the CUDA cores' work (TF32 nodes read fp32's).
+    if (depthwise)
+      for (const char* cls : {"dw3s1", "dw3s2", "dw5s1", "dw5s2", "dw7s1"})
+        out.push_back({fmt::format("conv.{}.{}", p, cls), {"pixels", "channels"}, {image_pixels, pow2(16, 1024)}});
+    // 2x2 stride 2 downsampling between stages (ConvNeXt, Swin).
+    out.push_back({fmt::format("conv.{}.k2s2", p), {"pixels", "out", "in"}, {pixels, channels, channels}});
+    if (patches) {  // patch embeddings: RGB in, a few hundred to a few thousand patches per image
       for (const char* cls : {"k14s14", "k16s16"})
         out.push_back({fmt::format("conv.{}.{}", p, cls), {"pixels", "out", "in"}, {ladder(49, 200704, 4), {256, 1024, 4096}, {3}}});
+      out.push_back({fmt::format("conv.{}.k4s4", p), {"pixels", "out", "in"}, {image_pixels, {64, 96, 128, 256}, {3}}});
+    }
   };
-  convs("bf16", true);
+  convs("bf16", true, true);
   for (const char* cls : {"elementwise", "broadcast", "transpose", "copy", "gather"})
     out.push_back({fmt::format("mem.{}", cls), {"bytes"}, {pow2(4096, 1 << 30)}});
   for (const char* cls : {"norm", "softmax", "reduce"})
     out.push_back({fmt::format("mem.{}", cls), {"align", "rows", "cols"}, {{1, 8}, ladder(1, 65536, 4), ladder(64, 16384, 4)}});
   for (const char* p : {"fp8", "tf32", "fp32"}) out.push_back({fmt::format("gemm.{}", p), {"align", "m", "n", "k"}, {{128}, m, n, k}});
-  convs("fp32", false);
-  convs("tf32", false);
+  convs("fp32", false, true);
+  convs("tf32", false, false);
+  return out;
+}
+
+std::vector<TableGrid> selected_grids(bool quick, const std::vector<std::string>& prefixes) {
+  std::vector<TableGrid> all = calibration_grids(quick);
+  if (prefixes.empty()) return all;
+  std::vector<TableGrid> out;
+  for (const std::string& p : prefixes) {
+    bool any = false;
+    for (const TableGrid& g : all)
+      if (g.key.rfind(p, 0) == 0) {
+        any = true;
+        if (std::none_of(out.begin(), out.end(), [&](const TableGrid& o) { return o.key == g.key; })) out.push_back(g);
+      }
+    if (!any) {
+      std::vector<std::string> keys;
+      for (const TableGrid& g : all) keys.push_back(g.key);
+      throw InputError(fmt::format("--tables {}: no {}table starts so; the tables are {}", p, quick ? "quick " : "", fmt::join(keys, ", ")));
+    }
+  }
   return out;
 }
 

@@ -34,8 +34,16 @@ std::optional<PerfQuery> perf_query(const NodeCost& c, Precision p);
 // product as deployments lay it out ([m, k] activations, [n, k] weights, [m, n] output).
 int64_t gemm_alignment(int64_t n, int64_t k);
 
-// "k3s2" -> {3, 2}; nullopt for a name that is not a convolution class.
+// "k3s2" -> {3, 2}, and a depthwise class "dw5s1" -> {5, 1}; nullopt for a name that is not a
+// convolution class.
 std::optional<std::pair<int64_t, int64_t>> conv_kernel_stride(const std::string& cls);
+// Depthwise classes ("dw3s1") have the axes pixels and channels, the dense ones pixels, out, in.
+bool is_depthwise_class(const std::string& cls);
+// The output image side a depthwise layer with this many channels has in the networks built of
+// them (MobileNetV2/V3, EfficientNet, ConvNeXt): 16-32 channels at 112, 72-144 at 56, 192-240 at
+// 28, 384-672 at 14, 960 and more at 7. A depthwise kernel's speed depends on the image's shape,
+// not only on the pixels and channels, so calibrate times each point on images of that side.
+int64_t depthwise_image_side(int64_t channels);
 
 // FLOPs and bytes of one table point, to scale a time beyond the grid by the roofline.
 struct GridWork {
@@ -54,6 +62,9 @@ struct TableGrid {
   std::vector<std::vector<double>> grid;
 };
 std::vector<TableGrid> calibration_grids(bool quick);
+// Those whose names start with one of `prefixes` (all when empty); InputError naming a prefix
+// that matches no table.
+std::vector<TableGrid> selected_grids(bool quick, const std::vector<std::string>& prefixes);
 // Whether calibrate times this point: its estimated run on `d` fits the budget (seconds per run)
 // and its buffers fit in `memory_bytes`.
 bool grid_point_wanted(const std::string& table, const std::vector<double>& x, const Device& d, double budget_s, int64_t memory_bytes);

@@ -149,8 +149,8 @@ DeviceProfile run_calibrate(const CalibrateOptions& o) {
   p.gpu = gpu.name;
   if (o.gpus > 1) p.collectives.push_back(measure_collectives(o.gpus, o.quick, o.nccl_dir, std::cerr));
   if (o.collectives_only) return p;
-  p.sm_clock_mhz = measure_sm_clock_mhz();
-  {
+  if (!o.roofs) {
+    p.sm_clock_mhz = measure_sm_clock_mhz();
     CudaStream s;
     int reps = o.quick ? 5 : 10;
     measure_floors(p, gpu, s.handle, reps, o.quick);
@@ -163,7 +163,7 @@ DeviceProfile run_calibrate(const CalibrateOptions& o) {
     LayerTimer timer(o.cudnn_dir);
     p.method["tables"] = fmt::format("replay kernels timed as `profile` times a layer (CUPTI, L2 cold), {}; {}",
                                      o.quick ? "quick grids" : "full grids", timer.cudnn_status());
-    p.tables = measure_tables(timer, calibrated_device(p), o.quick, std::cerr);
+    p.tables = measure_tables(timer, o.roofs ? *o.roofs : calibrated_device(p), o.quick, o.only_tables, std::cerr);
   }
   return p;
 }

@@ -1,5 +1,6 @@
 #pragma once
 // `rooflens calibrate`: measures the achievable roofs of the GPU this process runs on.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,11 @@ struct CalibrateOptions {
   int gpus = 1;           // --gpus N > 1: NCCL's collectives among the first N GPUs too
   bool collectives_only = false;  // --add-to: only the collectives (and which GPU this is)
   std::string nccl_dir;   // --nccl
+  // --tables: only the tables whose names start with one of these (empty: all of the grid set).
+  std::vector<std::string> only_tables;
+  // Roofs already measured on this GPU (the profile --add-to extends): they budget the table
+  // points, and the roofs and floors are not measured again.
+  std::optional<Device> roofs;
 };
 
 // InputError when there is no GPU or it is not in the device database.

@@ -54,7 +54,7 @@ void for_each_point(const TableGrid& g, F&& f) {
 // 16, rows to whole vectors, KV heads to sequences of 8; alignment classes, head dims and groups
 // drawn from the grid's own values.
 double round_as_layers_do(const std::string& axis, double v) {
-  double step = axis == "n" || axis == "k" ? 128 : axis == "out" || axis == "in" ? 16 : axis == "cols" ? 8
+  double step = axis == "n" || axis == "k" ? 128 : axis == "out" || axis == "in" || axis == "channels" ? 16 : axis == "cols" ? 8
                 : axis == "kv_heads" && v >= 8 ? 8 : 1;
   return std::max(step, std::round(v / step) * step);
 }
@@ -76,7 +76,8 @@ std::vector<double> held_out_point(const TableGrid& g, std::mt19937& rng) {
 
 }  // namespace
 
-PerfDatabase measure_tables(LayerTimer& timer, const Device& device, bool quick, std::ostream& progress) {
+PerfDatabase measure_tables(LayerTimer& timer, const Device& device, bool quick, const std::vector<std::string>& only,
+                            std::ostream& progress) {
   PerfDatabase db;
   auto start = Clock::now();
   double budget = quick ? 0.5e-3 : 2e-3;  // seconds per kernel run, estimated from the roofline
@@ -85,11 +86,11 @@ PerfDatabase measure_tables(LayerTimer& timer, const Device& device, bool quick,
   int held_out = quick ? 6 : 12;
   // Past this, the remaining points stay unmeasured (their shapes are predicted as beyond the
   // grid) and the run says so: calibrate keeps within its time.
-  double deadline = quick ? 75 : 520;
+  double deadline = quick ? 100 : 900;
   bool cut = false;
   std::mt19937 rng(20261123);
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-  for (const TableGrid& g : calibration_grids(quick)) {
+  for (const TableGrid& g : selected_grids(quick, only)) {
     PerfTable t{g.axes, g.grid, {}};
     size_t total = t.size(), done = 0, timed = 0;
     t.seconds.reserve(total);

@@ -14,7 +14,7 @@
 namespace rooflens::gpu {
 
 // Bumped whenever this table or anything it passes changes.
-inline constexpr int kModuleAbi = 2;
+inline constexpr int kModuleAbi = 3;
 
 struct Status {
   int code = 0;  // 0 ok, 2 bad input or missing hardware (one line), 1 GPU or internal failure

@@ -69,7 +69,10 @@ TEST_CASE("profile of a GPT-2 decode step: every replayable layer measured, NVTX
 }
 
 TEST_CASE("calibrate: figures plausible against the spec of this GPU") {
-  DeviceProfile p = run_calibrate({true, false, ""});
+  CalibrateOptions o;
+  o.quick = true;
+  o.tables = false;
+  DeviceProfile p = run_calibrate(o);
   Device spec = find_device(p.base_device);
   CHECK(p.hbm_bandwidth > 0.5 * spec.hbm_bandwidth);
   CHECK(p.hbm_bandwidth < 1.1 * spec.hbm_bandwidth);

@@ -147,6 +147,26 @@ TEST_CASE("Mistral decode: a sliding window that covers the whole cache is plann
   CHECK(attn.dims.window == 0);
 }
 
+TEST_CASE("fp8 W8A8 decode: the activations' quantizing Cast and the fp8 GEMM are both planned", "[replay]") {
+  TransformerConfig c = load_transformer_config(std::string(ROOFLENS_SOURCE_DIR) + "/samples/configs/llama-3.1-8b/config.json");
+  TransformerOptions o;
+  o.workload = Workload::decode;
+  o.lowering.context = 512;
+  o.lowering.weights = o.lowering.activations = DType::f8e4m3fn;
+  o.lowering.kv = DType::bf16;
+  Planned p;
+  p.a = analyze_transformer(c, o, &p.g);
+  p.d = plan_replay(p.a, p.g, std::nullopt);
+  const ReplayDecision& cast = p.of("model.layers.0.input_layernorm.quantize");
+  REQUIRE(cast.plan);
+  CHECK(cast.plan->as<ElementwisePlan>().op == EwOp::cast);
+  CHECK(cast.plan->outputs[0].dtype == DType::f8e4m3fn);
+  CHECK(cast.plan->outputs[0].bytes == 4096);  // one token's 4096 features, a byte each
+  const ReplayDecision& q = p.of("model.layers.0.self_attn.q_proj");
+  REQUIRE(q.plan);
+  CHECK(q.plan->precision == Precision::fp8);
+}
+
 TEST_CASE("MoE, MLA and what is not replayed, each with its reason", "[replay]") {
   Planned mix = plan_config("mixtral-8x7b", Workload::decode);
   const MoePlan& moe = mix.of("model.layers.0.mlp.experts").plan->as<MoePlan>();

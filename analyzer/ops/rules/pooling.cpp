@@ -1,6 +1,8 @@
 // Pooling: MaxPool, AveragePool, LpPool and their Global forms.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "analyzer/core/checked.hpp"
 #include "analyzer/core/formulas.hpp"
 #include "analyzer/ops/rules/common.hpp"
@@ -68,6 +70,16 @@ NodeCost pool_cost(const CostContext& ctx, int64_t per_input, int64_t per_window
   return c;
 }
 
+// A global pool is a row reduction, one row of H x W per (image, channel): the kernel frameworks
+// run (and the replay times) is the reduce kernel, so it is priced by the reduce table.
+NodeCost global_pool_cost(const CostContext& ctx, int64_t per_output) {
+  NodeCost c = pool_cost(ctx, 1, 0, per_output);
+  c.kernel.memory = MemoryKernel::reduce;
+  c.kernel.rows = ctx.out_elements(0);
+  c.kernel.cols = ctx.in_elements(0) / std::max<int64_t>(c.kernel.rows, 1);
+  return c;
+}
+
 }  // namespace
 
 void register_pooling_rules(RuleRegistry& r) {
@@ -76,8 +88,8 @@ void register_pooling_rules(RuleRegistry& r) {
   r.add({"", "MaxPool", OpFamily::pooling, infer_pool, [](const CostContext& c) { return pool_cost(c, 0, 1, 0); }});
   r.add({"", "AveragePool", OpFamily::pooling, infer_pool, [](const CostContext& c) { return pool_cost(c, 0, 1, 1); }});
   r.add({"", "LpPool", OpFamily::pooling, infer_pool, [](const CostContext& c) { return pool_cost(c, 0, 2, 1); }});
-  r.add({"", "GlobalAveragePool", OpFamily::pooling, infer_global_pool, [](const CostContext& c) { return pool_cost(c, 1, 0, 1); }});
-  r.add({"", "GlobalMaxPool", OpFamily::pooling, infer_global_pool, [](const CostContext& c) { return pool_cost(c, 1, 0, 0); }});
+  r.add({"", "GlobalAveragePool", OpFamily::pooling, infer_global_pool, [](const CostContext& c) { return global_pool_cost(c, 1); }});
+  r.add({"", "GlobalMaxPool", OpFamily::pooling, infer_global_pool, [](const CostContext& c) { return global_pool_cost(c, 0); }});
   r.add({"", "GlobalLpPool", OpFamily::pooling, infer_global_pool, [](const CostContext& c) { return pool_cost(c, 2, 0, 1); }});
 }
 

@@ -220,6 +220,11 @@ TEST_CASE("device profiles carry their tables, and bad tables are input errors t
   CHECK(calibrated_device(back).perf);
 
   auto j = nlohmann::json::parse(device_profile_json(p));
+  // How the file was made survives a read and a write (calibrate --add-to rewrites the file).
+  auto with_provenance = j;
+  with_provenance["provenance"] = {{"script", "rooflens calibrate"}, {"date", "2026-11-26"}};
+  auto kept = nlohmann::json::parse(device_profile_json(read_device_profile(write("provenance.json", with_provenance.dump()))));
+  CHECK(kept["provenance"] == with_provenance["provenance"]);
   auto bad = [&](const std::string& name, const std::function<void(nlohmann::json&)>& spoil, const std::string& needle) {
     auto k = j;
     spoil(k);
@@ -272,11 +277,31 @@ TEST_CASE("calibrate's plans for table points are the kernels a node with those 
   CHECK(q->table == "conv.bf16.k3s2");
   CHECK(q->x == std::vector<double>{3136, 256, 64});
   CHECK_THROWS_AS(replay::plan_for_grid_point("gemm.bf16", {1, 2}), InputError);
-  // Every table calibrate measures has a plan for its first point.
-  for (const TableGrid& t : calibration_grids(false)) {
-    std::vector<double> first;
-    for (const auto& axis : t.grid) first.push_back(axis.front());
-    INFO(t.key);
-    CHECK_NOTHROW(replay::plan_for_grid_point(t.key, first));
-  }
+  // A depthwise point: ConvNeXt's first stage, 32 images of 56 x 56 with 96 channels, its bias.
+  replay::GridPlan dw = replay::plan_for_grid_point("conv.bf16.dw7s1", {32 * 56 * 56, 96});
+  const auto& dwp = dw.plan.as<replay::ConvPlan>();
+  CHECK(dwp.conv.groups == 96);
+  CHECK(dwp.conv.batch == 32);
+  CHECK(dwp.conv.out_spatial == std::vector<int64_t>{56, 56});
+  CHECK(dwp.bias);
+  // Every convolution table calibrate measures, quick or full, has plans for its first and last
+  // points, and they map back to that table and point; every other table has a plan for its first.
+  for (bool quick : {false, true})
+    for (const TableGrid& t : calibration_grids(quick)) {
+      std::vector<double> first, last;
+      for (const auto& axis : t.grid) first.push_back(axis.front()), last.push_back(axis.back());
+      INFO(t.key << (quick ? " (quick)" : ""));
+      if (t.key.rfind("conv.", 0) != 0) {
+        CHECK_NOTHROW(replay::plan_for_grid_point(t.key, first));
+        continue;
+      }
+      for (const auto& x : {first, last}) {
+        NodeCost point;
+        point.kernel.conv = replay::plan_for_grid_point(t.key, x).plan.as<replay::ConvPlan>().conv;
+        auto back = perf_query(point, Precision::bf16);
+        REQUIRE(back);
+        CHECK(back->table.substr(back->table.find('.', 5)) == t.key.substr(t.key.find('.', 5)));  // the class, whatever the dtype
+        CHECK(back->x == x);
+      }
+    }
 }
