@@ -114,8 +114,8 @@ int rooflens::cli::run(int argc, char** argv) {
   calibrate->add_flag("--roofs-only", cargs.roofs_only, "roofs and floors only, no performance tables");
   calibrate->add_option("--cudnn", cargs.cudnn_dir, "directory with libcudnn.so.9 (else the usual places)");
   calibrate->add_option("--gpus", cargs.gpus, "also NCCL's collectives among the first N GPUs, 1 KiB to 1 GiB")->capture_default_str();
-  calibrate->add_option("--add-to", cargs.add_to, "measure only the collectives (--gpus N) or the --tables and put them into this profile (default: the one rooflens uses for this GPU)");
-  calibrate->add_option("--tables", cargs.tables, "only the performance tables whose names start so (comma-separated: conv.bf16.dw,mem.reduce)")->delimiter(',');
+  calibrate->add_option("--add-to", cargs.add_to, "add what --gpus N or --tables measures to FILE (default: in use)");
+  calibrate->add_option("--tables", cargs.tables, "only these tables (prefixes, comma-separated: conv.bf16.dw,mem.reduce)")->delimiter(',');
   calibrate->add_option("--nccl", cargs.nccl_dir, "directory with libnccl.so.2 (else the usual places)");
   ReportArgs rargs;
   auto* report = app.add_subcommand("report", "re-render a saved --json result (terminal report, HTML, CSV, predicted trace)");
