@@ -108,6 +108,15 @@ TEST_CASE("flags that are wrong", "[cli][errors]") {
   fs::path out = scratch() / "no_such_dir" / "out.json";
   expect_clean_failure("analyze " + r50 + " --json " + out.string(), "does not exist");
   CHECK_FALSE(fs::exists(out));
+  // calibrate's table selection is checked before any GPU is looked for (this machine has none).
+  fs::path profile = scratch() / "calibrated.json";
+  expect_clean_failure("calibrate --tables conv.bf16.k9s9 --out " + profile.string(), "--tables conv.bf16.k9s9: no table starts so");
+  expect_clean_failure("calibrate --quick --tables conv.fp32.dw3s1 --out " + profile.string(), "no quick table");
+  expect_clean_failure("calibrate --tables conv.bf16.dw --roofs-only --out " + profile.string(), "--roofs-only");
+  expect_clean_failure("calibrate --add-to default --out " + profile.string(), "--add-to adds");
+  expect_clean_failure("calibrate --tables conv.bf16.dw --add-to " + write_file("not_a_profile.json", "{}") + " --out " + profile.string(),
+                       "not_a_profile.json");
+  CHECK_FALSE(fs::exists(profile));
 }
 
 TEST_CASE("a partial analysis writes its outputs marked partial and exits 4, 0 with --allow-partial, 2 with --strict", "[cli][errors]") {
