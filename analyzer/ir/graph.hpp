@@ -56,6 +56,10 @@ struct Attribute {
   std::optional<Value> tensor_value;
 };
 
+// What a lowered node is for where its op alone does not say: the training step prices a GEMM's
+// bias add (part of addmm) and the residual stream's add (where gradients are summed) apart.
+enum class NodeRole { none, bias_add, residual_add };
+
 struct Node {
   std::string name;
   std::string op_type;
@@ -69,6 +73,7 @@ struct Node {
   // ("layer1.0", "Bottleneck"), ("layer1.0.conv1", "Conv2d"); from the exporter's scope metadata
   // (onnx_loader), class names where the file has them. Empty when unknown.
   std::vector<std::pair<std::string, std::string>> module_scopes;
+  NodeRole role = NodeRole::none;
 
   int input(size_t i) const { return i < inputs.size() ? inputs[i] : -1; }
   int output(size_t i) const { return i < outputs.size() ? outputs[i] : -1; }

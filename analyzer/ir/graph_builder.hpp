@@ -29,6 +29,9 @@ class GraphBuilder {
     return node(op, name, std::move(inputs), 1, std::move(attrs), domain)[0];
   }
 
+  // Tags the node added last with what it is for.
+  void mark_last(NodeRole role) { g_.nodes.back().role = role; }
+
   void output(int tensor);
   size_t node_count() const { return g_.nodes.size(); }
   Tensor& tensor(int t) { return g_.tensors[t]; }

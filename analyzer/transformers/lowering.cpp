@@ -168,7 +168,9 @@ int Builder::layer(int64_t i, int x) {
   std::string p = layer_prefix(i);
   auto residual = [&](const char* what, int base, int update) {
     if (c_.residual_scale > 0) update = scale(p + "." + what + "_scale", update, c_.residual_scale);
-    return b_.op("Add", p + "." + what + "_residual", {base, update});
+    int sum = b_.op("Add", p + "." + what + "_residual", {base, update});
+    b_.mark_last(NodeRole::residual_add);
+    return sum;
   };
   int h;
   switch (c_.block) {
@@ -198,7 +200,9 @@ int Builder::layer(int64_t i, int x) {
       // MiniMax: the residual is the normed state, both terms scaled (alpha, beta).
       auto mix = [&](const char* what, int base, int update) {
         int a = scale(p + "." + what + "_alpha", base, 1.0), bb = scale(p + "." + what + "_beta", update, 1.0);
-        return b_.op("Add", p + "." + what + "_residual", {a, bb});
+        int sum = b_.op("Add", p + "." + what + "_residual", {a, bb});
+        b_.mark_last(NodeRole::residual_add);
+        return sum;
       };
       x = norm(at(p, n.norm_attn), x, c_.hidden);
       x = mix("attn", x, mixer(i, p, x));
@@ -252,7 +256,10 @@ int Builder::linear(const std::string& name, int x, int64_t in, int64_t out, boo
   std::map<std::string, Attribute> attrs;
   if (a8) attrs["output_dtype"] = int_attr(static_cast<int64_t>(plain_));
   int y = b_.op("MatMul", name, inputs, attrs);
-  if (bias) y = b_.op("Add", name + ".bias_add", {y, b_.weight(name + ".bias", plain_, {out})});
+  if (bias) {
+    y = b_.op("Add", name + ".bias_add", {y, b_.weight(name + ".bias", plain_, {out})});
+    b_.mark_last(NodeRole::bias_add);
+  }
   return y;
 }
 

@@ -160,10 +160,13 @@ int Builder::encdec_layer(const Stack& s, int64_t i, int x, int memory, int bias
   std::string p = fmt::format("{}.{}", s.layers, i);
   auto sublayer = [&](const char* what, const std::string& norm_name,
                       const std::function<int(int)>& f) {
-    std::string add = p + "." + what + "_residual";
-    if (c_.block == BlockKind::post_norm)
-      return norm(at(p, norm_name), b_.op("Add", add, {x, f(x)}), c_.hidden);
-    return b_.op("Add", add, {x, f(norm(at(p, norm_name), x, c_.hidden))});
+    auto residual = [&](int update) {
+      int sum = b_.op("Add", p + "." + what + "_residual", {x, update});
+      b_.mark_last(NodeRole::residual_add);
+      return sum;
+    };
+    if (c_.block == BlockKind::post_norm) return norm(at(p, norm_name), residual(f(x)), c_.hidden);
+    return residual(f(norm(at(p, norm_name), x, c_.hidden)));
   };
   x = sublayer("attn", s.self_norm,
                [&](int h) { return encdec_attention(s, at(p, s.self), h, false, -1, bias); });
