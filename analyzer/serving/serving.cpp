@@ -212,8 +212,9 @@ double percentile(std::vector<double> v, double p) {
   return v[i] + (v[i + 1] - v[i]) * (pos - static_cast<double>(i));
 }
 
-ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
-                      std::shared_ptr<const Device> device) {
+namespace {
+
+void check_serve_options(const TransformerConfig& c, const ServeOptions& o) {
   check_plan(c, o);
   if (o.sp && o.lowering.tp < 2)
     throw InputError(
@@ -227,19 +228,14 @@ ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
         fmt::format("serve: --rate {}: expected 1e-6 to 1e9 requests per second", o.rate));
   if (o.engine.max_batched_tokens <= 0 || o.engine.block_size <= 0 || o.engine.max_seqs < 0)
     throw InputError("serve: the token budget and the block size must be positive");
-  ServeResult r;
-  r.model = c.path;
-  r.gpus = o.lowering.tp * o.pp * o.dp;
-  auto engine_device = std::make_shared<Device>(*device);
-  engine_device->engine_collectives =
-      true;  // small all-reduces take the engines' one-shot/two-shot kernels
-  StepCostModel model(c, o.lowering, engine_device);
-  const int64_t engines_per_replica = o.pp;
+}
 
-  // Memory per GPU: its 1/pp of the (tp-sharded) weights, the activations of the largest step,
-  // and the cache in what the engine's fraction leaves.
-  MemoryPlanPerGpu& m = r.memory;
-  m.device_bytes = device->memory_bytes;
+// Memory per GPU: its 1/pp of the (tp-sharded) weights, the activations of the largest step,
+// and the cache in what the engine's fraction leaves.
+MemoryPlanPerGpu plan_memory(const TransformerConfig& c, const ServeOptions& o,
+                             StepCostModel& model, const Device& device) {
+  MemoryPlanPerGpu m;
+  m.device_bytes = device.memory_bytes;
   m.weight_bytes = model.weight_bytes() / o.pp;
   m.activation_bytes = model.activation_peak_bytes(o.engine.max_batched_tokens);
   m.kv_bytes_per_token = kv_cache_bytes_per_token(c, o.lowering) / o.pp;
@@ -264,7 +260,7 @@ ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
       kv = frac * (total - static_cast<double>(m.weight_bytes + m.activation_bytes));
       break;
   }
-  if (kv <= 0 || m.kv_bytes_per_token <= 0)
+  if (kv <= 0)
     throw InputError(
         fmt::format("serve: no memory left for the KV cache: {:.1f} GB of weights and {:.1f} GB of "
                     "activations per GPU "
@@ -272,14 +268,21 @@ ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
                     static_cast<double>(m.weight_bytes) / 1e9,
                     static_cast<double>(m.activation_bytes) / 1e9, frac, total / 1e9));
   m.kv_bytes = static_cast<int64_t>(kv);
-  SchedulerKnobs& k = r.knobs;
+  return m;
+}
+
+// The scheduler's knobs from the engine's and the cache's blocks; each of the pp batches in
+// flight holds its share of them. Fills the result's cache figures.
+SchedulerKnobs scheduler_knobs(const ServeOptions& o, ServeResult& r) {
+  const MemoryPlanPerGpu& m = r.memory;
+  const int64_t engines_per_replica = o.pp;
+  SchedulerKnobs k;
   k.max_batched_tokens = o.engine.max_batched_tokens;
   k.block_size = o.engine.block_size;
   k.chunked_prefill = o.engine.chunked_prefill;
   k.reserve_full_output = o.engine.reserve_full_output;
   int64_t blocks_per_gpu = m.kv_bytes / (m.kv_bytes_per_token * k.block_size);
-  k.kv_blocks =
-      blocks_per_gpu / engines_per_replica;  // each of the pp batches in flight holds its share
+  k.kv_blocks = blocks_per_gpu / engines_per_replica;
   k.max_seqs = o.engine.max_seqs > 0 ? std::max<int64_t>(1, o.engine.max_seqs / engines_per_replica)
                                      : k.kv_blocks * k.block_size;
   r.kv_blocks = k.kv_blocks;
@@ -297,52 +300,51 @@ ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
                     "a sequence of {} + {} "
                     "tokens needs {}",
                     k.kv_blocks * k.block_size, o.isl.hi, o.osl.hi, longest_blocks * k.block_size));
+  return k;
+}
 
-  Deployment d{model, o, c, storage_bytes(o.lowering.activations, 1)};
-  StepSeconds f = [&d](const StepShape& s) { return d.step_seconds(s); };
-  const int64_t engines = engines_per_replica * o.dp;
-  auto run_point = [&](int64_t concurrency, double rate, bool keep_timeline) {
-    if (concurrency > kMaxServeRequests)
-      throw InputError(
-          fmt::format("serve: concurrency {} exceeds the simulation's limit of {} requests",
-                      concurrency, kMaxServeRequests));
-    int64_t n = o.num_requests > 0 ? o.num_requests
-                : rate > 0         ? 256
-                                   : std::max<int64_t>(32, 8 * concurrency);
-    // A step per output token at worst: bound the work so that no input makes the run hang.
-    if (n > kMaxServeRequests ||
-        static_cast<double>(n) * static_cast<double>(o.osl.hi) > kMaxServeOutputTokens)
-      throw InputError(
-          fmt::format("serve: {} requests of up to {} output tokens exceed the simulation's limits "
-                      "({} requests, {:.0e} "
-                      "output tokens a run)",
-                      n, o.osl.hi, kMaxServeRequests, kMaxServeOutputTokens));
-    std::vector<SimulationResult> runs;
-    for (int64_t e = 0; e < engines; ++e) {
-      ServingWorkload w;
-      int64_t share_n = n / engines + (e < n % engines ? 1 : 0);
-      if (concurrency > 0) {
-        w.concurrency = concurrency / engines + (e < concurrency % engines ? 1 : 0);
-        if (w.concurrency == 0)
-          continue;  // more schedulers than requests in flight: this one idles
-      }
-      if (share_n == 0) continue;
-      w.requests = make_requests(o, share_n, rate > 0 ? rate / static_cast<double>(engines) : 0,
-                                 o.seed + static_cast<uint64_t>(e));
-      runs.push_back(simulate(w, k, f));
-      if (keep_timeline && r.timeline.empty()) {
-        const auto& steps = runs.back().steps;
-        r.timeline.assign(steps.begin(), steps.end());
-      }
+// One load point (a closed loop of `concurrency` or an open loop at `rate`) over every scheduler
+// of the deployment (pp x dp), the requests dealt among them; the first run's steps become the
+// result's timeline when `keep_timeline`.
+ServingStats run_point(const ServeOptions& o, const SchedulerKnobs& k, const StepSeconds& f,
+                       int64_t concurrency, double rate, bool keep_timeline, ServeResult& r) {
+  const int64_t engines = o.pp * o.dp;
+  if (concurrency > kMaxServeRequests)
+    throw InputError(fmt::format("serve: concurrency {} exceeds the simulation's limit of {} requests",
+                                 concurrency, kMaxServeRequests));
+  int64_t n = o.num_requests > 0 ? o.num_requests
+              : rate > 0         ? 256
+                                 : std::max<int64_t>(32, 8 * concurrency);
+  // A step per output token at worst: bound the work so that no input makes the run hang.
+  if (n > kMaxServeRequests ||
+      static_cast<double>(n) * static_cast<double>(o.osl.hi) > kMaxServeOutputTokens)
+    throw InputError(
+        fmt::format("serve: {} requests of up to {} output tokens exceed the simulation's limits "
+                    "({} requests, {:.0e} "
+                    "output tokens a run)",
+                    n, o.osl.hi, kMaxServeRequests, kMaxServeOutputTokens));
+  std::vector<SimulationResult> runs;
+  for (int64_t e = 0; e < engines; ++e) {
+    ServingWorkload w;
+    int64_t share_n = n / engines + (e < n % engines ? 1 : 0);
+    if (concurrency > 0) {
+      w.concurrency = concurrency / engines + (e < concurrency % engines ? 1 : 0);
+      if (w.concurrency == 0) continue;  // more schedulers than requests in flight: this one idles
     }
-    return summarize(runs, r.gpus, concurrency, rate);
-  };
-  if (o.concurrency > 0 || o.rate > 0) r.stats = run_point(o.concurrency, o.rate, true);
-  for (int64_t n : o.sweep) {
-    if (n <= 0)
-      throw InputError(fmt::format("--sweep-concurrency {}: concurrencies must be positive", n));
-    r.sweep.push_back(run_point(n, 0, r.timeline.empty()));
+    if (share_n == 0) continue;
+    w.requests = make_requests(o, share_n, rate > 0 ? rate / static_cast<double>(engines) : 0,
+                               o.seed + static_cast<uint64_t>(e));
+    runs.push_back(simulate(w, k, f));
+    if (keep_timeline && r.timeline.empty()) {
+      const auto& steps = runs.back().steps;
+      r.timeline.assign(steps.begin(), steps.end());
+    }
   }
+  return summarize(runs, r.gpus, concurrency, rate);
+}
+
+void add_serve_notes(const TransformerConfig& c, const ServeOptions& o, const Device& device,
+                     ServeResult& r) {
   if (o.ep > 1) {
     double tokens = r.stats.mean_decode_batch > 0 ? r.stats.mean_decode_batch : 1;
     r.moe_imbalance = routing_imbalance(tokens * static_cast<double>(c.experts_per_token), o.ep);
@@ -358,7 +360,7 @@ ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
                     "queue grows without "
                     "bound (the deployment completed {:.2f} requests/s over the run)",
                     o.rate, r.stats.wait_growth, r.stats.requests_per_s));
-  if (!o.cuda_graphs && !device->eager_host)
+  if (!o.cuda_graphs && !device.eager_host)
     r.notes.push_back(
         "--cuda-graphs off: the device has no measured host time per kernel (a device profile with "
         "eager_host adds it); "
@@ -367,6 +369,32 @@ ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
     r.notes.push_back(fmt::format(
         "{} + {} tokens exceed the model's context limit {}: an engine would refuse such requests",
         o.isl.hi, o.osl.hi, limit));
+}
+
+}  // namespace
+
+ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
+                      std::shared_ptr<const Device> device) {
+  check_serve_options(c, o);
+  ServeResult r;
+  r.model = c.path;
+  r.gpus = o.lowering.tp * o.pp * o.dp;
+  auto engine_device = std::make_shared<Device>(*device);
+  // small all-reduces take the engines' one-shot/two-shot kernels
+  engine_device->engine_collectives = true;
+  StepCostModel model(c, o.lowering, engine_device);
+  r.memory = plan_memory(c, o, model, *device);
+  SchedulerKnobs knobs = scheduler_knobs(o, r);
+  r.knobs = knobs;
+  Deployment d{model, o, c, storage_bytes(o.lowering.activations, 1)};
+  StepSeconds f = [&d](const StepShape& s) { return d.step_seconds(s); };
+  if (o.concurrency > 0 || o.rate > 0) r.stats = run_point(o, knobs, f, o.concurrency, o.rate, true, r);
+  for (int64_t n : o.sweep) {
+    if (n <= 0)
+      throw InputError(fmt::format("--sweep-concurrency {}: concurrencies must be positive", n));
+    r.sweep.push_back(run_point(o, knobs, f, n, 0, r.timeline.empty(), r));
+  }
+  add_serve_notes(c, o, *device, r);
   r.cost_grid_points = model.grid_points();
   return r;
 }
