@@ -272,7 +272,9 @@ std::string_view workload_name(Workload w) {
   return "?";
 }
 
-Analysis analyze_transformer(const TransformerConfig& c, const TransformerOptions& o, Graph* inferred) {
+namespace {
+
+void check_transformer_options(const TransformerConfig& c, const TransformerOptions& o) {
   if (o.strict && !c.verified)
     throw InputError(fmt::format("{}: --strict: model_type {} is not verified (generic decoder lowering)", c.path, c.model_type));
   if (o.strict && c.has_unknown_keys)
@@ -282,7 +284,10 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
   if (c.encdec && o.workload == Workload::generate)
     throw InputError(fmt::format("{}: --phase generate is not modelled for an encoder-decoder ({}): use --phase prefill (encoder and the "
                                  "decoder's first token) and --phase decode (one decoder step)", c.path, c.model_type));
-  const Device device = o.calibrated ? *o.calibrated : find_device(o.device);
+}
+
+// The lowering of the workload's main graph: a generation's prompt as a prefill.
+LoweringOptions main_lowering(const TransformerConfig& c, const TransformerOptions& o) {
   LoweringOptions lo = o.lowering;
   if (c.encdec && c.encdec->kind == EncoderDecoderKind::whisper) lo.seq = c.encdec->source_positions;  // fixed by the stem
   if (o.workload == Workload::generate) {
@@ -292,19 +297,16 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
   } else {
     lo.phase = o.workload == Workload::prefill ? Phase::prefill : Phase::decode;
   }
-  std::vector<std::string> notes = c.warnings;
-  check_context(c, o, notes);
-  if (c.encdec) encoder_decoder_notes(c, lo, notes);
-  Lowered main = lower_and_analyze(c, lo, o);
-  auto summary = std::make_shared<TransformerSummary>();
-  summary->config = c;
-  summary->workload = std::string(workload_name(o.workload));
-  summary->lowering = lo;
-  summary->weights_source = weights_label(lo);
-  summary->params_per_gpu = main.analysis.totals.params;
+  return lo;
+}
+
+// The model's parameters (per GPU, total, active) and checkpoint cross-check. Returns the weight
+// bytes that stay resident: an encoder-decoder's decode step runs only the decoder, but its
+// encoder stays in memory for the next request's prefill.
+int64_t model_size(const TransformerConfig& c, const TransformerOptions& o, const LoweringOptions& lo,
+                   const Lowered& main, TransformerSummary& summary, std::vector<std::string>& notes) {
+  summary.params_per_gpu = main.analysis.totals.params;
   int64_t whole_bytes;
-  // What stays resident: an encoder-decoder's decode step runs only the decoder, but its encoder
-  // stays in memory for the next request's prefill.
   int64_t resident_weight_bytes = main.analysis.totals.weight_bytes;
   bool decoder_only_graph = c.encdec && lo.phase == Phase::decode;
   if (lo.tp > 1 || decoder_only_graph) {
@@ -316,20 +318,68 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
     whole.phase = Phase::prefill;
     Lowered one = lower_and_analyze(c, whole, o);
     if (decoder_only_graph) {
-      summary->params_per_gpu = one.analysis.totals.params;
+      summary.params_per_gpu = one.analysis.totals.params;
       resident_weight_bytes = one.analysis.totals.weight_bytes;
     }
-    summary->params_total = one.analysis.totals.params;
-    summary->params_active = one.analysis.totals.params - inactive_expert_params(one.graph);
+    summary.params_total = one.analysis.totals.params;
+    summary.params_active = one.analysis.totals.params - inactive_expert_params(one.graph);
     whole_bytes = checkpoint_bytes(one.graph);
   } else {
-    summary->params_total = main.analysis.totals.params;
-    summary->params_active = main.analysis.totals.params - inactive_expert_params(main.graph);
+    summary.params_total = main.analysis.totals.params;
+    summary.params_active = main.analysis.totals.params - inactive_expert_params(main.graph);
     whole_bytes = checkpoint_bytes(main.graph);
   }
-  if (lo.quantization || summary->weights_source.find("overrides") != std::string::npos)
-    notes.push_back("weights: " + summary->weights_source);
-  if (c.checkpoint) cross_check(*c.checkpoint, c, summary->params_total, whole_bytes, notes);
+  if (lo.quantization || summary.weights_source.find("overrides") != std::string::npos)
+    notes.push_back("weights: " + summary.weights_source);
+  if (c.checkpoint) cross_check(*c.checkpoint, c, summary.params_total, whole_bytes, notes);
+  return resident_weight_bytes;
+}
+
+// --phase generate: the prompt's prefill (the main graph) then a decode step per token as the
+// context grows. Returns the decode step's activation peak.
+int64_t generation_sweep(const TransformerConfig& c, const TransformerOptions& o, const LoweringOptions& lo,
+                         const Lowered& main, const Device& device, TransformerSummary& summary) {
+  LoweringOptions dl = lo;
+  dl.phase = Phase::decode;
+  dl.context = o.prompt;
+  Lowered step = lower_and_analyze(c, dl, o);
+  GenerationSweep g;
+  g.prompt = o.prompt;
+  g.gen = o.gen;
+  g.ttft_s = main.analysis.totals.predicted_s;
+  DecodeSweep sweep(step, c, device);
+  double decode_total = 0;
+  for (int64_t i = 1; i < o.gen; ++i) {
+    double s = sweep.step_seconds(o.prompt + i - 1);
+    g.step_s.push_back(s);
+    decode_total += s;
+  }
+  g.tpot_first_s = g.step_s.empty() ? 0 : g.step_s.front();
+  g.tpot_last_s = g.step_s.empty() ? 0 : g.step_s.back();
+  g.total_s = g.ttft_s + decode_total;
+  g.tokens_per_s = static_cast<double>(lo.batch * o.gen) / g.total_s;
+  summary.generation = std::move(g);
+  int64_t peak = step.analysis.memory.peak_bytes;
+  summary.decode_step = std::make_shared<Analysis>(std::move(step.analysis));
+  return peak;
+}
+
+}  // namespace
+
+Analysis analyze_transformer(const TransformerConfig& c, const TransformerOptions& o, Graph* inferred) {
+  check_transformer_options(c, o);
+  const Device device = o.calibrated ? *o.calibrated : find_device(o.device);
+  LoweringOptions lo = main_lowering(c, o);
+  std::vector<std::string> notes = c.warnings;
+  check_context(c, o, notes);
+  if (c.encdec) encoder_decoder_notes(c, lo, notes);
+  Lowered main = lower_and_analyze(c, lo, o);
+  auto summary = std::make_shared<TransformerSummary>();
+  summary->config = c;
+  summary->workload = std::string(workload_name(o.workload));
+  summary->lowering = lo;
+  summary->weights_source = weights_label(lo);
+  int64_t resident_weight_bytes = model_size(c, o, lo, main, *summary, notes);
   summary->kv_bytes_per_token = kv_cache_bytes_per_token(c, lo);
   for (const NodeResult& n : main.analysis.nodes)
     if (n.family == OpFamily::communication && n.status == NodeStatus::costed) {
@@ -337,31 +387,8 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
       summary->allreduce_s += n.roof.predicted;
     }
   int64_t activation_peak = main.analysis.memory.peak_bytes;
-
-  if (o.workload == Workload::generate) {
-    LoweringOptions dl = lo;
-    dl.phase = Phase::decode;
-    dl.context = o.prompt;
-    Lowered step = lower_and_analyze(c, dl, o);
-    activation_peak = std::max(activation_peak, step.analysis.memory.peak_bytes);
-    GenerationSweep g;
-    g.prompt = o.prompt;
-    g.gen = o.gen;
-    g.ttft_s = main.analysis.totals.predicted_s;
-    DecodeSweep sweep(step, c, device);
-    double decode_total = 0;
-    for (int64_t i = 1; i < o.gen; ++i) {
-      double s = sweep.step_seconds(o.prompt + i - 1);
-      g.step_s.push_back(s);
-      decode_total += s;
-    }
-    g.tpot_first_s = g.step_s.empty() ? 0 : g.step_s.front();
-    g.tpot_last_s = g.step_s.empty() ? 0 : g.step_s.back();
-    g.total_s = g.ttft_s + decode_total;
-    g.tokens_per_s = static_cast<double>(lo.batch * o.gen) / g.total_s;
-    summary->generation = std::move(g);
-    summary->decode_step = std::make_shared<Analysis>(std::move(step.analysis));
-  }
+  if (o.workload == Workload::generate)
+    activation_peak = std::max(activation_peak, generation_sweep(c, o, lo, main, device, *summary));
   summary->kv_bytes_per_sequence = kv_cache_bytes(c, lo, sequence_tokens(c, o));
   summary->kv_bytes_batch = checked_mul(summary->kv_bytes_per_sequence, lo.batch);
   summary->memory = fit_memory(c, o, lo, main.analysis, resident_weight_bytes, activation_peak, notes);

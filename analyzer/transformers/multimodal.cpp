@@ -135,32 +135,10 @@ void check_wrapper_keys(TransformerConfig& c, const json& w) {
   families_detail::warn_unread(c, r, r.unread(), known);
 }
 
-TransformerConfig vision_tower(const json& w, const std::string& path) {
-  std::string wrapper_type = w.at("model_type").get<std::string>();
-  if (!is_object_key(w, "vision_config"))
-    throw InputError(
-        fmt::format("{}: --part vision: model_type '{}' has no vision_config", path, wrapper_type));
-  const json& v = w.at("vision_config");
-  ConfigReader r(v, path + ": vision_config");
-  std::string type = r.string_or("model_type", "");
-  bool clip = type == "clip_vision_model", siglip = type == "siglip_vision_model";
-  if (!clip && !siglip)
-    throw InputError(fmt::format(
-        "{}: --part vision: vision_config model_type '{}' is not a tower rooflens lowers "
-        "(siglip_vision_model, clip_vision_model)",
-        path, type.empty() ? "(none)" : type));
-  if (siglip && r.boolean_or("vision_use_head", true))
-    r.fail(
-        "vision_use_head",
-        "is true: the attention-pooling head is not lowered (Gemma 3 and PaliGemma set it false)");
-  TransformerConfig c;
-  c.path = path;
-  c.model_type = type;
-  c.dtype = v.contains("dtype") ? r.string_or("dtype", "") : r.string_or("torch_dtype", "");
-  if (c.dtype.empty()) {
-    for (const char* k : {"dtype", "torch_dtype"})
-      if (w.contains(k) && w.at(k).is_string()) c.dtype = w.at(k).get<std::string>();
-  }
+namespace {
+
+// The tower's sizes from vision_config, each checked; the keys it does not read are warned of.
+VisionSpec read_tower_sizes(ConfigReader& r, bool clip, TransformerConfig& c) {
   c.hidden = r.integer("hidden_size", kWidth);
   c.intermediate = r.integer("intermediate_size", kWidth);
   c.layers = r.integer("num_hidden_layers", limits::kMaxConfigLayers);
@@ -205,7 +183,12 @@ TransformerConfig vision_tower(const json& w, const std::string& path) {
   known.insert(known.end(), ignored.begin(), ignored.end());
   families_detail::warn_unread(c, r, r.unread(), known);
 
-  // transformers' SiglipVisionTransformer / CLIPVisionTransformer under the wrapper.
+  return s;
+}
+
+// transformers' SiglipVisionTransformer / CLIPVisionTransformer under the wrapper: module names
+// and the encoder's layout (pre-norm, LayerNorm, biased projections, learned positions).
+void name_tower(TransformerConfig& c, VisionSpec s, bool clip) {
   const std::string tower = "model.vision_tower.vision_model";
   s.patch_embed = tower + ".embeddings.patch_embedding";
   s.class_embed = tower + ".embeddings.class_embedding";
@@ -229,6 +212,38 @@ TransformerConfig vision_tower(const json& w, const std::string& path) {
   c.tie_embeddings = false;
   c.layer_specs.assign(static_cast<size_t>(c.layers), LayerSpec{});
   for (LayerSpec& l : c.layer_specs) l.rope = false;
+}
+
+}  // namespace
+
+TransformerConfig vision_tower(const json& w, const std::string& path) {
+  std::string wrapper_type = w.at("model_type").get<std::string>();
+  if (!is_object_key(w, "vision_config"))
+    throw InputError(
+        fmt::format("{}: --part vision: model_type '{}' has no vision_config", path, wrapper_type));
+  const json& v = w.at("vision_config");
+  ConfigReader r(v, path + ": vision_config");
+  std::string type = r.string_or("model_type", "");
+  bool clip = type == "clip_vision_model", siglip = type == "siglip_vision_model";
+  if (!clip && !siglip)
+    throw InputError(fmt::format(
+        "{}: --part vision: vision_config model_type '{}' is not a tower rooflens lowers "
+        "(siglip_vision_model, clip_vision_model)",
+        path, type.empty() ? "(none)" : type));
+  if (siglip && r.boolean_or("vision_use_head", true))
+    r.fail(
+        "vision_use_head",
+        "is true: the attention-pooling head is not lowered (Gemma 3 and PaliGemma set it false)");
+  TransformerConfig c;
+  c.path = path;
+  c.model_type = type;
+  c.dtype = v.contains("dtype") ? r.string_or("dtype", "") : r.string_or("torch_dtype", "");
+  if (c.dtype.empty()) {
+    for (const char* k : {"dtype", "torch_dtype"})
+      if (w.contains(k) && w.at(k).is_string()) c.dtype = w.at(k).get<std::string>();
+  }
+  VisionSpec s = read_tower_sizes(r, clip, c);
+  name_tower(c, s, clip);
   c.warnings.push_back(fmt::format(
       "multimodal {}: the vision tower only ({}, {} patches of {}x{} an image of {}x{}); the "
       "language "
