@@ -98,22 +98,72 @@ void layer_inputs_and_transients(const StepContext& s, const std::vector<int64_t
 
 }  // namespace
 
+namespace {
+
+SavedActivations sized(size_t nodes, size_t layers) {
+  SavedActivations out;
+  out.node_bytes.assign(nodes, 0);
+  out.node_what.assign(nodes, "");
+  out.node_param_bytes.assign(nodes, 0);
+  out.node_grad_bytes.assign(nodes, 0);
+  for (auto* v : {&out.layer_bytes, &out.layer_input_bytes, &out.layer_recompute_only,
+                  &out.layer_transient, &out.layer_copy_bytes, &out.layer_param_bytes})
+    v->assign(layers, 0);
+  return out;
+}
+
+// One node's saved tensors counted: storage another node saved already is not counted again, a
+// replicated tensor is split by sequence parallelism.
+struct NodeSaved {
+  int64_t bytes = 0, attention_core = 0;
+  std::string what;
+};
+NodeSaved count_saved(const std::vector<SavedItem>& items, std::vector<bool>& saved,
+                      int64_t sp_divisor) {
+  NodeSaved out;
+  for (const SavedItem& it : items) {
+    if (it.storage >= 0) {
+      if (saved[it.storage]) continue;
+      saved[it.storage] = true;
+    }
+    int64_t b = it.replicated ? ceil_div(it.bytes, sp_divisor) : it.bytes;
+    out.bytes = checked_add(out.bytes, b, "saved bytes");
+    if (it.attention_core) out.attention_core += b;
+    if (b > 0) out.what += (out.what.empty() ? "" : ", ") + std::string(it.what);
+  }
+  return out;
+}
+
+// A node's weights: their gradients (shared weights once) and autocast's copies.
+struct NodeWeights {
+  int64_t copies = 0, grads = 0;
+};
+NodeWeights weights_of(const StepContext& s, const Node& n, SaveContext& rules,
+                       std::vector<bool>& param_seen, SavedActivations& out) {
+  const Graph& g = s.graph;
+  NodeWeights w;
+  const TrainingRule* rule = training_rule(n.op_type);
+  for (int t : n.inputs)
+    if (t >= 0 && s.trainable[t]) {
+      if (rule && rule->weight_gemm) w.copies += rules.copy_bytes(t);  // grouped_mm: not autocast
+      if (!param_seen[t]) {
+        param_seen[t] = true;
+        out.params = checked_add(out.params, g.tensors[t].elements(), "params");
+        w.grads = checked_add(w.grads, checked_mul(g.tensors[t].elements(), s.param_bytes),
+                              "gradient bytes");
+      }
+    }
+  return w;
+}
+
+}  // namespace
+
 SavedActivations saved_activations(const StepContext& s) {
   const Graph& g = s.graph;
   RuntimeDtypes r = runtime_dtypes(s);
   SaveContext rules(s, r);
-  SavedActivations out;
   size_t layers = static_cast<size_t>(s.config.layers);
-  out.node_bytes.assign(g.nodes.size(), 0);
-  out.node_what.assign(g.nodes.size(), "");
-  out.node_param_bytes.assign(g.nodes.size(), 0);
-  out.node_grad_bytes.assign(g.nodes.size(), 0);
-  out.layer_bytes.assign(layers, 0);
-  out.layer_input_bytes.assign(layers, 0);
-  out.layer_recompute_only.assign(layers, 0);
-  out.layer_transient.assign(layers, 0);
-  out.layer_copy_bytes.assign(layers, 0);
-  out.layer_param_bytes.assign(layers, 0);
+  SavedActivations out = sized(g.nodes.size(), layers);
   int64_t sp_divisor = s.train.sp ? s.lowering.tp : 1;
   std::vector<bool> saved(g.tensors.size(), false), param_seen(g.tensors.size(), false);
   std::vector<int64_t> layer_largest(layers, 0);
@@ -125,56 +175,32 @@ SavedActivations saved_activations(const StepContext& s) {
     if (layer >= 0) seen_layer = true;
     if (layer < 0 && !seen_layer && n.output(0) >= 0 && is_float(g.tensors[n.output(0)].dtype))
       last_before = static_cast<int>(i);
-    std::vector<SavedItem> items = saved_by(rules, i);
-    int64_t bytes = 0;
-    std::string what;
-    for (const SavedItem& it : items) {
-      if (it.storage >= 0) {
-        if (saved[it.storage]) continue;
-        saved[it.storage] = true;
-      }
-      int64_t b = it.replicated ? ceil_div(it.bytes, sp_divisor) : it.bytes;
-      bytes = checked_add(bytes, b, "saved bytes");
-      if (it.attention_core && layer >= 0)
-        out.layer_recompute_only[static_cast<size_t>(layer)] += b;
-      if (b > 0) what += (what.empty() ? "" : ", ") + std::string(it.what);
-    }
-    // Weights: gradients (and autocast's copies) per layer; shared weights once.
-    int64_t copies = 0, grads = 0;
-    const TrainingRule* rule = training_rule(n.op_type);
-    for (int t : n.inputs)
-      if (t >= 0 && s.trainable[t]) {
-        if (rule && rule->weight_gemm) copies += rules.copy_bytes(t);  // grouped_mm: not autocast
-        if (!param_seen[t]) {
-          param_seen[t] = true;
-          out.params = checked_add(out.params, g.tensors[t].elements(), "params");
-          grads = checked_add(grads, checked_mul(g.tensors[t].elements(), s.param_bytes),
-                              "gradient bytes");
-        }
-      }
-    out.node_bytes[i] = bytes;
-    out.node_what[i] = what;
-    out.node_param_bytes[i] = grads;
+    NodeSaved ns = count_saved(saved_by(rules, i), saved, sp_divisor);
+    NodeWeights w = weights_of(s, n, rules, param_seen, out);
+    out.node_bytes[i] = ns.bytes;
+    out.node_what[i] = ns.what;
+    out.node_param_bytes[i] = w.grads;
     for (int t : {n.output(0), n.input(0)})
       if (t >= 0 && g.tensors[t].shape && is_float(g.tensors[t].dtype) && !is_weight(g, t) &&
           g.tensors[t].role != TensorRole::input)
         out.node_grad_bytes[i] += checked_mul(rules.elements(t), r.bytes[t], "gradient bytes");
     if (layer >= 0) {
       size_t l = static_cast<size_t>(layer);
-      out.layer_bytes[l] += bytes;
-      out.layer_copy_bytes[l] += copies;
-      out.layer_param_bytes[l] += grads;
+      out.layer_bytes[l] += ns.bytes;
+      out.layer_recompute_only[l] += ns.attention_core;
+      out.layer_copy_bytes[l] += w.copies;
+      out.layer_param_bytes[l] += w.grads;
       for (int o : n.outputs)
         if (o >= 0 && g.tensors[o].shape && is_float(g.tensors[o].dtype))
           layer_largest[l] = std::max(layer_largest[l], checked_mul(rules.elements(o), r.bytes[o]));
     } else if (!seen_layer) {
-      out.before_layers += bytes;
-      out.embed_param_bytes += grads;
-      out.head_copy_bytes += copies;  // a graph without layers: every node is "before" them
+      out.before_layers += ns.bytes;
+      out.embed_param_bytes += w.grads;
+      out.head_copy_bytes += w.copies;  // a graph without layers: every node is "before" them
     } else {
-      out.after_layers += bytes;
-      out.head_copy_bytes += copies;
-      out.head_param_bytes += grads;
+      out.after_layers += ns.bytes;
+      out.head_copy_bytes += w.copies;
+      out.head_param_bytes += w.grads;
     }
   }
   out.recomputed = recomputed_nodes(s, out.node_bytes);
