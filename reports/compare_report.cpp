@@ -114,8 +114,10 @@ json compare_json(const profiler::TimelineComparison& c) {
       {"precision_mismatch", c.precision_mismatch.empty() ? json(nullptr) : json(c.precision_mismatch)}};
 }
 
-void write_compare_table(std::ostream& out, const json& result, int top_n, bool by_block, size_t width) {
-  width = std::max<size_t>(width, 60);
+namespace {
+
+// The run compared with: the model, the timeline, its steps and where the GPU's time went.
+void write_compare_header(std::ostream& out, const json& result, size_t width) {
   // The header line from the result alone, so `report` of a saved compare prints it too.
   out << wrap("rooflens compare: ", fmt::format("{} ({} nodes) on {} ({} roofs)", fit(result.at("model").at("name").get<std::string>(), 40),
                                                result.at("nodes").size(), fit(result.at("device").at("id").get<std::string>(), 16),
@@ -162,7 +164,11 @@ void write_compare_table(std::ostream& out, const json& result, int top_n, bool 
                           human_time(idle.at("host_wait_s").get<double>()), human_time(idle.at("kernel_wait_s").get<double>()),
                           human_time(idle.at("other_s").get<double>())),
               width);
+}
 
+// Modules (or blocks) ranked by the gap between measured and predicted; returns the ranking.
+std::vector<const json*> write_gap_table(std::ostream& out, const json& c, int top_n, bool by_block,
+                                         size_t width) {
   const json& rows = c.at(by_block ? "blocks" : "modules");
   std::vector<const json*> ranked;
   for (const json& r : rows) ranked.push_back(&r);
@@ -184,25 +190,31 @@ void write_compare_table(std::ostream& out, const json& result, int top_n, bool 
                r.at("kernels").get<double>());
     if (r.at("hint").is_string()) fmt::print(out, "{}", wrap("    ", r.at("hint").get<std::string>(), width));
   }
+  ranked.resize(shown);
+  return ranked;
+}
 
-  if (!by_block) {
-    // Where the time above the prediction goes: repeated layers summed, positive gaps only.
-    double above = 0;
-    for (const json& b : c.at("blocks")) above += std::max(0.0, b.at("gap_s").get<double>());
-    out << '\n'
-        << wrap("", fmt::format("Where the time above the prediction goes (repeated layers summed; {} per step)", human_time(above)), width);
-    int listed = 0;
-    for (const json& b : c.at("blocks")) {
-      double gap = b.at("gap_s").get<double>();
-      if (gap <= 0 || listed++ >= 8) break;
-      const size_t name_w = width - 48;
-      fmt::print(out, "  {:<{}} x{:<4} {:>9} {:>6}\n", fit(label(b, true), name_w), name_w, b.at("instances").get<int>(), signed_time(gap),
-                 share(gap, above));
-    }
+// Where the time above the prediction goes: repeated layers summed, positive gaps only.
+void write_time_above(std::ostream& out, const json& c, size_t width) {
+  // Where the time above the prediction goes: repeated layers summed, positive gaps only.
+  double above = 0;
+  for (const json& b : c.at("blocks")) above += std::max(0.0, b.at("gap_s").get<double>());
+  out << '\n'
+      << wrap("", fmt::format("Where the time above the prediction goes (repeated layers summed; {} per step)", human_time(above)), width);
+  int listed = 0;
+  for (const json& b : c.at("blocks")) {
+    double gap = b.at("gap_s").get<double>();
+    if (gap <= 0 || listed++ >= 8) break;
+    const size_t name_w = width - 48;
+    fmt::print(out, "  {:<{}} x{:<4} {:>9} {:>6}\n", fit(label(b, true), name_w), name_w, b.at("instances").get<int>(), signed_time(gap),
+               share(gap, above));
   }
+}
 
+void write_gap_kernels(std::ostream& out, const std::vector<const json*>& ranked, bool by_block,
+                       size_t width) {
   fmt::print(out, "\nTop kernels of the largest gaps (per step)\n");
-  for (size_t i = 0; i < std::min<size_t>(shown, 3); ++i) {
+  for (size_t i = 0; i < std::min<size_t>(ranked.size(), 3); ++i) {
     const json& r = *ranked[i];
     fmt::print(out, "  {}\n", fit(label(r, by_block), width - 4));
     int k = 0;
@@ -212,6 +224,9 @@ void write_compare_table(std::ostream& out, const json& result, int top_n, bool 
                  head(kern.at("short_name").get<std::string>(), width - 22));
     }
   }
+}
+
+void write_compare_lists(std::ostream& out, const json& c, size_t width) {
   auto list = [&](const char* key, const char* what) {
     const json& v = c.at(key);
     if (v.empty()) return;
@@ -226,6 +241,18 @@ void write_compare_table(std::ostream& out, const json& result, int top_n, bool 
     fmt::print(out, "\nNotes\n");
     for (const json& n : c.at("notes")) fmt::print(out, "{}", wrap("  - ", n.get<std::string>(), width));
   }
+}
+
+}  // namespace
+
+void write_compare_table(std::ostream& out, const json& result, int top_n, bool by_block, size_t width) {
+  width = std::max<size_t>(width, 60);
+  write_compare_header(out, result, width);
+  const json& c = result.at("compare");
+  std::vector<const json*> ranked = write_gap_table(out, c, top_n, by_block, width);
+  if (!by_block) write_time_above(out, c, width);
+  write_gap_kernels(out, ranked, by_block, width);
+  write_compare_lists(out, c, width);
 }
 
 void write_compare_csv(std::ostream& out, const json& result, bool by_block) {
