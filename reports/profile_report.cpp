@@ -15,18 +15,33 @@ namespace {
 double seconds(const json& v) { return v.get<double>(); }
 }  // namespace
 
-void write_profile_table(std::ostream& out, const json& r, int top_n, size_t width) {
-  const json& p = r.at("profile");
-  // Below 100 columns the compact layout: no IQR, library or kernel-count columns, and the name
-  // takes what is left.
-  const bool wide = width >= 100;
-  const size_t rest = width > 20 ? width - 20 : width;
+namespace {
+
+// "compute/latency" as "comp/lat": the table must fit 100 columns.
+std::string short_class(const json& b) {
+  std::string s = b.get<std::string>();
+  return s == "compute" ? "comp" : s == "memory" ? "mem" : s == "latency" ? "lat" : s;
+}
+
+// The library as a word.
+std::string short_library(const json& m) {
+  std::string l = m.value("library", "");
+  return l == "rooflens" ? std::string("ours") : l == "cuBLASLt + rooflens" ? std::string("cuBLASLt+") : l;
+}
+
+// The GPU and how it was measured, and whether the run can be trusted.
+void write_measured_on(std::ostream& out, const json& p, bool wide, size_t rest) {
   fmt::print(out, "\nMeasured on {} ({} timing, L2 {}, SM clock {:.0f} MHz, {} roofs)\n", fit(p.at("gpu").get<std::string>(), wide ? 30 : 20),
              p.at("timing").get<std::string>(), p.at("l2").get<std::string>(), p.at("sm_clock_mhz").get<double>(),
              p.at("roofs").get<std::string>());
   if (!p.at("timing_note").get<std::string>().empty()) fmt::print(out, "  timing fallback: {}\n", fit(p.at("timing_note").get<std::string>(), rest));
   if (!p.at("valid").get<bool>()) fmt::print(out, "  INVALID RUN: {}\n", fit(p.at("invalid_reason").get<std::string>(), rest));
   if (!p.at("complete").get<bool>()) fmt::print(out, "  INCOMPLETE: interrupted before every layer ran\n");
+}
+
+// The measured layers, slowest first; returns every measured node (not only the top_n shown).
+std::vector<const json*> write_measured_rows(std::ostream& out, const json& r, int top_n, bool wide,
+                                             size_t width) {
   std::vector<const json*> rows;
   for (const json& n : r.at("nodes"))
     if (n.contains("measured") && n["measured"].at("status") == "measured") rows.push_back(&n);
@@ -35,15 +50,6 @@ void write_profile_table(std::ostream& out, const json& r, int top_n, size_t wid
   });
   std::vector<const json*> measured_nodes = rows;
   if (static_cast<int>(rows.size()) > top_n) rows.resize(static_cast<size_t>(top_n));
-  // "compute/latency" as "comp/lat"; the library as a word: the table must fit 100 columns.
-  auto cls = [](const json& b) {
-    std::string s = b.get<std::string>();
-    return s == "compute" ? "comp" : s == "memory" ? "mem" : s == "latency" ? "lat" : s;
-  };
-  auto lib = [](const json& m) {
-    std::string l = m.value("library", "");
-    return l == "rooflens" ? std::string("ours") : l == "cuBLASLt + rooflens" ? std::string("cuBLASLt+") : l;
-  };
   const size_t name_w = wide ? 26 : std::max<size_t>(16, width - 50);
   if (wide)
     fmt::print(out, "{:<26} {:<10} {:>9} {:>9} {:>5} {:>6} {:>9} {:<9} {:>2}\n", "node", "op", "predicted", "measured", "IQR%", "error",
@@ -54,16 +60,21 @@ void write_profile_table(std::ostream& out, const json& r, int top_n, size_t wid
     const json& m = n->at("measured");
     double median = seconds(m.at("median_s")), iqr = m.at("relative_iqr").get<double>();
     std::string op = n->at("op").get<std::string>();
-    std::string classes = fmt::format("{}/{}", cls(n->at("bound")), cls(m.at("bound")));
+    std::string classes = fmt::format("{}/{}", short_class(n->at("bound")), short_class(m.at("bound")));
     if (wide)
       fmt::print(out, "{:<26} {:<10} {:>9} {:>9} {:>5.1f} {:>+5.0f}% {:>9} {:<9} {:>2}\n", fit_name(n->at("name").get<std::string>(), 26, op),
                  fit_op(op, 10), human_time(seconds(n->at("predicted_s"))), human_time(median), 100 * iqr,
-                 100 * m.at("error").get<double>(), classes, fit(lib(m), 9), m.at("kernels").get<int>());
+                 100 * m.at("error").get<double>(), classes, fit(short_library(m), 9), m.at("kernels").get<int>());
     else
       fmt::print(out, "{:<{}} {:<10} {:>9} {:>9} {:>+5.0f}% {:>9}\n", fit_name(n->at("name").get<std::string>(), name_w, op), name_w,
                  fit_op(op, 10), human_time(seconds(n->at("predicted_s"))), human_time(median), 100 * m.at("error").get<double>(),
                  classes);
   }
+  return measured_nodes;
+}
+
+// The prediction's error: time-weighted, model sum, median, per class.
+void write_prediction_error(std::ostream& out, const json& p, size_t width) {
   if (p.at("measured").get<int>() == 0) {
     fmt::print(out, "\nno layer was measured: no prediction error to report\n");
   } else {
@@ -87,6 +98,12 @@ void write_profile_table(std::ostream& out, const json& r, int top_n, size_t wid
                pct(p, "time_weighted_error"), 100 * p.at("median_abs_error").get<double>(),
                100 * p.at("p90_abs_error").get<double>(), human_time(seconds(p.at("predicted_s"))), human_time(seconds(p.at("measured_s"))));
   }
+}
+
+// What the replay did: counts, the libraries that ran, why layers were not replayed.
+void write_replay_summary(std::ostream& out, const json& r, const std::vector<const json*>& measured_nodes,
+                          size_t width) {
+  const json& p = r.at("profile");
   out << wrap("replay: ", fmt::format("{} measured, {} not replayed, {} skipped, {} without a kernel; {:.1f} s", p.at("measured").get<int>(),
                                       p.at("not_replayed").get<int>(), p.at("skipped").get<int>(), p.at("no_kernel").get<int>(),
                                       p.at("wall_s").get<double>()),
@@ -94,7 +111,7 @@ void write_profile_table(std::ostream& out, const json& r, int top_n, size_t wid
   // What ran: layers and measured time per library.
   std::map<std::string, std::pair<int, double>> libraries;
   for (const json* n : measured_nodes) {
-    auto& [count, time] = libraries[lib(n->at("measured"))];
+    auto& [count, time] = libraries[short_library(n->at("measured"))];
     ++count;
     time += seconds(n->at("measured").at("median_s"));
   }
@@ -112,6 +129,20 @@ void write_profile_table(std::ostream& out, const json& r, int top_n, size_t wid
       ++reasons[fmt::format("{} {}: {}", m.at("status").get<std::string>(), n.at("op").get<std::string>(), m.value("reason", ""))];
   }
   for (const auto& [reason, count] : reasons) fmt::print(out, "  {} x{}\n", fit(reason, width - 12), count);
+}
+
+}  // namespace
+
+void write_profile_table(std::ostream& out, const json& r, int top_n, size_t width) {
+  const json& p = r.at("profile");
+  // Below 100 columns the compact layout: no IQR, library or kernel-count columns, and the name
+  // takes what is left.
+  const bool wide = width >= 100;
+  const size_t rest = width > 20 ? width - 20 : width;
+  write_measured_on(out, p, wide, rest);
+  std::vector<const json*> measured_nodes = write_measured_rows(out, r, top_n, wide, width);
+  write_prediction_error(out, p, width);
+  write_replay_summary(out, r, measured_nodes, width);
 }
 
 json measurement_json(const Measurement& m) {
