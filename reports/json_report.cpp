@@ -101,6 +101,55 @@ json node_json(const NodeResult& n) {
 
 }  // namespace
 
+namespace {
+
+json totals_json(const Analysis& a) {
+  const Totals& t = a.totals;
+  return json{{"flops", t.flops},
+  {"macs", t.macs},
+  {"dense_flops", t.dense_flops},
+  {"bytes_read_activations", t.read_act},
+  {"bytes_read_weights", t.read_weight},
+  {"bytes_written", t.written},
+  {"params", t.params},
+  {"buffers", t.buffers},
+  {"weight_bytes", t.weight_bytes},
+  {"constants", t.constants},
+  {"constant_bytes", t.constant_bytes},
+  {"predicted_s", t.predicted_s},
+  {"batch", t.batch},
+  {"batch_source", t.batch_source},
+  {"throughput_per_s", t.throughput},
+  {"throughput_unit", t.throughput_unit},
+  {"prediction_sources", t.prediction_sources},
+  // A node without a rule has no FLOP count, so the share of the graph's FLOPs it holds is
+  // unknown too: null, never a guessed zero (0 only when every node is costed).
+  {"partial", a.coverage.partial()},
+  {"nodes_costed", a.coverage.costed + a.coverage.folded},
+  {"nodes_total", a.coverage.total},
+  {"flops_unknown_share", a.coverage.partial() ? json(nullptr) : json(0.0)}};
+}
+
+json memory_json(const Analysis& a) {
+  json live = json::array();
+  for (size_t i = 0; i < a.memory.live_at_peak.size(); ++i)
+    live.push_back({{"tensor", a.peak_tensor_names[i]}, {"bytes", a.memory.live_at_peak[i].bytes}});
+  return json{{"weight_bytes", a.memory_total.weight_bytes},
+  {"kv_cache_bytes", a.memory_total.kv_cache_bytes},
+  {"activation_bytes", a.memory_total.activation_bytes},
+  {"peak_activation_bytes", a.memory.peak_bytes},
+  {"peak_node", a.peak_node_name},
+  {"peak_node_index", a.memory.peak_node},
+  {"live_at_peak", live},
+  {"total_bytes", a.memory_total.total_bytes},
+  {"device_memory_bytes", a.memory_total.device_bytes},
+  {"fits", a.memory_total.fits},
+  {"unknown_tensors", a.memory.unknown_tensors},
+  {"live_bytes_per_node", a.memory.live_bytes}};
+}
+
+}  // namespace
+
 json result_json(const Analysis& a) {
   json inputs = json::array();
   for (const auto& in : a.inputs)
@@ -109,15 +158,11 @@ json result_json(const Analysis& a) {
   for (auto& [k, v] : a.bound_dims) bound[k] = v;
   json nodes = json::array();
   for (const auto& n : a.nodes) nodes.push_back(node_json(n));
-  const Totals& t = a.totals;
   json by_op = json::array();
   for (const auto& s : a.by_op)
     by_op.push_back({{"op", s.op}, {"count", s.count}, {"predicted_s", s.predicted_s}, {"flops", s.flops}, {"bytes", s.bytes}});
   json by_family = json::object();
   for (auto& [f, s] : a.by_family) by_family[f] = s;
-  json live = json::array();
-  for (size_t i = 0; i < a.memory.live_at_peak.size(); ++i)
-    live.push_back({{"tensor", a.peak_tensor_names[i]}, {"bytes", a.memory.live_at_peak[i].bytes}});
   json j{
       {"schema_version", kJsonSchemaVersion},
       {"tool", {{"name", "rooflens"}, {"command", a.comparison ? "compare" : a.profile ? "profile" : "analyze"}}},
@@ -133,43 +178,8 @@ json result_json(const Analysis& a) {
         {"bytes", "unfused: every node reads its inputs and writes its outputs through DRAM"},
         {"latency_threshold", kLatencyThreshold}}},
       {"nodes", nodes},
-      {"totals",
-       {{"flops", t.flops},
-        {"macs", t.macs},
-        {"dense_flops", t.dense_flops},
-        {"bytes_read_activations", t.read_act},
-        {"bytes_read_weights", t.read_weight},
-        {"bytes_written", t.written},
-        {"params", t.params},
-        {"buffers", t.buffers},
-        {"weight_bytes", t.weight_bytes},
-        {"constants", t.constants},
-        {"constant_bytes", t.constant_bytes},
-        {"predicted_s", t.predicted_s},
-        {"batch", t.batch},
-        {"batch_source", t.batch_source},
-        {"throughput_per_s", t.throughput},
-        {"throughput_unit", t.throughput_unit},
-        {"prediction_sources", t.prediction_sources},
-        // A node without a rule has no FLOP count, so the share of the graph's FLOPs it holds is
-        // unknown too: null, never a guessed zero (0 only when every node is costed).
-        {"partial", a.coverage.partial()},
-        {"nodes_costed", a.coverage.costed + a.coverage.folded},
-        {"nodes_total", a.coverage.total},
-        {"flops_unknown_share", a.coverage.partial() ? json(nullptr) : json(0.0)}}},
-      {"memory",
-       {{"weight_bytes", a.memory_total.weight_bytes},
-        {"kv_cache_bytes", a.memory_total.kv_cache_bytes},
-        {"activation_bytes", a.memory_total.activation_bytes},
-        {"peak_activation_bytes", a.memory.peak_bytes},
-        {"peak_node", a.peak_node_name},
-        {"peak_node_index", a.memory.peak_node},
-        {"live_at_peak", live},
-        {"total_bytes", a.memory_total.total_bytes},
-        {"device_memory_bytes", a.memory_total.device_bytes},
-        {"fits", a.memory_total.fits},
-        {"unknown_tensors", a.memory.unknown_tensors},
-        {"live_bytes_per_node", a.memory.live_bytes}}},
+      {"totals", totals_json(a)},
+      {"memory", memory_json(a)},
       {"by_op", by_op},
       {"by_family", by_family},
       {"coverage",

@@ -15,7 +15,9 @@ namespace rooflens::reports {
 
 using nlohmann::json;
 
-json training_json(const TrainingSummary& t, const Analysis& a) {
+namespace {
+
+json rows_json(const TrainingSummary& t, const Analysis& a) {
   json rows = json::array();
   for (const TrainingRow& r : t.rows) {
     const NodeResult& n = a.nodes.at(static_cast<size_t>(r.node));
@@ -36,6 +38,10 @@ json training_json(const TrainingSummary& t, const Analysis& a) {
                     {"saved_bytes", r.saved_bytes},
                     {"saved", r.saved}});
   }
+  return rows;
+}
+
+json steps_json(const TrainingSummary& t) {
   json steps = json::array();
   for (const StepRow& s : t.steps)
     steps.push_back({{"name", s.name},
@@ -46,6 +52,10 @@ json training_json(const TrainingSummary& t, const Analysis& a) {
                      {"launches", s.launches},
                      {"host_s", t.host_modelled ? json(s.host_s) : json(nullptr)},
                      {"note", s.note}});
+  return steps;
+}
+
+json memory_timeline_json(const TrainingSummary& t) {
   json timeline = json::array();
   for (const MemoryMoment& m : t.timeline)
     timeline.push_back({{"moment", m.moment},
@@ -57,6 +67,13 @@ json training_json(const TrainingSummary& t, const Analysis& a) {
                         {"transient", m.transient},
                         {"workspace", m.workspace},
                         {"total", m.total()}});
+  return timeline;
+}
+
+}  // namespace
+
+json training_json(const TrainingSummary& t, const Analysis& a) {
+  json rows = rows_json(t, a), steps = steps_json(t), timeline = memory_timeline_json(t);
   const TrainingOptions& o = t.options;
   return json{{"precision", std::string(train_precision_name(o.precision))},
               {"optimizer", std::string(optimizer_name(o.optimizer))},
