@@ -39,6 +39,8 @@ class CuptiRecordConverter {
     uint64_t end_ns = 0, tid = 0;
   };
   std::unordered_map<uint32_t, EarlyEnd> ended_;  // marker id -> its end, the start not yet seen
+  // An NVTX range's start or end; the range is appended once both have arrived.
+  void take_marker(const CUpti_ActivityMarker2* m, Trace& into);
 };
 
 }  // namespace rooflens::profiler
