@@ -172,6 +172,56 @@ __global__ void ew_rows_vec(int n_in, const T* __restrict__ a, const T* __restri
   }
 }
 
+// The vector path: every operand either contiguous in the innermost dim with vector-aligned
+// offsets, or broadcast along it. `mask` gets a bit per contiguous operand.
+inline bool vector_plan(const std::vector<int64_t>& extent, const std::vector<std::vector<int64_t>>& strides,
+                        int n_in, int V, unsigned& mask) {
+  if (extent.empty() || extent.back() % V != 0) return false;
+  size_t last = extent.size() - 1;
+  mask = 0;
+  for (int k = 0; k < n_in; ++k) {
+    if (strides[k][last] == 1) {
+      mask |= 1u << k;
+      for (size_t d = 0; d < last; ++d)
+        if (strides[k][d] % V != 0) return false;
+    } else if (strides[k][last] != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Per-row operands over rows that are not whole vectors: [rows, cols] or [outer, mid, cols], each
+// operand contiguous (a bit in `mask`) or one value a row (its strides in `st`).
+struct RowsPlan {
+  bool ok = false;
+  unsigned mask = 0;
+  Strides st{};
+  int64_t cols = 0, mids = 0;
+};
+inline RowsPlan rows_plan(const std::vector<int64_t>& extent, const std::vector<std::vector<int64_t>>& strides,
+                          int n_in) {
+  RowsPlan p;
+  if (extent.size() != 2 && extent.size() != 3) return p;
+  p.cols = extent.back();
+  p.mids = extent.size() == 3 ? extent[1] : extent[0];
+  for (int k = 0; k < n_in; ++k) {
+    const std::vector<int64_t>& sk = strides[k];
+    bool contiguous =
+        sk.back() == 1 && (extent.size() == 2 ? sk[0] == p.cols : sk[1] == p.cols && sk[0] == p.mids * p.cols);
+    if (contiguous) {
+      p.mask |= 1u << k;
+    } else if (sk.back() == 0) {
+      p.st.s[k][0] = extent.size() == 3 ? sk[0] : 0;
+      p.st.s[k][1] = extent.size() == 3 ? sk[1] : sk[0];
+    } else {
+      return p;
+    }
+  }
+  p.ok = true;
+  return p;
+}
+
 template <class To, class T0>
 void launch_ew(EwOp op, const std::vector<EwOperand>& in, void* out_ptr, const std::vector<int64_t>& out_shape,
                cudaStream_t s) {
@@ -214,41 +264,17 @@ void launch_ew(EwOp op, const std::vector<EwOperand>& in, void* out_ptr, const s
   for (size_t d = 0; d < extent.size(); ++d)
     for (int k = 0; k < 3; ++k) st.s[k][d] = strides[k][d];
   if constexpr (one_type) {
-    // Vector path: every operand either contiguous in the innermost dim with vector-aligned
-    // offsets, or broadcast along it.
     size_t last = extent.size() - 1;
-    bool vectorizable = all_aligned && !extent.empty() && extent[last] % V == 0 && n < (int64_t{1} << 31);
     unsigned mask = 0;
-    for (int k = 0; k < n_in && vectorizable; ++k) {
-      if (strides[k][last] == 1) {
-        mask |= 1u << k;
-        for (size_t d = 0; d < last; ++d) vectorizable = vectorizable && strides[k][d] % V == 0;
-      } else {
-        vectorizable = vectorizable && strides[k][last] == 0;
-      }
-    }
-    // Per-row operands over rows that are not whole vectors: [rows, cols] or [outer, mid, cols].
-    bool rows = !vectorizable && all_aligned && (extent.size() == 2 || extent.size() == 3) && n % V == 0 && n < (int64_t{1} << 31);
-    unsigned row_mask = 0;
-    Strides row_st{};
-    int64_t cols = extent.back(), mids = extent.size() == 3 ? extent[1] : extent[0];
-    for (int k = 0; k < n_in && rows; ++k) {
-      const std::vector<int64_t>& sk = strides[k];
-      bool contiguous = sk.back() == 1 && (extent.size() == 2 ? sk[0] == cols : sk[1] == cols && sk[0] == mids * cols);
-      if (contiguous) {
-        row_mask |= 1u << k;
-      } else if (sk.back() == 0) {
-        row_st.s[k][0] = extent.size() == 3 ? sk[0] : 0;
-        row_st.s[k][1] = extent.size() == 3 ? sk[1] : sk[0];
-      } else {
-        rows = false;
-      }
-    }
-    if (rows) {
+    bool vectorizable = all_aligned && n < (int64_t{1} << 31) && vector_plan(extent, strides, n_in, V, mask);
+    RowsPlan rows;
+    if (!vectorizable && all_aligned && n % V == 0 && n < (int64_t{1} << 31)) rows = rows_plan(extent, strides, n_in);
+    if (rows.ok) {
       auto n_vec = static_cast<uint32_t>(n / V);
       dispatch_op(op, [&](auto o) {
         ew_rows_vec<decltype(o)::value, To><<<blocks_for(n_vec, kThreads, 132 * 16), kThreads, 0, s>>>(
-            n_in, a, b, c, out, n_vec, static_cast<uint32_t>(cols), static_cast<uint32_t>(mids), row_st, row_mask);
+            n_in, a, b, c, out, n_vec, static_cast<uint32_t>(rows.cols), static_cast<uint32_t>(rows.mids), rows.st,
+            rows.mask);
       });
       return;
     }
