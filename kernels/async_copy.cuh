@@ -23,4 +23,18 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
+// Rows [t0, t0 + rows) of a [keys, D] K and V cache into shared tiles of `ld` elements a row,
+// 16 bytes a copy spread over the block's threads; rows at or past `end` are zero-filled.
+template <class T, int D>
+__device__ __forceinline__ void cp_async_kv_rows(T* k_tile, T* v_tile, int ld, const T* k,
+                                                 const T* v, int64_t t0, int rows, int64_t end) {
+  constexpr int kPerCopy = 16 / sizeof(T), kCopiesPerRow = D / kPerCopy;
+  for (int i = threadIdx.x; i < rows * kCopiesPerRow; i += blockDim.x) {
+    int r = i / kCopiesPerRow, c = (i % kCopiesPerRow) * kPerCopy;
+    bool valid = t0 + r < end;
+    cp_async16(k_tile + r * ld + c, valid ? k + (t0 + r) * D + c : k, valid);
+    cp_async16(v_tile + r * ld + c, valid ? v + (t0 + r) * D + c : v, valid);
+  }
+}
+
 }  // namespace rooflens::kernels

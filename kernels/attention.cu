@@ -60,12 +60,8 @@ __global__ void __launch_bounds__(kWarps * 32) flash_prefill_kernel(const T* __r
   if (causal) kv_end = std::max<int64_t>(0, std::min<int64_t>(skv, q0 + kBlockM + offset));
   if (causal && window > 0) kv_begin = std::max<int64_t>(0, (q0 + offset - window + 1) / kBlockN * kBlockN);
   auto load_kv = [&](int stage, int64_t k0) {
-    for (int i = threadIdx.x; i < kBlockN * kChunks; i += blockDim.x) {
-      int r = i / kChunks, c = (i % kChunks) * 8;
-      bool valid = k0 + r < skv;
-      cp_async16(ks + (stage * kBlockN + r) * LD + c, valid ? kbase + (k0 + r) * D + c : kbase, valid);
-      cp_async16(vs + (stage * kBlockN + r) * LD + c, valid ? vbase + (k0 + r) * D + c : vbase, valid);
-    }
+    cp_async_kv_rows<T, D>(ks + stage * kBlockN * LD, vs + stage * kBlockN * LD, LD, kbase, vbase, k0,
+                           kBlockN, skv);
   };
   cp_async_commit();  // Q
   int64_t tiles = kv_end > kv_begin ? (kv_end - kv_begin + kBlockN - 1) / kBlockN : 0;
@@ -188,14 +184,7 @@ template <class T, int D>
 void launch_prefill(const void* q, const void* k, const void* v, void* out, const AttentionDims& d, cudaStream_t s) {
   size_t smem = prefill_smem_bytes<D>(sizeof(T));
   auto kernel = flash_prefill_kernel<T, D>;
-  // Once per instantiation and device: the call costs host time between a layer's launches.
-  static thread_local int opted_in_device = -1;
-  int dev = 0;
-  ROOFLENS_CUDA_CHECK(cudaGetDevice(&dev));
-  if (opted_in_device != dev) {
-    ROOFLENS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    opted_in_device = dev;
-  }
+  allow_dynamic_smem(kernel, smem);
   dim3 grid(static_cast<unsigned>((d.q_len + kBlockM - 1) / kBlockM), static_cast<unsigned>(d.q_heads), static_cast<unsigned>(d.batch));
   kernel<<<grid, kWarps * 32, smem, s>>>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
                                          static_cast<T*>(out), d.q_len, d.kv_len, static_cast<int>(d.q_heads),

@@ -111,10 +111,8 @@ Runner im2col_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const R
   return Runner(ReplayLabel{"rooflens", detail, why}, launch, st);
 }
 
-bool depthwise(const ConvDims& c) {
-  return !c.transpose && c.groups == c.in_channels && c.out_channels == c.in_channels &&
-         c.kernel.size() <= 2;
-}
+// Our depthwise kernels take 1-D and 2-D windows.
+bool depthwise(const ConvDims& c) { return is_depthwise(c) && c.kernel.size() <= 2; }
 
 // Depthwise convolutions on our window kernels (a thread per output pixel, or per four along a
 // row), as PyTorch's own depthwise kernels run them: cuDNN's engines for NCHW are several times

@@ -4,8 +4,10 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace rooflens::kernels {
 
@@ -27,6 +29,21 @@ inline void cublas_check(cublasStatus_t s, const char* what) {
 
 #define ROOFLENS_CUDA_CHECK(call) ::rooflens::kernels::cuda_check((call), #call)
 #define ROOFLENS_CUBLAS_CHECK(call) ::rooflens::kernels::cublas_check((call), #call)
+
+// Lets `kernel` take `bytes` of dynamic shared memory on the current device. The attribute is set
+// once per kernel and device (again only for more bytes): the call costs host time between a
+// layer's launches.
+template <class Kernel>
+void allow_dynamic_smem(Kernel* kernel, size_t bytes) {
+  static thread_local std::map<std::pair<const void*, int>, size_t> allowed;
+  int device = 0;
+  ROOFLENS_CUDA_CHECK(cudaGetDevice(&device));
+  size_t& done = allowed[{reinterpret_cast<const void*>(kernel), device}];
+  if (done >= bytes) return;
+  ROOFLENS_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  done = bytes;
+}
 
 // Device memory owned by one object.
 class DeviceBuffer {

@@ -147,17 +147,9 @@ __global__ void __launch_bounds__(kGroupWarps * 32) decode_group_kernel(const T*
   // Tile i into stage i % S; every thread commits a group per tile, empty past the end, so that
   // the count waited on stays the same.
   auto request = [&](int tile) {
-    if (tile < tiles) {
-      int64_t t0 = begin + static_cast<int64_t>(tile) * TK;
-      T* kd = ks + (tile % S) * TK * LD;
-      T* vd = vs + (tile % S) * TK * LD;
-      for (int i = threadIdx.x; i < TK * (D / 8); i += blockDim.x) {
-        int r = i / (D / 8), c = (i % (D / 8)) * 8;
-        bool valid = t0 + r < end;
-        cp_async16(kd + r * LD + c, valid ? kb + (t0 + r) * D + c : kb, valid);
-        cp_async16(vd + r * LD + c, valid ? vb + (t0 + r) * D + c : vb, valid);
-      }
-    }
+    if (tile < tiles)
+      cp_async_kv_rows<T, D>(ks + (tile % S) * TK * LD, vs + (tile % S) * TK * LD, LD, kb, vb,
+                             begin + static_cast<int64_t>(tile) * TK, TK, end);
     cp_async_commit();
   };
   // The first tiles are requested before q, so the trips to memory overlap.
@@ -274,17 +266,9 @@ __global__ void __launch_bounds__(kGroupWarps * 32) decode_mma_kernel(const T* _
   int64_t begin = first + split * chunk, end = std::min<int64_t>(skv, begin + chunk);
   int tiles = static_cast<int>((end - begin + TK - 1) / TK);
   auto request = [&](int tile) {  // as the CUDA-core kernel's: a group per tile, empty past the end
-    if (tile < tiles) {
-      int64_t t0 = begin + static_cast<int64_t>(tile) * TK;
-      T* kd = ks + (tile % S) * TK * LD;
-      T* vd = vs + (tile % S) * TK * LD;
-      for (int i = threadIdx.x; i < TK * kChunks; i += blockDim.x) {
-        int r = i / kChunks, c = (i % kChunks) * 8;
-        bool valid = t0 + r < end;
-        cp_async16(kd + r * LD + c, valid ? kb + (t0 + r) * D + c : kb, valid);
-        cp_async16(vd + r * LD + c, valid ? vb + (t0 + r) * D + c : vb, valid);
-      }
-    }
+    if (tile < tiles)
+      cp_async_kv_rows<T, D>(ks + (tile % S) * TK * LD, vs + (tile % S) * TK * LD, LD, kb, vb,
+                             begin + static_cast<int64_t>(tile) * TK, TK, end);
     cp_async_commit();
   };
   for (int i = 0; i < S - 1; ++i) request(i);
@@ -452,7 +436,7 @@ void launch_group(const GroupArgs& a, const AttentionDims& d, const DecodeGrid& 
   constexpr int L = lanes_per_key<D, MaxG>();
   constexpr size_t smem = group_smem_bytes<D, L>();
   auto kernel = decode_group_kernel<T, D, MaxG, L>;
-  ROOFLENS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  allow_dynamic_smem(kernel, smem);
   dim3 grid(static_cast<unsigned>(g.splits), static_cast<unsigned>(d.batch * d.kv_heads));
   kernel<<<grid, kGroupWarps * 32, smem, s>>>(
       static_cast<const T*>(a.q), static_cast<const T*>(a.k), static_cast<const T*>(a.v), a.part, a.done, static_cast<T*>(a.out),
@@ -473,7 +457,7 @@ template <class T, int D>
 void launch_mma(const GroupArgs& a, const AttentionDims& d, const DecodeGrid& g, cudaStream_t s) {
   constexpr size_t smem = mma_smem_bytes<D>();
   auto kernel = decode_mma_kernel<T, D>;
-  ROOFLENS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  allow_dynamic_smem(kernel, smem);
   dim3 grid(static_cast<unsigned>(g.splits), static_cast<unsigned>(d.batch * d.kv_heads));
   kernel<<<grid, kGroupWarps * 32, smem, s>>>(
       static_cast<const T*>(a.q), static_cast<const T*>(a.k), static_cast<const T*>(a.v), a.part, a.done, static_cast<T*>(a.out),
@@ -619,7 +603,7 @@ void decode_attention(const void* q, const void* k, const void* v, void* out, vo
                   (v ? kDecodeKeys * (d.head_dim_v + 2) * 2 : 0);
     dim3 grid(static_cast<unsigned>(g.splits), static_cast<unsigned>(d.kv_heads * g.groups), static_cast<unsigned>(d.batch));
     auto kernel = decode_kernel<T>;
-    ROOFLENS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    allow_dynamic_smem(kernel, smem);
     kernel<<<grid, kHeadsPerBlock * 32, smem, s>>>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), part,
                                                    d.kv_len, first_visible_key(d), static_cast<int>(d.q_heads),
                                                    static_cast<int>(d.kv_heads),

@@ -34,6 +34,12 @@ struct ConvDims {
 // One image of a (non-transposed) convolution as the GEMM an im2col lowering runs, batched over
 // groups: out[oc/g, out_spatial] = W[oc/g, ic/g * kernel] . columns[ic/g * kernel, out_spatial].
 GemmDims conv_image_gemm(const ConvDims& c);
+// One filter per channel (groups = channels in = channels out, more than one): the CUDA cores'
+// window work, priced by the depthwise tables and replayed on the depthwise kernels.
+inline bool is_depthwise(const ConvDims& c) {
+  return !c.transpose && c.groups > 1 && c.groups == c.in_channels &&
+         c.out_channels == c.in_channels;
+}
 
 // A mixture-of-experts FFN as its rule priced it: `tokens` rows routed to `k` of `experts`.
 struct MoeDims {

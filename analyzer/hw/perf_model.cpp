@@ -30,15 +30,13 @@ std::vector<double> ladder(double from, double to, double factor) {
 
 constexpr int64_t kStemMaxInputChannels = 4;  // RGB, RGBA
 
-bool depthwise_conv(const ConvDims& c) { return c.groups > 1 && c.groups == c.in_channels && c.out_channels == c.in_channels; }
-
 std::optional<std::string> conv_class(const ConvDims& c) {
   if (c.transpose || c.kernel.size() != 2) return std::nullopt;
   if (c.kernel[0] != c.kernel[1] || c.strides[0] != c.strides[1]) return std::nullopt;
   for (int64_t d : c.dilations)
     if (d != 1) return std::nullopt;
   int64_t k = c.kernel[0], s = c.strides[0];
-  if (depthwise_conv(c)) {
+  if (is_depthwise(c)) {
     if ((k == 3 || k == 5) && (s == 1 || s == 2)) return fmt::format("dw{}s{}", k, s);
     if (k == 7 && s == 1) return std::string("dw7s1");  // ConvNeXt's
     return std::nullopt;
