@@ -30,6 +30,9 @@ constexpr size_t prefill_smem_bytes(size_t elem) {
   return static_cast<size_t>(kBlockM + 2 * kv_stages<D>() * kBlockN) * (D + 8) * elem;  // Q, then K and V per stage
 }
 
+// Kept whole: a kernel's main loop keeps its fragments in registers across the tile loop;
+// split into device functions the compiler's allocation and schedule move, and the replay's
+// figures (docs/profile.md) were measured on this body.
 template <class T, int D>
 __global__ void __launch_bounds__(kWarps * 32) flash_prefill_kernel(const T* __restrict__ Q, const T* __restrict__ K,
                                                                     const T* __restrict__ V, T* __restrict__ O, int64_t sq,

@@ -116,6 +116,9 @@ __device__ __forceinline__ void merge_warps_and_splits(const float (&red_o)[kGro
 // that the L lanes read one contiguous run); a warp takes 32 / L keys per step. Every lane group
 // keeps its own running max, sum and output for each of the MaxG heads (an online softmax per
 // group), merged across groups and warps at the end.
+// Kept whole: a kernel's main loop keeps its fragments in registers across the tile loop;
+// split into device functions the compiler's allocation and schedule move, and the replay's
+// figures (docs/profile.md) were measured on this body.
 template <class T, int D, int MaxG, int L>
 __global__ void __launch_bounds__(kGroupWarps * 32) decode_group_kernel(const T* __restrict__ Q, const T* __restrict__ K,
                                                                          const T* __restrict__ V, float* __restrict__ part,
@@ -239,6 +242,9 @@ constexpr int mma_stages() { return D <= 64 ? 4 : 2; }  // two blocks an SM eith
 template <int D>
 constexpr size_t mma_smem_bytes() { return static_cast<size_t>(16 + 2 * mma_stages<D>() * kMmaTileKeys) * (D + 8) * 2; }
 
+// Kept whole: a kernel's main loop keeps its fragments in registers across the tile loop;
+// split into device functions the compiler's allocation and schedule move, and the replay's
+// figures (docs/profile.md) were measured on this body.
 template <class T, int D>
 __global__ void __launch_bounds__(kGroupWarps * 32) decode_mma_kernel(const T* __restrict__ Q, const T* __restrict__ K,
                                                                        const T* __restrict__ V, float* __restrict__ part,

@@ -227,7 +227,7 @@ TEST_CASE("row kernels: reductions and top-k") {
   }
 }
 
-TEST_CASE("copies: transpose, gather, rope, pooling, im2col") {
+TEST_CASE("copies: transposes, a concat half, concat and split in one launch") {
   Tensor x(DType::f32, 2 * 3 * 4, 31), y(DType::f32, 24, 32);
   strided_copy(x.get(), y.get(), 4, {4, 3, 2}, {1, 4, 12}, {6, 2, 1}, 0, 0, nullptr);  // (2,3,4) -> perm (2,1,0)
   auto hx = x.host(), hy = y.host();
@@ -279,7 +279,9 @@ TEST_CASE("copies: transpose, gather, rope, pooling, im2col") {
     }
     for (int64_t i = 0; i < rows_n * total; ++i) REQUIRE(hb[i] == hs[i]);
   }
+}
 
+TEST_CASE("copies: gather and rotary embedding against host references") {
   Tensor table(DType::bf16, 50 * 16, 33), ids(DType::i64, 7, 34, 50), rows(DType::bf16, 7 * 16, 35);
   gather(table.get(), ids.get(), DType::i64, rows.get(), 2, 1, 50, 7, 16, nullptr);
   auto ht = table.host(), hi = ids.host(), hr = rows.host();
@@ -317,7 +319,9 @@ TEST_CASE("copies: transpose, gather, rope, pooling, im2col") {
       for (int64_t j = rc.rot; j < d; ++j) REQUIRE(ho[r * d + j] == hq[r * d + j]);
     }
   }
+}
 
+TEST_CASE("copies: max pooling and im2col against host references") {
   Tensor img(DType::f32, 1 * 2 * 6 * 6, 41), pooled(DType::f32, 2 * 3 * 3, 42);
   pool2d(img.get(), pooled.get(), DType::f32, Pool2d{1, 2, 6, 6, 3, 3, 3, 3, 2, 2, 1, 1, true}, nullptr);
   auto hm = img.host(), hpool = pooled.host();
