@@ -76,7 +76,8 @@ InProcess run_in_process(const std::string& path, const LoadOptions& load) {
     auto t0 = std::chrono::steady_clock::now();
     Analysis a = analyze_onnx(path, load, AnalysisOptions{});
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double result[3] = {s, static_cast<double>(before.ru_maxrss), static_cast<double>(a.nodes.size())};
+    double result[3] = {s, static_cast<double>(before.ru_maxrss),
+                        static_cast<double>(a.nodes.size())};
     if (write(fds[1], result, sizeof result) != sizeof result) _exit(1);
     _exit(0);
   }
@@ -88,7 +89,8 @@ InProcess run_in_process(const std::string& path, const LoadOptions& load) {
   struct rusage ru {};
   wait4(pid, &status, 0, &ru);
   if (got != sizeof result) return {};
-  return {result[0], static_cast<double>(ru.ru_maxrss) / 1024, result[1] / 1024, static_cast<size_t>(result[2])};
+  return {result[0], static_cast<double>(ru.ru_maxrss) / 1024, result[1] / 1024,
+          static_cast<size_t>(result[2])};
 }
 
 // onnx-tool 1.0.1's profile of the same file, where Python has it (pip install onnx-tool==1.0.1).
@@ -96,21 +98,28 @@ InProcess run_in_process(const std::string& path, const LoadOptions& load) {
 void compare_onnx_tool(const std::string& path, double rooflens_s, const std::string& shapes) {
   static const bool have = run_child({"python3", "-c", "import onnx_tool"}).status == 0;
   if (!have) {
-    std::printf("              onnx-tool: not installed (pip install onnx-tool==1.0.1 to compare)\n");
+    std::printf(
+        "              onnx-tool: not installed (pip install onnx-tool==1.0.1 to compare)\n");
     return;
   }
-  ChildRun r = run_child({"python3", "-c", "import sys, numpy, onnx_tool; onnx_tool.model_profile(sys.argv[1], " + shapes + ")", path});
+  ChildRun r = run_child(
+      {"python3", "-c",
+       "import sys, numpy, onnx_tool; onnx_tool.model_profile(sys.argv[1], " + shapes + ")", path});
   if (r.status != 0) {
-    std::printf("              onnx-tool 1.0.1 model_profile: failed (exit %d) after %.2f s\n", r.status, r.seconds);
+    std::printf("              onnx-tool 1.0.1 model_profile: failed (exit %d) after %.2f s\n",
+                r.status, r.seconds);
     return;
   }
-  std::printf("              onnx-tool 1.0.1 model_profile: %.2f s, peak RSS %.0f MiB -> rooflens (CLI) %.0fx faster\n", r.seconds,
-              static_cast<double>(r.max_rss_kib) / 1024, r.seconds / rooflens_s);
+  std::printf(
+      "              onnx-tool 1.0.1 model_profile: %.2f s, peak RSS %.0f MiB -> rooflens (CLI) "
+      "%.0fx faster\n",
+      r.seconds, static_cast<double>(r.max_rss_kib) / 1024, r.seconds / rooflens_s);
 }
 
-// `onnx_tool_shapes` empty: onnx-tool is not run (it loads external weights, which are not written).
-void report_file(const char* label, const std::string& file, const std::vector<std::string>& dims, double graph_mb,
-                 const std::string& onnx_tool_shapes) {
+// `onnx_tool_shapes` empty: onnx-tool is not run (it loads external weights, which are not
+// written).
+void report_file(const char* label, const std::string& file, const std::vector<std::string>& dims,
+                 double graph_mb, const std::string& onnx_tool_shapes) {
   double mb = static_cast<double>(fs::file_size(file)) / 1e6;
   std::vector<std::string> args{"analyze", file};
   LoadOptions load;
@@ -122,11 +131,14 @@ void report_file(const char* label, const std::string& file, const std::vector<s
   }
   ChildRun cli = run_cli(args);
   InProcess in = run_in_process(file, load);
-  std::printf("%-13s file %.1f MB (graph without weights %.2f MB), %zu nodes\n", label, mb, graph_mb, in.nodes);
-  std::printf("              CLI: exit %d, %.1f ms, peak RSS %.1f MiB (target: 64 MiB + the graph)\n", cli.status,
-              1e3 * cli.seconds, static_cast<double>(cli.max_rss_kib) / 1024);
-  std::printf("              in process: %.1f ms, peak RSS %.1f MiB (%.1f MiB before the analysis)\n", 1e3 * in.seconds,
-              in.peak_mib, in.baseline_mib);
+  std::printf("%-13s file %.1f MB (graph without weights %.2f MB), %zu nodes\n", label, mb,
+              graph_mb, in.nodes);
+  std::printf(
+      "              CLI: exit %d, %.1f ms, peak RSS %.1f MiB (target: 64 MiB + the graph)\n",
+      cli.status, 1e3 * cli.seconds, static_cast<double>(cli.max_rss_kib) / 1024);
+  std::printf(
+      "              in process: %.1f ms, peak RSS %.1f MiB (%.1f MiB before the analysis)\n",
+      1e3 * in.seconds, in.peak_mib, in.baseline_mib);
   if (!onnx_tool_shapes.empty()) compare_onnx_tool(file, cli.seconds, onnx_tool_shapes);
 }
 
@@ -144,7 +156,8 @@ void write_inline_vit(const std::string& from, const std::string& to) {
     for (int64_t d : t.dims()) n *= d;
     t.clear_external_data();
     t.set_data_location(onnx::TensorProto::DEFAULT);
-    t.mutable_raw_data()->assign(static_cast<size_t>(n) * 4, '\0');  // the exported weights are float32
+    t.mutable_raw_data()->assign(static_cast<size_t>(n) * 4,
+                                 '\0');  // the exported weights are float32
   }
   std::ofstream out(to, std::ios::binary | std::ios::trunc);
   if (!m.SerializeToOstream(&out)) throw std::runtime_error("cannot write " + to);
@@ -161,8 +174,11 @@ void bench_large_graph(int runs) {
     nodes = a.nodes.size();
   }
   std::sort(times.begin(), times.end());
-  std::printf("large graph   ViT-L/16 (TorchScript, opset 17), %zu nodes: median %.1f ms, min %.1f ms over %d runs "
-              "(load + shapes + rules + liveness)\n", nodes, 1e3 * times[times.size() / 2], 1e3 * times[0], runs);
+  std::printf(
+      "large graph   ViT-L/16 (TorchScript, opset 17), %zu nodes: median %.1f ms, min %.1f ms over "
+      "%d runs "
+      "(load + shapes + rules + liveness)\n",
+      nodes, 1e3 * times[times.size() / 2], 1e3 * times[0], runs);
 }
 
 void bench_decoder(const fs::path& dir, const bench::DecoderShape& shape, const char* label) {
@@ -172,8 +188,10 @@ void bench_decoder(const fs::path& dir, const bench::DecoderShape& shape, const 
   outline.inline_weights = false;
   fs::path graph_only = dir / "decoder_graph.onnx";
   bench::write_decoder(graph_only.string(), outline);
-  std::printf("%s: %ld layers, %.2f B params\n", label, static_cast<long>(shape.layers), static_cast<double>(params) / 1e9);
-  report_file("", file.string(), {"batch=1", "seq=2048"}, static_cast<double>(fs::file_size(graph_only)) / 1e6,
+  std::printf("%s: %ld layers, %.2f B params\n", label, static_cast<long>(shape.layers),
+              static_cast<double>(params) / 1e9);
+  report_file("", file.string(), {"batch=1", "seq=2048"},
+              static_cast<double>(fs::file_size(graph_only)) / 1e6,
               shape.inline_weights ? "{'input_ids': numpy.zeros((1, 2048), numpy.int64)}" : "");
   fs::remove(file);
   fs::remove(graph_only);

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "bench/child_process.hpp"
-#include "tests/support/synthetic_timeline.hpp"
 #include "profiler/trace/trace_io.hpp"
+#include "tests/support/synthetic_timeline.hpp"
 
 namespace fs = std::filesystem;
 using rooflens::bench::SyntheticTimeline;
@@ -31,16 +31,17 @@ void measure(const char* label, const fs::path& trace, int runs) {
   for (int i = 0; i < runs; ++i) {
     // --force: the generated kernels' durations are made up (about 6x the prediction's matrix
     // time), which the trust checks refuse; the bench measures the reading and the attribution.
-    auto r = rooflens::bench::run_child(ROOFLENS_BIN, {"compare", ROOFLENS_SOURCE_DIR "/samples/configs/gpt2/config.json",
-                                                       trace.string(), "--phase", "prefill", "--seq", "128", "--force"});
+    auto r = rooflens::bench::run_child(
+        ROOFLENS_BIN, {"compare", ROOFLENS_SOURCE_DIR "/samples/configs/gpt2/config.json",
+                       trace.string(), "--phase", "prefill", "--seq", "128", "--force"});
     t.push_back(r.seconds);
     rss = std::max(rss, r.max_rss_kib);
     status = std::max(status, r.status);
   }
   std::sort(t.begin(), t.end());
-  std::printf("%-44s %6.1f MB: exit %d, median %.2f s, min %.2f s, peak RSS %.0f MiB (%d runs)\n", label,
-              static_cast<double>(fs::file_size(trace)) / 1e6, status, t[t.size() / 2], t.front(), static_cast<double>(rss) / 1024,
-              runs);
+  std::printf("%-44s %6.1f MB: exit %d, median %.2f s, min %.2f s, peak RSS %.0f MiB (%d runs)\n",
+              label, static_cast<double>(fs::file_size(trace)) / 1e6, status, t[t.size() / 2],
+              t.front(), static_cast<double>(rss) / 1024, runs);
 }
 
 }  // namespace
@@ -76,8 +77,10 @@ int main(int argc, char** argv) {
     std::ofstream out(record);
     rooflens::profiler::write_trace(out, annotated.trace());
   }
-  std::printf("GPT-2 forwards (12 layers): %d in the PyTorch trace (%zu GPU activities), %d in the record file (%zu)\n", steps,
-              vanilla.trace().activities.size(), steps * 3 / 2, annotated.trace().activities.size());
+  std::printf(
+      "GPT-2 forwards (12 layers): %d in the PyTorch trace (%zu GPU activities), %d in the record "
+      "file (%zu)\n",
+      steps, vanilla.trace().activities.size(), steps * 3 / 2, annotated.trace().activities.size());
   measure("compare, vanilla PyTorch profiler trace", chrome, runs);
   measure("compare, rooflens record file", record, runs);
   fs::remove_all(dir);

@@ -27,8 +27,9 @@ void report(const char* label, const std::vector<std::string>& args, int runs) {
     status = std::max(status, r.status);
   }
   std::sort(t.begin(), t.end());
-  std::printf("%-34s exit %d: median %.1f ms, min %.1f ms, peak RSS %.1f MiB (%d runs)\n", label, status, 1e3 * t[t.size() / 2],
-              1e3 * t.front(), static_cast<double>(rss) / 1024, runs);
+  std::printf("%-34s exit %d: median %.1f ms, min %.1f ms, peak RSS %.1f MiB (%d runs)\n", label,
+              status, 1e3 * t[t.size() / 2], 1e3 * t.front(), static_cast<double>(rss) / 1024,
+              runs);
 }
 
 }  // namespace
@@ -36,8 +37,11 @@ void report(const char* label, const std::vector<std::string>& args, int runs) {
 int main(int argc, char** argv) {
   int runs = argc > 1 ? std::atoi(argv[1]) : 20;
   report("rooflens devices", {"devices"}, runs);
-  report("rooflens analyze ViT-B/16", {"analyze", ROOFLENS_SOURCE_DIR "/tests/data/onnx/vit_b_16-opset17.onnx"}, runs);
+  report("rooflens analyze ViT-B/16",
+         {"analyze", ROOFLENS_SOURCE_DIR "/tests/data/onnx/vit_b_16-opset17.onnx"}, runs);
   report("rooflens analyze Llama-2-7B decode",
-         {"analyze", ROOFLENS_SOURCE_DIR "/samples/configs/llama-2-7b/config.json", "--phase", "decode"}, runs);
+         {"analyze", ROOFLENS_SOURCE_DIR "/samples/configs/llama-2-7b/config.json", "--phase",
+          "decode"},
+         runs);
   return 0;
 }

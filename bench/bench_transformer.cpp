@@ -21,13 +21,16 @@ double median_ms(int runs, const std::function<void()>& f) {
   for (int i = 0; i < runs; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     f();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    t.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
 }
 
-std::string sample(const char* name) { return std::string(ROOFLENS_SOURCE_DIR) + "/samples/configs/" + name + "/config.json"; }
+std::string sample(const char* name) {
+  return std::string(ROOFLENS_SOURCE_DIR) + "/samples/configs/" + name + "/config.json";
+}
 
 }  // namespace
 
@@ -40,23 +43,31 @@ int main(int argc, char** argv) {
   gen.gen = 2048;
   gen.lowering.weights = gen.lowering.activations = gen.lowering.kv = DType::f16;
   size_t steps = 0;
-  double ms = median_ms(runs, [&] { steps = analyze_transformer(llama70, gen).transformer->generation->step_s.size(); });
-  std::printf("generate sweep  Llama-2-70B, prompt 2048, 2048 tokens (%zu decode steps costed + prefill): median %.1f ms over %d runs\n",
-              steps, ms, runs);
+  double ms = median_ms(runs, [&] {
+    steps = analyze_transformer(llama70, gen).transformer->generation->step_s.size();
+  });
+  std::printf(
+      "generate sweep  Llama-2-70B, prompt 2048, 2048 tokens (%zu decode steps costed + prefill): "
+      "median %.1f ms over %d runs\n",
+      steps, ms, runs);
 
   TransformerConfig ds = load_transformer_config(sample("deepseek-v3"));
   TransformerOptions prefill;
   prefill.lowering.seq = 2048;
   size_t nodes = 0;
   ms = median_ms(runs, [&] { nodes = analyze_transformer(ds, prefill).nodes.size(); });
-  std::printf("prefill         DeepSeek-V3, 2048 tokens (%zu nodes): median %.1f ms over %d runs (config read excluded)\n", nodes,
-              ms, runs);
-  ms = median_ms(runs, [&] { analyze_transformer(load_transformer_config(sample("deepseek-v3")), prefill); });
+  std::printf(
+      "prefill         DeepSeek-V3, 2048 tokens (%zu nodes): median %.1f ms over %d runs (config "
+      "read excluded)\n",
+      nodes, ms, runs);
+  ms = median_ms(
+      runs, [&] { analyze_transformer(load_transformer_config(sample("deepseek-v3")), prefill); });
   std::printf("prefill         DeepSeek-V3 including reading config.json: median %.1f ms\n", ms);
 
   // Every family: read config.json and analyze (target < 30 ms each).
   std::vector<std::filesystem::path> dirs;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(ROOFLENS_SOURCE_DIR) + "/tests/data/configs"))
+  for (const auto& e : std::filesystem::directory_iterator(std::string(ROOFLENS_SOURCE_DIR) +
+                                                           "/tests/data/configs"))
     if (e.is_directory()) dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());
   TransformerOptions decode;
@@ -68,9 +79,13 @@ int main(int argc, char** argv) {
   for (const auto& d : dirs) {
     std::string path = (d / "config.json").string();
     size_t n = 0;
-    double p = median_ms(runs, [&] { n = analyze_transformer(load_transformer_config(path), prefill).nodes.size(); });
+    double p = median_ms(runs, [&] {
+      n = analyze_transformer(load_transformer_config(path), prefill).nodes.size();
+    });
     bool encoder = !load_transformer_config(path).causal;  // BERT: prefill only
-    double q = encoder ? 0 : median_ms(runs, [&] { analyze_transformer(load_transformer_config(path), decode); });
+    double q = encoder ? 0 : median_ms(runs, [&] {
+      analyze_transformer(load_transformer_config(path), decode);
+    });
     std::printf("%-17s %6lld %6zu %18.1f %20.1f\n", d.filename().c_str(),
                 static_cast<long long>(load_transformer_config(path).layers), n, p, q);
     if (std::max(p, q) > worst) worst = std::max(p, q), worst_name = d.filename().string();

@@ -8,7 +8,8 @@ namespace rooflens::bench {
 
 inline std::string beside_binary_or(const char* name, const char* built) {
   std::error_code ec;
-  std::filesystem::path here = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / name;
+  std::filesystem::path here =
+      std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / name;
   return std::filesystem::exists(here, ec) ? here.string() : std::string(built);
 }
 

@@ -19,10 +19,17 @@ namespace rooflens::cli {
 
 void add_compare_options(CLI::App& cmd, CompareArgs& a) {
   add_model_options(cmd, a.model);
-  cmd.add_option("timeline", a.timeline, "a `rooflens record` file or a PyTorch profiler trace (.json, .json.gz)")->required();
-  cmd.add_option("--trace", a.trace_path, "write the timeline with the prediction on its own track (Chrome/Perfetto trace)");
-  cmd.add_option("--steps", a.steps, "the timeline holds N iterations: the last N of the repeating range, or N equal runs");
-  cmd.add_flag("--force", a.force, "compare even where the timeline looks like a run of another model, phase or device (marked in the report)");
+  cmd.add_option("timeline", a.timeline,
+                 "a `rooflens record` file or a PyTorch profiler trace (.json, .json.gz)")
+      ->required();
+  cmd.add_option("--trace", a.trace_path,
+                 "write the timeline with the prediction on its own track (Chrome/Perfetto trace)");
+  cmd.add_option(
+      "--steps", a.steps,
+      "the timeline holds N iterations: the last N of the repeating range, or N equal runs");
+  cmd.add_flag("--force", a.force,
+               "compare even where the timeline looks like a run of another model, phase or device "
+               "(marked in the report)");
 }
 
 ComparedRun compare_run(const CompareArgs& a, const CLI::App& cmd) {
@@ -30,8 +37,8 @@ ComparedRun compare_run(const CompareArgs& a, const CLI::App& cmd) {
   Graph inferred;
   Analysis analysis = build_analysis(a.model, cmd, &inferred);
   profiler::Trace trace = profiler::read_timeline(a.timeline);
-  analysis.comparison = std::make_shared<profiler::TimelineComparison>(
-      profiler::compare_timeline(analysis, inferred, trace, {a.timeline, a.steps, a.force, cmd.count("--device") > 0}));
+  analysis.comparison = std::make_shared<profiler::TimelineComparison>(profiler::compare_timeline(
+      analysis, inferred, trace, {a.timeline, a.steps, a.force, cmd.count("--device") > 0}));
   return {std::move(analysis), std::move(trace)};
 }
 
@@ -44,14 +51,18 @@ int run_compare_command(const CompareArgs& a, const CLI::App& cmd) {
   bool by_block = a.model.by == "block";
   const ModelArgs& m = a.model;
   reports::OutputSet outputs;
-  outputs.add("--json", m.json_path, [&](std::ostream& o) { reports::JsonSink().write(o, analysis); });
-  outputs.add("--csv", m.csv_path, [&](std::ostream& o) { reports::write_compare_csv(o, result, by_block); });
+  outputs.add("--json", m.json_path,
+              [&](std::ostream& o) { reports::JsonSink().write(o, analysis); });
+  outputs.add("--csv", m.csv_path,
+              [&](std::ostream& o) { reports::write_compare_csv(o, result, by_block); });
   outputs.add("--html", m.html_path, [&](std::ostream& o) { reports::write_html(o, result); });
-  outputs.add("--trace", a.trace_path, [&](std::ostream& o) { reports::write_compare_trace(o, trace, *comparison); });
+  outputs.add("--trace", a.trace_path,
+              [&](std::ostream& o) { reports::write_compare_trace(o, trace, *comparison); });
   outputs.write_all();
   if (outputs.takes_stdout()) return 0;  // the report on stdout stays parseable
   std::ostringstream text;
-  reports::write_compare_table(text, result, m.top, by_block, table_options(m.by, m.top, m.width).width);
+  reports::write_compare_table(text, result, m.top, by_block,
+                               table_options(m.by, m.top, m.width).width);
   std::cout << text.str();
   return 0;
 }

@@ -3,9 +3,9 @@
 // GPU error, 3 a profile run marked invalid (CUPTI dropped records), 4 an analysis with nodes not
 // costed (outputs written, marked partial; 0 under --allow-partial), 130 a profile interrupted by
 // Ctrl-C (outputs marked incomplete).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -13,13 +13,13 @@
 #include "analyzer/analysis/analysis.hpp"
 #include "analyzer/core/errors.hpp"
 #include "cli/compare_command.hpp"
-#include "cli/entry.hpp"
 #include "cli/completion.hpp"
+#include "cli/entry.hpp"
 #include "cli/model_args.hpp"
 #include "cli/profile_command.hpp"
-#include "cli/tensor_parallel.hpp"
 #include "cli/record_command.hpp"
 #include "cli/serve_command.hpp"
+#include "cli/tensor_parallel.hpp"
 #include "reports/atomic_file.hpp"
 #include "reports/compare_report.hpp"
 #include "reports/format.hpp"
@@ -39,8 +39,9 @@ int run_analyze(const cli::ModelArgs& args, const CLI::App& cmd, bool allow_part
   Analysis a = cli::build_analysis(args, cmd);
   cli::write_outputs(args, a);
   if (!a.coverage.partial() || allow_partial) return 0;
-  std::cerr << fmt::format("rooflens: {}: {} (outputs written, marked partial; --allow-partial exits 0)\n", a.model_name,
-                           a.coverage.line());
+  std::cerr << fmt::format(
+      "rooflens: {}: {} (outputs written, marked partial; --allow-partial exits 0)\n", a.model_name,
+      a.coverage.line());
   return kPartialExit;
 }
 
@@ -57,13 +58,17 @@ int run_report(const ReportArgs& a) {
   const bool compared = r.json.contains("compare");  // a `compare` result: its own table and CSV
   const bool by_block = a.by == "block";
   std::ostringstream text;  // rendered whole before any file is written: a bad field writes nothing
-  if (compared) reports::write_compare_table(text, r.json, a.top, by_block, layout.width);
-  else reports::write_table(text, r.json, layout);
+  if (compared)
+    reports::write_compare_table(text, r.json, a.top, by_block, layout.width);
+  else
+    reports::write_table(text, r.json, layout);
   reports::OutputSet outputs;
   outputs.add("--html", a.html, [&](std::ostream& o) { reports::write_html(o, r.json); });
   outputs.add("--csv", a.csv, [&](std::ostream& o) {
-    if (compared) reports::write_compare_csv(o, r.json, by_block);
-    else reports::write_csv_from_json(o, r.json);
+    if (compared)
+      reports::write_compare_csv(o, r.json, by_block);
+    else
+      reports::write_csv_from_json(o, r.json);
   });
   outputs.add("--trace", a.trace, [&](std::ostream& o) { reports::write_chrome_trace(o, r.json); });
   outputs.write_all();
@@ -73,19 +78,21 @@ int run_report(const ReportArgs& a) {
 }
 
 int run_devices() {
-  std::cout << fmt::format("{:<16} {:>4} {:>9} {:>9} {:>10} {:>10} {:>10} {:>9} {:>8}\n", "id", "SMs", "memory",
-                           "HBM", "bf16 TC", "fp8 TC", "fp32 CUDA", "L2", "NVLink");
+  std::cout << fmt::format("{:<16} {:>4} {:>9} {:>9} {:>10} {:>10} {:>10} {:>9} {:>8}\n", "id",
+                           "SMs", "memory", "HBM", "bf16 TC", "fp8 TC", "fp32 CUDA", "L2",
+                           "NVLink");
   auto rate = [](const std::map<std::string, double>& m, const char* k) {
     auto it = m.find(k);
     return it == m.end() ? std::string("-") : reports::human_rate(it->second, "");
   };
   for (const Device& d : builtin_devices()) {
-    std::cout << fmt::format("{:<16} {:>4} {:>9} {:>9} {:>10} {:>10} {:>10} {:>9} {:>8}\n", d.id, d.sm_count,
-                             reports::human_bytes(static_cast<double>(d.memory_bytes)),
-                             reports::human_rate(d.hbm_bandwidth, "B"), rate(d.tensor_flops, "bf16"),
-                             rate(d.tensor_flops, "fp8"), rate(d.cuda_core_flops, "fp32"),
-                             d.l2_bytes ? reports::human_bytes(static_cast<double>(*d.l2_bytes)) : "n/a",
-                             d.nvlink_bandwidth ? reports::human_rate(*d.nvlink_bandwidth, "B") : "-");
+    std::cout << fmt::format(
+        "{:<16} {:>4} {:>9} {:>9} {:>10} {:>10} {:>10} {:>9} {:>8}\n", d.id, d.sm_count,
+        reports::human_bytes(static_cast<double>(d.memory_bytes)),
+        reports::human_rate(d.hbm_bandwidth, "B"), rate(d.tensor_flops, "bf16"),
+        rate(d.tensor_flops, "fp8"), rate(d.cuda_core_flops, "fp32"),
+        d.l2_bytes ? reports::human_bytes(static_cast<double>(*d.l2_bytes)) : "n/a",
+        d.nvlink_bandwidth ? reports::human_rate(*d.nvlink_bandwidth, "B") : "-");
   }
   std::cout << "FLOP rates dense, per second; sources per number: data/devices.json\n";
   return 0;
@@ -95,48 +102,75 @@ int run_devices() {
 
 int rooflens::cli::run(int argc, char** argv) {
   cli::remember_command_line(argc, argv);
-  CLI::App app{"rooflens: FLOPs, bytes, memory and roofline time per layer of a neural network, checked on the GPU"};
+  CLI::App app{
+      "rooflens: FLOPs, bytes, memory and roofline time per layer of a neural network, checked on "
+      "the GPU"};
   app.set_version_flag("--version", "rooflens 0.1.0");
   app.require_subcommand(1);
   cli::ModelArgs args;
-  auto* analyze = app.add_subcommand("analyze", "static cost model of an ONNX model or a transformer config.json");
+  auto* analyze = app.add_subcommand(
+      "analyze", "static cost model of an ONNX model or a transformer config.json");
   cli::add_model_options(*analyze, args);
-  analyze->add_option("--trace", args.trace_path, "write the predicted timeline as a Chrome/Perfetto trace (no GPU needed)");
+  analyze->add_option("--trace", args.trace_path,
+                      "write the predicted timeline as a Chrome/Perfetto trace (no GPU needed)");
   bool allow_partial = false;
-  analyze->add_flag("--allow-partial", allow_partial, "exit 0 when some nodes are not costed (else exit 4, outputs marked partial)");
+  analyze->add_flag("--allow-partial", allow_partial,
+                    "exit 0 when some nodes are not costed (else exit 4, outputs marked partial)");
   cli::ProfileArgs pargs;
-  auto* profile = app.add_subcommand("profile", "replay every layer on this GPU under CUPTI/NVTX; prediction vs measurement");
+  auto* profile = app.add_subcommand(
+      "profile", "replay every layer on this GPU under CUPTI/NVTX; prediction vs measurement");
   cli::add_profile_options(*profile, pargs);
   cli::CalibrateArgs cargs;
-  auto* calibrate = app.add_subcommand("calibrate", "measure this GPU's roofs; writes a device profile for --device-profile");
+  auto* calibrate = app.add_subcommand(
+      "calibrate", "measure this GPU's roofs; writes a device profile for --device-profile");
   calibrate->add_option("--out", cargs.out, "device profile JSON to write")->capture_default_str();
-  calibrate->add_flag("--quick", cargs.quick, "fewer sizes and smaller tables, every class (under 2 minutes)");
-  calibrate->add_flag("--roofs-only", cargs.roofs_only, "roofs and floors only, no performance tables");
-  calibrate->add_option("--cudnn", cargs.cudnn_dir, "directory with libcudnn.so.9 (else the usual places)");
-  calibrate->add_option("--gpus", cargs.gpus, "also NCCL's collectives among the first N GPUs, 1 KiB to 1 GiB")->capture_default_str();
-  calibrate->add_option("--add-to", cargs.add_to, "add what --gpus N or --tables measures to FILE (default: in use)");
-  calibrate->add_option("--tables", cargs.tables, "only these tables (prefixes, comma-separated: conv.bf16.dw,mem.reduce)")->delimiter(',');
-  calibrate->add_option("--nccl", cargs.nccl_dir, "directory with libnccl.so.2 (else the usual places)");
+  calibrate->add_flag("--quick", cargs.quick,
+                      "fewer sizes and smaller tables, every class (under 2 minutes)");
+  calibrate->add_flag("--roofs-only", cargs.roofs_only,
+                      "roofs and floors only, no performance tables");
+  calibrate->add_option("--cudnn", cargs.cudnn_dir,
+                        "directory with libcudnn.so.9 (else the usual places)");
+  calibrate
+      ->add_option("--gpus", cargs.gpus,
+                   "also NCCL's collectives among the first N GPUs, 1 KiB to 1 GiB")
+      ->capture_default_str();
+  calibrate->add_option("--add-to", cargs.add_to,
+                        "add what --gpus N or --tables measures to FILE (default: in use)");
+  calibrate
+      ->add_option("--tables", cargs.tables,
+                   "only these tables (prefixes, comma-separated: conv.bf16.dw,mem.reduce)")
+      ->delimiter(',');
+  calibrate->add_option("--nccl", cargs.nccl_dir,
+                        "directory with libnccl.so.2 (else the usual places)");
   ReportArgs rargs;
-  auto* report = app.add_subcommand("report", "re-render a saved --json result (terminal report, HTML, CSV, predicted trace)");
+  auto* report = app.add_subcommand(
+      "report", "re-render a saved --json result (terminal report, HTML, CSV, predicted trace)");
   report->add_option("result", rargs.path, "result.json from analyze or profile")->required();
   report->add_option("--html", rargs.html, "write the HTML report");
   report->add_option("--csv", rargs.csv, "write the per-node CSV");
-  report->add_option("--trace", rargs.trace, "write the predicted timeline as a Chrome/Perfetto trace");
+  report->add_option("--trace", rargs.trace,
+                     "write the predicted timeline as a Chrome/Perfetto trace");
   report->add_option("--top", rargs.top, "nodes listed in the table")->capture_default_str();
   cli::add_layout_options(*report, rargs.by, rargs.width);
   auto* devices = app.add_subcommand("devices", "list the device database");
   cli::CompareArgs compare_args;
-  auto* compare = app.add_subcommand("compare", "the prediction next to a real run's timeline (rooflens record, PyTorch profiler), module by module");
+  auto* compare = app.add_subcommand("compare",
+                                     "the prediction next to a real run's timeline (rooflens "
+                                     "record, PyTorch profiler), module by module");
   cli::add_compare_options(*compare, compare_args);
   cli::RecordArgs record_args;
   std::string shell;
-  auto* completion = app.add_subcommand("completion", "print a shell completion script: rooflens completion bash|zsh|fish");
+  auto* completion = app.add_subcommand(
+      "completion", "print a shell completion script: rooflens completion bash|zsh|fish");
   completion->add_option("shell", shell, "bash, zsh or fish")->required();
-  auto* record = app.add_subcommand("record", "run a program under CUPTI and write its GPU timeline: rooflens record [--out FILE] -- CMD [ARGS...]");
+  auto* record = app.add_subcommand("record",
+                                    "run a program under CUPTI and write its GPU timeline: "
+                                    "rooflens record [--out FILE] -- CMD [ARGS...]");
   cli::add_record_options(*record, record_args);
   cli::ServeArgs serve_args;
-  auto* serve = app.add_subcommand("serve", "a serving deployment simulated step by step: TTFT, TPOT, throughput, KV capacity (config.json)");
+  auto* serve = app.add_subcommand("serve",
+                                   "a serving deployment simulated step by step: TTFT, TPOT, "
+                                   "throughput, KV capacity (config.json)");
   cli::add_serve_options(*serve, serve_args);
   try {
     app.parse(argc, argv);

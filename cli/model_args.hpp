@@ -2,7 +2,6 @@
 // The options every command that reads a model shares (analyze, profile): the model path, ONNX
 // dims and dtype, transformer workload flags, device or device profile, and the outputs.
 #include <CLI/CLI.hpp>
-
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,7 +50,8 @@ void add_layout_options(CLI::App& cmd, std::string& by, int& width);
 // The roofs a command predicts with: --device-profile FILE; --device-profile spec for the spec
 // sheet; else the measured profile rooflens ships for --device, when it has one; else the spec
 // sheet (nullptr). --device and a profile file exclude each other.
-std::shared_ptr<const Device> device_from_flags(const std::string& device, const std::string& device_profile,
+std::shared_ptr<const Device> device_from_flags(const std::string& device,
+                                                const std::string& device_profile,
                                                 const CLI::App& cmd);
 
 // Analyzes the model or config. `inferred` receives the shape-bound graph; `calibrated`, when
@@ -70,6 +70,7 @@ std::optional<Precision> forced_precision(const ModelArgs& args);
 // every one rendered from the one result JSON, and prints the terminal table unless a report
 // went to standard output.
 void write_outputs(const ModelArgs& args, const Analysis& a, reports::OutputSet outputs = {});
-void write_outputs(const ModelArgs& args, const nlohmann::json& result, reports::OutputSet outputs = {});
+void write_outputs(const ModelArgs& args, const nlohmann::json& result,
+                   reports::OutputSet outputs = {});
 
 }  // namespace rooflens::cli

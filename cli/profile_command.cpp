@@ -12,36 +12,46 @@
 #include "analyzer/hw/derived_profile.hpp"
 #include "analyzer/hw/link_model.hpp"
 #include "analyzer/hw/perf_model.hpp"
-#include "reports/atomic_file.hpp"
-#include "reports/format.hpp"
-#include "reports/result_json.hpp"
-#include "reports/tensor_parallel_report.hpp"
-#include "reports/saved_result.hpp"
-#include "reports/sink.hpp"
-
 #include "cli/tensor_parallel.hpp"
 #include "profiler/gpu/gpu_module.hpp"
 #include "profiler/trace/trace_io.hpp"
+#include "reports/atomic_file.hpp"
+#include "reports/format.hpp"
+#include "reports/result_json.hpp"
+#include "reports/saved_result.hpp"
+#include "reports/sink.hpp"
+#include "reports/tensor_parallel_report.hpp"
 
 namespace rooflens::cli {
 
 void add_profile_options(CLI::App& cmd, ProfileArgs& a) {
   add_model_options(cmd, a.model);
-  cmd.add_option("--l2", a.l2, "cold: flush L2 before each sample; hot: back to back")->capture_default_str();
-  cmd.add_option("--timing", a.timing, "cupti (kernel records) or events (CUDA events only)")->capture_default_str();
+  cmd.add_option("--l2", a.l2, "cold: flush L2 before each sample; hot: back to back")
+      ->capture_default_str();
+  cmd.add_option("--timing", a.timing, "cupti (kernel records) or events (CUDA events only)")
+      ->capture_default_str();
   cmd.add_option("--trace", a.trace_path, "write the measured timeline as a Chrome/Perfetto trace");
   cmd.add_option("--record", a.record_path, "write the raw CUPTI records (tests/data format)");
-  cmd.add_option("--min-samples", a.min_samples, "samples per layer at least")->capture_default_str();
-  cmd.add_option("--max-samples", a.max_samples, "samples per layer at most")->capture_default_str();
-  cmd.add_option("--layer-time-limit", a.layer_time_limit, "seconds per layer before stopping short of 1% spread")
+  cmd.add_option("--min-samples", a.min_samples, "samples per layer at least")
       ->capture_default_str();
-  cmd.add_option("--nccl", a.nccl_dir, "directory with libnccl.so.2, for --tp N on N GPUs (else $ROOFLENS_NCCL, the loader's path, Python's nvidia/nccl/lib)");
-  cmd.add_option("--cudnn", a.cudnn_dir, "directory with libcudnn.so.9 (else $ROOFLENS_CUDNN, the loader's path, Python's nvidia/cudnn/lib)");
+  cmd.add_option("--max-samples", a.max_samples, "samples per layer at most")
+      ->capture_default_str();
+  cmd.add_option("--layer-time-limit", a.layer_time_limit,
+                 "seconds per layer before stopping short of 1% spread")
+      ->capture_default_str();
+  cmd.add_option("--nccl", a.nccl_dir,
+                 "directory with libnccl.so.2, for --tp N on N GPUs (else $ROOFLENS_NCCL, the "
+                 "loader's path, Python's nvidia/nccl/lib)");
+  cmd.add_option("--cudnn", a.cudnn_dir,
+                 "directory with libcudnn.so.9 (else $ROOFLENS_CUDNN, the loader's path, Python's "
+                 "nvidia/cudnn/lib)");
 }
 
 namespace {
 std::atomic<bool> g_interrupted{false};
-extern "C" void on_sigint(int) { g_interrupted.store(true); }
+extern "C" void on_sigint(int) {
+  g_interrupted.store(true);
+}
 
 // A module entry's Status as the CLI's exceptions: 2 is bad input or missing hardware.
 void raise(const gpu::Status& st) {
@@ -69,33 +79,42 @@ DeviceProfile calibrate_here(const gpu::ModuleApi& gpu, const profiler::Calibrat
   return p;
 }
 // A rank process's part: its result and records where the launcher reads them.
-int write_rank_files(const RankEnvironment& rank, const Analysis& analysis, const profiler::Trace* trace) {
+int write_rank_files(const RankEnvironment& rank, const Analysis& analysis,
+                     const profiler::Trace* trace) {
   std::string stem = fmt::format("{}/rank{}", rank.dir, rank.rank);
-  reports::write_atomically(stem + ".json", [&](std::ostream& out) { reports::write_json(out, reports::result_json(analysis)); });
-  if (trace) reports::write_atomically(stem + ".record", [&](std::ostream& out) { profiler::write_trace(out, *trace); });
+  reports::write_atomically(stem + ".json", [&](std::ostream& out) {
+    reports::write_json(out, reports::result_json(analysis));
+  });
+  if (trace)
+    reports::write_atomically(stem + ".record",
+                              [&](std::ostream& out) { profiler::write_trace(out, *trace); });
   if (!analysis.profile->complete) return 130;
   return analysis.profile->valid ? 0 : 3;
 }
 
 // The launcher of profile --tp N: the ranks' results merged into one, written as one profile's.
 int run_tensor_parallel(const ProfileArgs& a, const gpu::ModuleApi& gpu) {
-  if (!a.record_path.empty()) throw InputError("--record with --tp: --trace writes every GPU's timeline");
+  if (!a.record_path.empty())
+    throw InputError("--record with --tp: --trace writes every GPU's timeline");
   std::string id;
   gpu::Status st;
   gpu.nccl_unique_id(a.nccl_dir, id, st);
   raise(st);
   std::string dir = make_rank_directory();
   int code = run_ranks(a.model.tp, id, dir);
-  if (code != 0 && code != 3) return code;  // the failed rank's log is on stderr; the directory stays for a look
+  if (code != 0 && code != 3)
+    return code;  // the failed rank's log is on stderr; the directory stays for a look
   std::vector<nlohmann::json> results;
   std::vector<profiler::Trace> traces;
   for (int r = 0; r < a.model.tp; ++r) {
     results.push_back(reports::read_result(fmt::format("{}/rank{}.json", dir, r)).json);
-    if (!a.trace_path.empty()) traces.push_back(profiler::read_trace(fmt::format("{}/rank{}.record", dir, r)));
+    if (!a.trace_path.empty())
+      traces.push_back(profiler::read_trace(fmt::format("{}/rank{}.record", dir, r)));
   }
   nlohmann::json merged = reports::merge_rank_results(results);
   reports::OutputSet outputs;
-  outputs.add("--trace", a.trace_path, [&](std::ostream& out) { reports::write_chrome_trace(out, merged, traces); });
+  outputs.add("--trace", a.trace_path,
+              [&](std::ostream& out) { reports::write_chrome_trace(out, merged, traces); });
   write_outputs(a.model, merged, std::move(outputs));
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
@@ -105,9 +124,12 @@ int run_tensor_parallel(const ProfileArgs& a, const gpu::ModuleApi& gpu) {
 }  // namespace
 
 int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
-  if (a.l2 != "cold" && a.l2 != "hot") throw InputError(fmt::format("--l2 {}: expected cold or hot", a.l2));
-  if (a.timing != "cupti" && a.timing != "events") throw InputError(fmt::format("--timing {}: expected cupti or events", a.timing));
-  if (a.min_samples < 1 || a.max_samples < a.min_samples) throw InputError("--min-samples must be >= 1 and <= --max-samples");
+  if (a.l2 != "cold" && a.l2 != "hot")
+    throw InputError(fmt::format("--l2 {}: expected cold or hot", a.l2));
+  if (a.timing != "cupti" && a.timing != "events")
+    throw InputError(fmt::format("--timing {}: expected cupti or events", a.timing));
+  if (a.min_samples < 1 || a.max_samples < a.min_samples)
+    throw InputError("--min-samples must be >= 1 and <= --max-samples");
   const gpu::ModuleApi& gpu = gpu_with_device();
   // Predictions use the roofs of the GPU that runs them: the given profile; else the one rooflens
   // ships or derives for this GPU (as analyze does); else a quick calibration.
@@ -115,17 +137,23 @@ int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
   std::string gpu_name;
   gpu::Status name_status;
   gpu.device_name(gpu_name, name_status);
-  std::optional<Device> known = name_status.code == 0 ? device_for_gpu_name(gpu_name, 0) : std::nullopt;
-  std::optional<DeviceProfile> ready = known && a.model.device_profile.empty() ? default_profile(known->id) : std::nullopt;
+  std::optional<Device> known =
+      name_status.code == 0 ? device_for_gpu_name(gpu_name, 0) : std::nullopt;
+  std::optional<DeviceProfile> ready =
+      known && a.model.device_profile.empty() ? default_profile(known->id) : std::nullopt;
   if (!a.model.device_profile.empty()) {
-    device = std::make_shared<const Device>(calibrated_device(read_device_profile(a.model.device_profile)));
+    device = std::make_shared<const Device>(
+        calibrated_device(read_device_profile(a.model.device_profile)));
   } else if (ready) {
     device = std::make_shared<const Device>(calibrated_device(*ready));
-    std::cerr << fmt::format("rooflens: predicting with the {} ({}); --device-profile FILE for another\n",
-                             ready->derived_from.empty() ? "measured profile " + ready->source : "profile derived for " + known->id,
-                             gpu_name);
+    std::cerr << fmt::format(
+        "rooflens: predicting with the {} ({}); --device-profile FILE for another\n",
+        ready->derived_from.empty() ? "measured profile " + ready->source
+                                    : "profile derived for " + known->id,
+        gpu_name);
   } else {
-    std::cerr << "rooflens: calibrating this GPU's roofs (quick; `rooflens calibrate` also measures the tables predictions use)\n";
+    std::cerr << "rooflens: calibrating this GPU's roofs (quick; `rooflens calibrate` also "
+                 "measures the tables predictions use)\n";
     profiler::CalibrateOptions co;
     co.quick = true;
     co.tables = false;
@@ -149,9 +177,10 @@ int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
     gpu.device_count(count, st);
     raise(st);
     if (count >= a.model.tp) return run_tensor_parallel(a, gpu);
-    std::cerr << fmt::format("rooflens: --tp {}: this machine has {} GPU{}; replaying one GPU's shard, its all-reduces "
-                             "not measured\n",
-                             a.model.tp, count, count == 1 ? "" : "s");
+    std::cerr << fmt::format(
+        "rooflens: --tp {}: this machine has {} GPU{}; replaying one GPU's shard, its all-reduces "
+        "not measured\n",
+        a.model.tp, count, count == 1 ? "" : "s");
   }
   if (rank) {
     o.rank = rank->rank;
@@ -167,8 +196,10 @@ int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
   raise(st);
   if (rank) return write_rank_files(*rank, analysis, want_trace ? &trace : nullptr);
   reports::OutputSet outputs;
-  outputs.add("--record", a.record_path, [&](std::ostream& out) { profiler::write_trace(out, trace); });
-  outputs.add("--trace", a.trace_path, [&](std::ostream& out) { reports::write_chrome_trace(out, analysis, trace); });
+  outputs.add("--record", a.record_path,
+              [&](std::ostream& out) { profiler::write_trace(out, trace); });
+  outputs.add("--trace", a.trace_path,
+              [&](std::ostream& out) { reports::write_chrome_trace(out, analysis, trace); });
   write_outputs(a.model, analysis, std::move(outputs));
   if (!analysis.profile->complete) {
     std::cerr << "rooflens: interrupted; the outputs are marked incomplete\n";
@@ -185,19 +216,21 @@ void print_collectives(std::ostream& say, const DeviceProfile& p) {
   Device published = find_device(p.base_device);
   for (const CollectiveCurveSet& set : p.collectives) {
     say << fmt::format("collectives over {} GPUs:\n  {}\n  {}\n", set.gpus, set.topology, set.nccl);
-    say << fmt::format("  {:<15} {:>8} {:>11} {:>10} {:>11} {:>15}\n", "", "size", "kernel", "bus GB/s", "host call",
-                       "published model");
+    say << fmt::format("  {:<15} {:>8} {:>11} {:>10} {:>11} {:>15}\n", "", "size", "kernel",
+                       "bus GB/s", "host call", "published model");
     for (Collective c : kCollectives) {
       auto it = set.curves.find(std::string(collective_name(c)));
       if (it == set.curves.end()) continue;
       for (const CollectivePoint& pt : it->second) {
-        if (pt.bytes != (1 << 20) && pt.bytes != (64 << 20) && pt.bytes != (1 << 30) && pt.bytes != it->second.front().bytes)
+        if (pt.bytes != (1 << 20) && pt.bytes != (64 << 20) && pt.bytes != (1 << 30) &&
+            pt.bytes != it->second.front().bytes)
           continue;
         CollectivePrice model = price_collective(c, pt.bytes, set.gpus, published);
-        say << fmt::format("  {:<15} {:>8} {:>8.1f} us {:>10.0f} {:>8.1f} us {:>12.1f} us\n", collective_name(c),
-                           reports::human_bytes(static_cast<double>(pt.bytes)), pt.kernel_s * 1e6,
-                           pt.bytes / pt.kernel_s * bus_factor(c, set.gpus) / 1e9,
-                           pt.wall_s * 1e6, model.seconds * 1e6);
+        say << fmt::format("  {:<15} {:>8} {:>8.1f} us {:>10.0f} {:>8.1f} us {:>12.1f} us\n",
+                           collective_name(c), reports::human_bytes(static_cast<double>(pt.bytes)),
+                           pt.kernel_s * 1e6,
+                           pt.bytes / pt.kernel_s * bus_factor(c, set.gpus) / 1e9, pt.wall_s * 1e6,
+                           model.seconds * 1e6);
       }
     }
   }
@@ -208,11 +241,16 @@ void print_collectives(std::ostream& say, const DeviceProfile& p) {
 int run_calibrate_command(const CalibrateArgs& a) {
   if (a.gpus < 1) throw InputError(fmt::format("--gpus {}: must be at least 1", a.gpus));
   if (!a.add_to.empty() && a.gpus < 2 && a.tables.empty())
-    throw InputError("--add-to adds measured collectives (--gpus N, N >= 2) or performance tables (--tables NAMES): give one");
-  if (!a.tables.empty() && a.roofs_only) throw InputError("--tables with --roofs-only: --tables measures tables");
-  if (!a.tables.empty()) selected_grids(a.quick, a.tables);  // a misspelled table fails before any GPU time
+    throw InputError(
+        "--add-to adds measured collectives (--gpus N, N >= 2) or performance tables (--tables "
+        "NAMES): give one");
+  if (!a.tables.empty() && a.roofs_only)
+    throw InputError("--tables with --roofs-only: --tables measures tables");
+  if (!a.tables.empty())
+    selected_grids(a.quick, a.tables);  // a misspelled table fails before any GPU time
   std::optional<DeviceProfile> base;
-  if (!a.add_to.empty() && a.add_to != "default") base = read_device_profile(a.add_to);  // a bad file fails before any GPU time
+  if (!a.add_to.empty() && a.add_to != "default")
+    base = read_device_profile(a.add_to);  // a bad file fails before any GPU time
   const gpu::ModuleApi& gpu = gpu_with_device();
   if (a.add_to == "default") {
     // The profile predictions use on this GPU when none is given: shipped, else derived.
@@ -221,9 +259,13 @@ int run_calibrate_command(const CalibrateArgs& a) {
     gpu.device_name(name, st);
     raise(st);
     std::optional<Device> known = device_for_gpu_name(name, 0);
-    if (!known) throw InputError(fmt::format("--add-to default: GPU '{}' is not in the device database", name));
+    if (!known)
+      throw InputError(
+          fmt::format("--add-to default: GPU '{}' is not in the device database", name));
     base = default_profile(known->id);
-    if (!base) throw InputError(fmt::format("--add-to default: rooflens has no profile for {} to add to", known->id));
+    if (!base)
+      throw InputError(
+          fmt::format("--add-to default: rooflens has no profile for {} to add to", known->id));
   }
   profiler::CalibrateOptions co;
   co.quick = a.quick;
@@ -233,18 +275,23 @@ int run_calibrate_command(const CalibrateArgs& a) {
   co.nccl_dir = a.nccl_dir;
   co.only_tables = a.tables;
   co.collectives_only = base && a.tables.empty();
-  if (base && !a.tables.empty()) co.roofs = calibrated_device(*base);  // the profile's roofs budget the points
+  if (base && !a.tables.empty())
+    co.roofs = calibrated_device(*base);  // the profile's roofs budget the points
   DeviceProfile p = calibrate_here(gpu, co);
-  std::ostream& say = reports::is_stdout(a.out) ? std::cerr : std::cout;  // --out -: stdout holds the JSON alone
+  std::ostream& say =
+      reports::is_stdout(a.out) ? std::cerr : std::cout;  // --out -: stdout holds the JSON alone
   if (base) {
     if (base->base_device != p.base_device)
-      throw InputError(fmt::format("--add-to {}: a profile of {}, this GPU is {}", a.add_to, base->base_device, p.base_device));
+      throw InputError(fmt::format("--add-to {}: a profile of {}, this GPU is {}", a.add_to,
+                                   base->base_device, p.base_device));
     std::vector<std::string> added;
     if (a.gpus >= 2) {
-      std::erase_if(base->collectives, [&](const CollectiveCurveSet& s) { return s.gpus == a.gpus; });
+      std::erase_if(base->collectives,
+                    [&](const CollectiveCurveSet& s) { return s.gpus == a.gpus; });
       base->collectives.push_back(p.collectives.front());
-      std::sort(base->collectives.begin(), base->collectives.end(),
-                [](const CollectiveCurveSet& x, const CollectiveCurveSet& y) { return x.gpus < y.gpus; });
+      std::sort(
+          base->collectives.begin(), base->collectives.end(),
+          [](const CollectiveCurveSet& x, const CollectiveCurveSet& y) { return x.gpus < y.gpus; });
       print_collectives(say, p);
       added.push_back(fmt::format("the collectives over {} GPUs", a.gpus));
     }
@@ -252,10 +299,12 @@ int run_calibrate_command(const CalibrateArgs& a) {
     for (auto& [key, table] : p.tables.tables) {
       base->tables.tables[key] = table;
       base->tables.validation.erase(key);
-      if (auto v = p.tables.validation.find(key); v != p.tables.validation.end()) base->tables.validation[key] = v->second;
+      if (auto v = p.tables.validation.find(key); v != p.tables.validation.end())
+        base->tables.validation[key] = v->second;
       base->method["table " + key] = p.method["tables"];
     }
-    if (!p.tables.tables.empty()) added.push_back(fmt::format("{} tables measured here", p.tables.tables.size()));
+    if (!p.tables.tables.empty())
+      added.push_back(fmt::format("{} tables measured here", p.tables.tables.size()));
     reports::write_atomically(a.out, [&](std::ostream& out) { out << device_profile_json(*base); });
     say << fmt::format("wrote {} ({} with {})\n", a.out, a.add_to, fmt::join(added, " and "));
     return 0;
@@ -263,27 +312,31 @@ int run_calibrate_command(const CalibrateArgs& a) {
   reports::write_atomically(a.out, [&](std::ostream& out) { out << device_profile_json(p); });
   Device spec = find_device(p.base_device);
   say << fmt::format("{} ({}), SM clock {:.0f} MHz\n", p.gpu, p.base_device, p.sm_clock_mhz);
-  auto line = [&say](const char* what, double measured, double spec_value, const char* unit, double scale) {
-    say << fmt::format("  {:<22} {:>10.1f} {:<7} spec {:>10.1f}  ({:.0f}% of spec)\n", what, measured / scale, unit,
-                             spec_value / scale, spec_value > 0 ? 100 * measured / spec_value : 0);
+  auto line = [&say](const char* what, double measured, double spec_value, const char* unit,
+                     double scale) {
+    say << fmt::format("  {:<22} {:>10.1f} {:<7} spec {:>10.1f}  ({:.0f}% of spec)\n", what,
+                       measured / scale, unit, spec_value / scale,
+                       spec_value > 0 ? 100 * measured / spec_value : 0);
   };
   line("HBM bandwidth", p.hbm_bandwidth, spec.hbm_bandwidth, "GB/s", 1e9);
   say << fmt::format("  {:<22} {:>10.1f} GB/s\n", "L2 bandwidth", p.l2_bandwidth / 1e9);
   for (const auto& [k, v] : p.tensor_flops) {
     auto it = spec.tensor_flops.find(k);
-    line(fmt::format("tensor {}", k).c_str(), v, it == spec.tensor_flops.end() ? 0 : it->second, "TFLOP/s", 1e12);
+    line(fmt::format("tensor {}", k).c_str(), v, it == spec.tensor_flops.end() ? 0 : it->second,
+         "TFLOP/s", 1e12);
   }
   for (const auto& [k, v] : p.cuda_core_flops) {
     auto it = spec.cuda_core_flops.find(k);
-    line(fmt::format("CUDA cores {}", k).c_str(), v, it == spec.cuda_core_flops.end() ? 0 : it->second, "TFLOP/s", 1e12);
+    line(fmt::format("CUDA cores {}", k).c_str(), v,
+         it == spec.cuda_core_flops.end() ? 0 : it->second, "TFLOP/s", 1e12);
   }
-  say << fmt::format("  {:<22} {:>10.2f} us    (back-to-back launch every {:.2f} us)\n", "shortest kernel",
-                           p.launch_floor_s * 1e6, p.launch_interval_s * 1e6);
-  if (p.gemm_floor_s > 0) say << fmt::format("  {:<22} {:>10.2f} us\n", "shortest tiled GEMM", p.gemm_floor_s * 1e6);
+  say << fmt::format("  {:<22} {:>10.2f} us    (back-to-back launch every {:.2f} us)\n",
+                     "shortest kernel", p.launch_floor_s * 1e6, p.launch_interval_s * 1e6);
+  if (p.gemm_floor_s > 0)
+    say << fmt::format("  {:<22} {:>10.2f} us\n", "shortest tiled GEMM", p.gemm_floor_s * 1e6);
   print_collectives(say, p);
   say << fmt::format("wrote {}\n", a.out);
   return 0;
 }
-
 
 }  // namespace rooflens::cli

@@ -21,8 +21,8 @@ struct CalibrateArgs {
   std::string out = "device-profile.json";
   bool quick = false, roofs_only = false;
   std::string cudnn_dir;
-  int gpus = 1;            // > 1: NCCL's collectives among the first N GPUs too
-  std::string add_to;      // a profile to add the collectives or --tables to (measures nothing else)
+  int gpus = 1;        // > 1: NCCL's collectives among the first N GPUs too
+  std::string add_to;  // a profile to add the collectives or --tables to (measures nothing else)
   std::string nccl_dir;
   std::vector<std::string> tables;  // only the performance tables whose names start so
 };

@@ -36,16 +36,19 @@ extern "C" void forward_to_child(int sig) {
 fs::path find_injection_library() {
   std::error_code ec;
   if (const char* env = std::getenv("ROOFLENS_RECORD_LIBRARY"); env && *env) {
-    if (!fs::exists(env, ec)) throw InputError(fmt::format("ROOFLENS_RECORD_LIBRARY={}: no such file", env));
+    if (!fs::exists(env, ec))
+      throw InputError(fmt::format("ROOFLENS_RECORD_LIBRARY={}: no such file", env));
     return fs::absolute(env);
   }
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   fs::path dir = ec ? fs::current_path() : exe.parent_path();
   for (const fs::path& p : {dir / kLibraryName, dir.parent_path() / "lib" / kLibraryName})
     if (fs::exists(p, ec)) return p;
-  throw InputError(fmt::format("no {} beside the binary or in ../lib: this rooflens was built without CUDA (record needs the "
-                               "CUDA toolkit at build time), or ROOFLENS_RECORD_LIBRARY names it",
-                               kLibraryName));
+  throw InputError(
+      fmt::format("no {} beside the binary or in ../lib: this rooflens was built without CUDA "
+                  "(record needs the "
+                  "CUDA toolkit at build time), or ROOFLENS_RECORD_LIBRARY names it",
+                  kLibraryName));
 }
 
 // Another profiler already injected into this environment owns CUPTI: say so before running.
@@ -53,9 +56,10 @@ void refuse_if_cupti_taken(const fs::path& ours) {
   for (const char* var : {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"}) {
     const char* v = std::getenv(var);
     if (v && *v && fs::path(v) != ours)
-      throw InputError(fmt::format("CUPTI is taken: {}={} is already set (nsys or ncu runs this command?); run rooflens "
-                                   "record outside the other profiler",
-                                   var, v));
+      throw InputError(fmt::format(
+          "CUPTI is taken: {}={} is already set (nsys or ncu runs this command?); run rooflens "
+          "record outside the other profiler",
+          var, v));
   }
 }
 
@@ -66,9 +70,11 @@ struct ChildEnd {
 
 // fork + exec with the injection set; the parent ignores the terminal's SIGINT (the program gets
 // it too and flushes) and passes SIGTERM and SIGHUP on.
-ChildEnd run_child(const std::vector<std::string>& command, const fs::path& library, const std::string& dir) {
+ChildEnd run_child(const std::vector<std::string>& command, const fs::path& library,
+                   const std::string& dir) {
   int report[2];
-  if (pipe2(report, O_CLOEXEC) != 0) throw std::runtime_error(fmt::format("pipe: {}", std::strerror(errno)));
+  if (pipe2(report, O_CLOEXEC) != 0)
+    throw std::runtime_error(fmt::format("pipe: {}", std::strerror(errno)));
   std::vector<char*> argv;
   for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -89,7 +95,8 @@ ChildEnd run_child(const std::vector<std::string>& command, const fs::path& libr
   }
   close(report[1]);
   g_child = pid;
-  struct sigaction forward {}, ignore {}, old_term {}, old_hup {}, old_int {}, old_quit {};
+  struct sigaction forward {
+  }, ignore{}, old_term{}, old_hup{}, old_int{}, old_quit{};
   forward.sa_handler = forward_to_child;
   sigemptyset(&forward.sa_mask);
   ignore.sa_handler = SIG_IGN;
@@ -132,7 +139,8 @@ struct PartsDir {
     std::error_code ec;
     fs::path base = fs::temp_directory_path(ec);
     std::string pattern = ((ec ? fs::path("/tmp") : base) / "rooflens-record-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error(fmt::format("mkdtemp {}: {}", pattern, std::strerror(errno)));
+    if (!mkdtemp(pattern.data()))
+      throw std::runtime_error(fmt::format("mkdtemp {}: {}", pattern, std::strerror(errno)));
     path = pattern;
   }
   ~PartsDir() {
@@ -150,7 +158,8 @@ int count_kind(const profiler::Trace& t, profiler::GpuActivity::Kind k) {
 }  // namespace
 
 void add_record_options(CLI::App& cmd, RecordArgs& a) {
-  cmd.add_option("--out", a.out, "trace file to write (gzip when it ends in .gz)")->capture_default_str();
+  cmd.add_option("--out", a.out, "trace file to write (gzip when it ends in .gz)")
+      ->capture_default_str();
   cmd.add_option("command", a.command, "the program and its arguments, after --")->required();
 }
 
@@ -166,32 +175,40 @@ int run_record_command(const RecordArgs& a) {
   std::vector<std::string> incomplete;
   if (!end.how.empty()) incomplete.push_back(end.how);
   if (!parts.unflushed.empty())
-    incomplete.push_back(fmt::format("{} process(es) ended without flushing ({}): their last second of records may be missing",
-                                     parts.unflushed.size(), parts.unflushed.front()));
+    incomplete.push_back(fmt::format(
+        "{} process(es) ended without flushing ({}): their last second of records may be missing",
+        parts.unflushed.size(), parts.unflushed.front()));
   if (t.dropped > 0) incomplete.push_back(fmt::format("CUPTI dropped {} records", t.dropped));
   if (!parts.unavailable.empty())
-    incomplete.push_back(fmt::format("CUPTI unavailable in {} process(es): nothing recorded there", parts.unavailable.size()));
+    incomplete.push_back(fmt::format("CUPTI unavailable in {} process(es): nothing recorded there",
+                                     parts.unavailable.size()));
   if (parts.unreadable_lines > 0)
     incomplete.push_back(fmt::format("{} part line(s) cut short", parts.unreadable_lines));
   t.complete = incomplete.empty();
-  for (size_t i = 0; i < incomplete.size(); ++i) t.incomplete_reason += (i ? "; " : "") + incomplete[i];
+  for (size_t i = 0; i < incomplete.size(); ++i)
+    t.incomplete_reason += (i ? "; " : "") + incomplete[i];
   if (parts.processes == 0)
-    t.notes.push_back("no process initialized CUDA under the injection library: nothing ran on the GPU, or a profiler the "
-                      "program runs under replaced CUDA_INJECTION64_PATH");
+    t.notes.push_back(
+        "no process initialized CUDA under the injection library: nothing ran on the GPU, or a "
+        "profiler the "
+        "program runs under replaced CUDA_INJECTION64_PATH");
   for (const auto& u : parts.unavailable) t.notes.push_back("CUPTI unavailable in " + u);
-  reports::write_atomically(a.out, [&](std::ostream& o) { profiler::write_trace(o, t, profiler::gz_name(a.out)); });
+  reports::write_atomically(
+      a.out, [&](std::ostream& o) { profiler::write_trace(o, t, profiler::gz_name(a.out)); });
 
   if (!parts.unavailable.empty()) {
     std::cerr << "rooflens: CUPTI unavailable in " << parts.unavailable.front() << '\n';
     return end.exit_code != 0 ? end.exit_code : 2;
   }
   int ranges = static_cast<int>(t.ranges.size());
-  std::cerr << fmt::format("rooflens record: {} kernels, {} memcpys, {} memsets, {} NVTX ranges, {} launch calls from {} process(es){}; wrote {}\n",
-                           reports::with_commas(count_kind(t, profiler::GpuActivity::Kind::kernel)),
-                           reports::with_commas(count_kind(t, profiler::GpuActivity::Kind::memcpy)),
-                           reports::with_commas(count_kind(t, profiler::GpuActivity::Kind::memset)), reports::with_commas(ranges),
-                           reports::with_commas(static_cast<int64_t>(t.api_calls.size())), parts.processes,
-                           t.gpu.empty() ? "" : " on " + t.gpu, a.out);
+  std::cerr << fmt::format(
+      "rooflens record: {} kernels, {} memcpys, {} memsets, {} NVTX ranges, {} launch calls from "
+      "{} process(es){}; wrote {}\n",
+      reports::with_commas(count_kind(t, profiler::GpuActivity::Kind::kernel)),
+      reports::with_commas(count_kind(t, profiler::GpuActivity::Kind::memcpy)),
+      reports::with_commas(count_kind(t, profiler::GpuActivity::Kind::memset)),
+      reports::with_commas(ranges), reports::with_commas(static_cast<int64_t>(t.api_calls.size())),
+      parts.processes, t.gpu.empty() ? "" : " on " + t.gpu, a.out);
   if (!t.complete) std::cerr << "rooflens record: INCOMPLETE: " << t.incomplete_reason << '\n';
   return end.exit_code;
 }

@@ -4,7 +4,6 @@
 // as a rooflens trace. rooflens itself stays free of CUDA: it sets the environment, runs the
 // program, and merges what the library wrote. Returns the program's exit code.
 #include <CLI/CLI.hpp>
-
 #include <string>
 #include <vector>
 

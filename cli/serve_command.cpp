@@ -238,7 +238,8 @@ ServeReport serve_run(const ServeArgs& a, const CLI::App& cmd) {
   ServeResult r = run_serve(c, o, device);
   // Which roofs priced the steps: the measured or derived profile, or the spec sheet.
   std::string device_name =
-      fmt::format("{} ({})", device->id, device->profile_source.empty() ? "spec roofs" : device->profile_source);
+      fmt::format("{} ({})", device->id,
+                  device->profile_source.empty() ? "spec roofs" : device->profile_source);
   std::ostringstream text;
   write_terminal(text, r, o, device_name);
   return {result_json(r, o, device_name), text.str()};
@@ -247,7 +248,8 @@ ServeReport serve_run(const ServeArgs& a, const CLI::App& cmd) {
 int run_serve_command(const ServeArgs& a, const CLI::App& cmd) {
   ServeReport report = serve_run(a, cmd);
   if (!a.json_path.empty())
-    reports::write_atomically(a.json_path, [&](std::ostream& f) { f << report.result.dump(1) << '\n'; });
+    reports::write_atomically(a.json_path,
+                              [&](std::ostream& f) { f << report.result.dump(1) << '\n'; });
   std::cout << report.text;
   return 0;
 }

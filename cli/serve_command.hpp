@@ -1,5 +1,6 @@
 #pragma once
-// `rooflens serve CONFIG`: a serving deployment simulated step by step (analyzer/serving/serving.hpp).
+// `rooflens serve CONFIG`: a serving deployment simulated step by step
+// (analyzer/serving/serving.hpp).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <string>

@@ -25,7 +25,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (c.layers > 4 || c.experts > 64) return 0;
   for (int variant = 0; variant < 4; ++variant) {
     TransformerOptions o;
-    o.workload = variant == 0 ? Workload::prefill : variant == 1 ? Workload::decode : Workload::generate;
+    o.workload = variant == 0   ? Workload::prefill
+                 : variant == 1 ? Workload::decode
+                                : Workload::generate;
     o.lowering.seq = 4;
     o.lowering.context = 5;
     o.prompt = 3;

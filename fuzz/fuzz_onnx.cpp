@@ -24,7 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     load.loop_trips = 3;
   }
   try {
-    rooflens::Analysis a = rooflens::analyze_graph(rooflens::load_onnx_bytes(bytes, "fuzz.onnx", load), {});
+    rooflens::Analysis a =
+        rooflens::analyze_graph(rooflens::load_onnx_bytes(bytes, "fuzz.onnx", load), {});
     std::ostringstream sink;
     rooflens::reports::TableSink(10).write(sink, a);
     rooflens::reports::TableSink(10, true).write(sink, a);

@@ -23,7 +23,8 @@ struct Model {
 const Model& gpt2() {
   static const Model m = [] {
     rooflens::TransformerConfig c = rooflens::parse_transformer_config(
-        R"({"model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2, "n_positions": 128, "vocab_size": 100})", "fuzz-gpt2.json");
+        R"({"model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2, "n_positions": 128, "vocab_size": 100})",
+        "fuzz-gpt2.json");
     rooflens::TransformerOptions o;
     o.lowering.seq = 8;
     Model x;
@@ -39,15 +40,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace rooflens;
   profiler::Trace t;
   try {
-    t = profiler::parse_timeline_text(std::string(reinterpret_cast<const char*>(data), size), "fuzz.json");
+    t = profiler::parse_timeline_text(std::string(reinterpret_cast<const char*>(data), size),
+                                      "fuzz.json");
   } catch (const InputError&) {
     return 0;
   }
-  if (t.activities.size() + t.ranges.size() + t.api_calls.size() > 20000) return 0;  // keep executions short
+  if (t.activities.size() + t.ranges.size() + t.api_calls.size() > 20000)
+    return 0;  // keep executions short
   for (int steps : {0, 2}) {
     try {
       Analysis a = gpt2().analysis;
-      a.comparison = std::make_shared<profiler::TimelineComparison>(profiler::compare_timeline(a, gpt2().graph, t, {"fuzz.json", steps}));
+      a.comparison = std::make_shared<profiler::TimelineComparison>(
+          profiler::compare_timeline(a, gpt2().graph, t, {"fuzz.json", steps}));
       nlohmann::json result = reports::result_json(a);
       std::ostringstream out;
       reports::write_compare_table(out, result, 10, steps == 2);

@@ -23,21 +23,24 @@ constexpr int kBlockM = 64, kBlockN = 64, kWarps = 4;
 // neighbours on its SM (GPT-2's 192 blocks on 132 SMs) must keep several tiles requested. At
 // D 128 two stages already fill the shared memory two blocks per SM may use.
 template <int D>
-constexpr int kv_stages() { return D <= 64 ? 4 : 2; }
+constexpr int kv_stages() {
+  return D <= 64 ? 4 : 2;
+}
 
 template <int D>
 constexpr size_t prefill_smem_bytes(size_t elem) {
-  return static_cast<size_t>(kBlockM + 2 * kv_stages<D>() * kBlockN) * (D + 8) * elem;  // Q, then K and V per stage
+  return static_cast<size_t>(kBlockM + 2 * kv_stages<D>() * kBlockN) * (D + 8) *
+         elem;  // Q, then K and V per stage
 }
 
 // Kept whole: a kernel's main loop keeps its fragments in registers across the tile loop;
 // split into device functions the compiler's allocation and schedule move, and the replay's
 // figures (docs/profile.md) were measured on this body.
 template <class T, int D>
-__global__ void __launch_bounds__(kWarps * 32) flash_prefill_kernel(const T* __restrict__ Q, const T* __restrict__ K,
-                                                                    const T* __restrict__ V, T* __restrict__ O, int64_t sq,
-                                                                    int64_t skv, int hq, int hkv, bool causal,
-                                                                    int64_t window, float scale_log2) {
+__global__ void __launch_bounds__(kWarps * 32)
+    flash_prefill_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict__ V,
+                         T* __restrict__ O, int64_t sq, int64_t skv, int hq, int hkv, bool causal,
+                         int64_t window, float scale_log2) {
   constexpr int LD = D + 8;  // 16-byte pad per row: ldmatrix rows fall in different banks
   constexpr int kChunks = D / 8, kStages = kv_stages<D>();
   extern __shared__ __align__(16) unsigned char smem[];
@@ -57,14 +60,16 @@ __global__ void __launch_bounds__(kWarps * 32) flash_prefill_kernel(const T* __r
   for (int i = threadIdx.x; i < kBlockM * kChunks; i += blockDim.x) {
     int r = i / kChunks, c = (i % kChunks) * 8;
     bool valid = q0 + r < sq;
-    cp_async16(qs + r * LD + c, valid ? Q + (((static_cast<int64_t>(b) * sq + q0 + r) * hq + h) * D + c) : Q, valid);
+    cp_async16(qs + r * LD + c,
+               valid ? Q + (((static_cast<int64_t>(b) * sq + q0 + r) * hq + h) * D + c) : Q, valid);
   }
   int64_t kv_end = skv, kv_begin = 0;
   if (causal) kv_end = std::max<int64_t>(0, std::min<int64_t>(skv, q0 + kBlockM + offset));
-  if (causal && window > 0) kv_begin = std::max<int64_t>(0, (q0 + offset - window + 1) / kBlockN * kBlockN);
+  if (causal && window > 0)
+    kv_begin = std::max<int64_t>(0, (q0 + offset - window + 1) / kBlockN * kBlockN);
   auto load_kv = [&](int stage, int64_t k0) {
-    cp_async_kv_rows<T, D>(ks + stage * kBlockN * LD, vs + stage * kBlockN * LD, LD, kbase, vbase, k0,
-                           kBlockN, skv);
+    cp_async_kv_rows<T, D>(ks + stage * kBlockN * LD, vs + stage * kBlockN * LD, LD, kbase, vbase,
+                           k0, kBlockN, skv);
   };
   cp_async_commit();  // Q
   int64_t tiles = kv_end > kv_begin ? (kv_end - kv_begin + kBlockN - 1) / kBlockN : 0;
@@ -79,7 +84,8 @@ __global__ void __launch_bounds__(kWarps * 32) flash_prefill_kernel(const T* __r
   uint32_t qf[D / 16][4];
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
-    ldsm_x4(qf[kk], qs + (warp * 16 + (lane / 8) % 2 * 8 + lane % 8) * LD + kk * 16 + lane / 16 * 8);
+    ldsm_x4(qf[kk],
+            qs + (warp * 16 + (lane / 8) % 2 * 8 + lane % 8) * LD + kk * 16 + lane / 16 * 8);
 
   // Rows g and g + 8 of the warp's 16: running max (base-2 scaled), partial sum, output.
   int64_t row0 = q0 + warp * 16 + g, row1 = row0 + 8;
@@ -113,8 +119,9 @@ __global__ void __launch_bounds__(kWarps * 32) flash_prefill_kernel(const T* __r
       }
 
     // Masks only where the tile can hold an invisible key: past the end, or near the diagonal.
-    bool edge = k0 + kBlockN > skv || (causal && (k0 + kBlockN - 1 > q0 + warp * 16 + offset ||
-                                                  (window > 0 && k0 <= q0 + warp * 16 + 15 + offset - window)));
+    bool edge = k0 + kBlockN > skv ||
+                (causal && (k0 + kBlockN - 1 > q0 + warp * 16 + offset ||
+                            (window > 0 && k0 <= q0 + warp * 16 + 15 + offset - window)));
     float mx0 = -FLT_MAX, mx1 = -FLT_MAX;
 #pragma unroll
     for (int j = 0; j < kBlockN / 8; ++j)
@@ -123,12 +130,16 @@ __global__ void __launch_bounds__(kWarps * 32) flash_prefill_kernel(const T* __r
         float x = sc[j][e] * scale_log2;
         if (edge) {
           int64_t key = k0 + j * 8 + 2 * t + (e & 1), qi = e < 2 ? row0 : row1;
-          bool visible = key < skv && (!causal || (key <= qi + offset && (window <= 0 || key > qi + offset - window)));
+          bool visible =
+              key < skv &&
+              (!causal || (key <= qi + offset && (window <= 0 || key > qi + offset - window)));
           x = visible ? x : -FLT_MAX;
         }
         sc[j][e] = x;
-        if (e < 2) mx0 = fmaxf(mx0, x);
-        else mx1 = fmaxf(mx1, x);
+        if (e < 2)
+          mx0 = fmaxf(mx0, x);
+        else
+          mx1 = fmaxf(mx1, x);
       }
 #pragma unroll
     for (int off = 1; off < 4; off <<= 1) {
@@ -147,19 +158,24 @@ __global__ void __launch_bounds__(kWarps * 32) flash_prefill_kernel(const T* __r
       sc[j][2] = exp2f(sc[j][2] - base1), sc[j][3] = exp2f(sc[j][3] - base1);
       sum0 += sc[j][0] + sc[j][1], sum1 += sc[j][2] + sc[j][3];
     }
-    l0 = l0 * alpha0 + sum0, l1 = l1 * alpha1 + sum1;  // per-lane partial sums, added across the quad at the end
+    l0 = l0 * alpha0 + sum0,
+    l1 = l1 * alpha1 + sum1;  // per-lane partial sums, added across the quad at the end
 #pragma unroll
-    for (int j = 0; j < D / 8; ++j) o[j][0] *= alpha0, o[j][1] *= alpha0, o[j][2] *= alpha1, o[j][3] *= alpha1;
+    for (int j = 0; j < D / 8; ++j)
+      o[j][0] *= alpha0, o[j][1] *= alpha0, o[j][2] *= alpha1, o[j][3] *= alpha1;
 
-    // O += P V: the score accumulators of two adjacent 8-key tiles are one 16-key A fragment.
+      // O += P V: the score accumulators of two adjacent 8-key tiles are one 16-key A fragment.
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      uint32_t pa[4] = {pack2<T>(sc[2 * kk][0], sc[2 * kk][1]), pack2<T>(sc[2 * kk][2], sc[2 * kk][3]),
-                        pack2<T>(sc[2 * kk + 1][0], sc[2 * kk + 1][1]), pack2<T>(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
+      uint32_t pa[4] = {pack2<T>(sc[2 * kk][0], sc[2 * kk][1]),
+                        pack2<T>(sc[2 * kk][2], sc[2 * kk][3]),
+                        pack2<T>(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
+                        pack2<T>(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
 #pragma unroll
       for (int dp = 0; dp < D / 16; ++dp) {
         uint32_t vb[4];
-        ldsm_x4_trans(vb, vt + (kk * 16 + (lane / 8) % 2 * 8 + lane % 8) * LD + dp * 16 + lane / 16 * 8);
+        ldsm_x4_trans(
+            vb, vt + (kk * 16 + (lane / 8) % 2 * 8 + lane % 8) * LD + dp * 16 + lane / 16 * 8);
         mma16816<T>(o[2 * dp], pa, vb[0], vb[1]);
         mma16816<T>(o[2 * dp + 1], pa, vb[2], vb[3]);
       }
@@ -177,33 +193,41 @@ __global__ void __launch_bounds__(kWarps * 32) flash_prefill_kernel(const T* __r
   for (int j = 0; j < D / 8; ++j) {
     int c = j * 8 + 2 * t;
     if (row0 < sq)
-      *reinterpret_cast<uint32_t*>(O + ((static_cast<int64_t>(b) * sq + row0) * hq + h) * D + c) = pack2<T>(o[j][0] * inv0, o[j][1] * inv0);
+      *reinterpret_cast<uint32_t*>(O + ((static_cast<int64_t>(b) * sq + row0) * hq + h) * D + c) =
+          pack2<T>(o[j][0] * inv0, o[j][1] * inv0);
     if (row1 < sq)
-      *reinterpret_cast<uint32_t*>(O + ((static_cast<int64_t>(b) * sq + row1) * hq + h) * D + c) = pack2<T>(o[j][2] * inv1, o[j][3] * inv1);
+      *reinterpret_cast<uint32_t*>(O + ((static_cast<int64_t>(b) * sq + row1) * hq + h) * D + c) =
+          pack2<T>(o[j][2] * inv1, o[j][3] * inv1);
   }
 }
 
 template <class T, int D>
-void launch_prefill(const void* q, const void* k, const void* v, void* out, const AttentionDims& d, cudaStream_t s) {
+void launch_prefill(const void* q, const void* k, const void* v, void* out, const AttentionDims& d,
+                    cudaStream_t s) {
   size_t smem = prefill_smem_bytes<D>(sizeof(T));
   auto kernel = flash_prefill_kernel<T, D>;
   allow_dynamic_smem(kernel, smem);
-  dim3 grid(static_cast<unsigned>((d.q_len + kBlockM - 1) / kBlockM), static_cast<unsigned>(d.q_heads), static_cast<unsigned>(d.batch));
-  kernel<<<grid, kWarps * 32, smem, s>>>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
-                                         static_cast<T*>(out), d.q_len, d.kv_len, static_cast<int>(d.q_heads),
+  dim3 grid(static_cast<unsigned>((d.q_len + kBlockM - 1) / kBlockM),
+            static_cast<unsigned>(d.q_heads), static_cast<unsigned>(d.batch));
+  kernel<<<grid, kWarps * 32, smem, s>>>(static_cast<const T*>(q), static_cast<const T*>(k),
+                                         static_cast<const T*>(v), static_cast<T*>(out), d.q_len,
+                                         d.kv_len, static_cast<int>(d.q_heads),
                                          static_cast<int>(d.kv_heads), d.causal, d.window,
                                          rsqrtf(static_cast<float>(D)) * 1.4426950408889634f);
 }
 
 }  // namespace
 
-void flash_prefill(const void* q, const void* k, const void* v, void* out, DType dt, const AttentionDims& d, cudaStream_t s) {
+void flash_prefill(const void* q, const void* k, const void* v, void* out, DType dt,
+                   const AttentionDims& d, cudaStream_t s) {
   if (d.head_dim_qk != d.head_dim_v || (d.head_dim_qk != 64 && d.head_dim_qk != 128))
     throw CudaError("flash prefill takes head dims 64 or 128");
   auto go = [&](auto t) {
     using T = decltype(t);
-    if (d.head_dim_qk == 64) launch_prefill<T, 64>(q, k, v, out, d, s);
-    else launch_prefill<T, 128>(q, k, v, out, d, s);
+    if (d.head_dim_qk == 64)
+      launch_prefill<T, 64>(q, k, v, out, d, s);
+    else
+      launch_prefill<T, 128>(q, k, v, out, d, s);
   };
   dispatch_half(dt, go);
   ROOFLENS_CUDA_CHECK(cudaGetLastError());

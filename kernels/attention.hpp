@@ -12,8 +12,8 @@
 namespace rooflens::kernels {
 
 // q [B, Sq, Hq, D], k/v [B, Hkv, Skv, D], out [B, Sq, Hq, D]; D = 64 or 128; fp16/bf16.
-void flash_prefill(const void* q, const void* k, const void* v, void* out, DType d, const AttentionDims& dims,
-                   cudaStream_t s);
+void flash_prefill(const void* q, const void* k, const void* v, void* out, DType d,
+                   const AttentionDims& dims, cudaStream_t s);
 
 // Decode (one query per sequence). q [B, Hq, Dqk], k [B, Hkv, Skv, Dqk], v [B, Hkv, Skv, Dv] or,
 // with v == nullptr, the first Dv of each K row. `workspace` holds decode_workspace_bytes() and is
@@ -23,8 +23,10 @@ void flash_prefill(const void* q, const void* k, const void* v, void* out, DType
 enum class DecodeKernel { cuda_cores, tensor_cores };
 bool decode_kernel_takes(DecodeKernel kernel, const AttentionDims& dims, bool separate_v);
 int64_t decode_workspace_bytes(const AttentionDims& dims, int sm_count);
-void prepare_decode_workspace(void* workspace, const AttentionDims& dims, int sm_count, cudaStream_t s);
-void decode_attention(const void* q, const void* k, const void* v, void* out, void* workspace, DType d,
-                      const AttentionDims& dims, int sm_count, cudaStream_t s, DecodeKernel kernel = DecodeKernel::cuda_cores);
+void prepare_decode_workspace(void* workspace, const AttentionDims& dims, int sm_count,
+                              cudaStream_t s);
+void decode_attention(const void* q, const void* k, const void* v, void* out, void* workspace,
+                      DType d, const AttentionDims& dims, int sm_count, cudaStream_t s,
+                      DecodeKernel kernel = DecodeKernel::cuda_cores);
 
 }  // namespace rooflens::kernels

@@ -16,16 +16,19 @@ namespace {
 std::string own_kernel_limit(const AttentionDims& d) {
   if (d.q_len == 1) {
     if (d.head_dim_qk > 576 || d.head_dim_v > 512 || d.head_dim_qk % 32 || d.head_dim_v % 32)
-      return fmt::format("decode head dims {}/{}: our kernel takes multiples of 32 up to 576/512", d.head_dim_qk, d.head_dim_v);
+      return fmt::format("decode head dims {}/{}: our kernel takes multiples of 32 up to 576/512",
+                         d.head_dim_qk, d.head_dim_v);
   } else if (d.head_dim_qk != d.head_dim_v || (d.head_dim_qk != 64 && d.head_dim_qk != 128)) {
-    return fmt::format("prefill head dims {}/{}: our flash kernel is built for 64 and 128", d.head_dim_qk, d.head_dim_v);
+    return fmt::format("prefill head dims {}/{}: our flash kernel is built for 64 and 128",
+                       d.head_dim_qk, d.head_dim_v);
   }
   return "";
 }
 
 }  // namespace
 
-Runner attention_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx, cudaStream_t s) {
+Runner attention_runner(const replay::ReplayPlan& p, const LayerBuffers& b,
+                        const ReplayContext& ctx, cudaStream_t s) {
   const auto& plan = p.as<replay::AttentionPlan>();
   const AttentionDims d = plan.dims;
   DType dt = p.inputs[0].dtype;
@@ -41,14 +44,19 @@ Runner attention_runner(const replay::ReplayPlan& p, const LayerBuffers& b, cons
       absent.push_back("cuDNN SDPA does not take this shape: " + built.error);
     } else {
       std::shared_ptr<cudnn::Operation> op(std::move(built.op));
-      std::vector<void*> tensors{const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v ? v : k), o};
+      std::vector<void*> tensors{const_cast<void*>(q), const_cast<void*>(k),
+                                 const_cast<void*>(v ? v : k), o};
       for (int i = 0; i < op->plan_count(); ++i) {
         auto ws = std::make_shared<DeviceBuffer>(static_cast<size_t>(op->workspace_bytes(i)));
-        auto state = std::make_shared<std::pair<std::shared_ptr<cudnn::Operation>, std::shared_ptr<DeviceBuffer>>>(op, ws);
-        candidates.emplace_back(ReplayLabel{"cuDNN", "SDPA, " + op->plan_name(i), ""}, [op, ws, i, tensors](cudaStream_t st) {
-          std::string err = op->execute(i, tensors, ws->get(), st);
-          if (!err.empty()) throw CudaError("cuDNN SDPA: " + err);
-        }, state);
+        auto state = std::make_shared<
+            std::pair<std::shared_ptr<cudnn::Operation>, std::shared_ptr<DeviceBuffer>>>(op, ws);
+        candidates.emplace_back(
+            ReplayLabel{"cuDNN", "SDPA, " + op->plan_name(i), ""},
+            [op, ws, i, tensors](cudaStream_t st) {
+              std::string err = op->execute(i, tensors, ws->get(), st);
+              if (!err.empty()) throw CudaError("cuDNN SDPA: " + err);
+            },
+            state);
       }
     }
   }
@@ -59,21 +67,30 @@ Runner attention_runner(const replay::ReplayPlan& p, const LayerBuffers& b, cons
     int sms = ctx.sm_count;
     auto ws = std::make_shared<DeviceBuffer>(static_cast<size_t>(decode_workspace_bytes(d, sms)));
     prepare_decode_workspace(ws->get(), d, sms, s);
-    candidates.emplace_back(ReplayLabel{"rooflens", "split-KV decode attention", ""},
-                            [=](cudaStream_t st) { decode_attention(q, k, v, o, ws->get(), dt, d, sms, st); }, ws);
-    if (decode_kernel_takes(DecodeKernel::tensor_cores, d, v != nullptr))  // the same workspace: one runs at a time
-      candidates.emplace_back(ReplayLabel{"rooflens", "split-KV decode attention (mma.sync)", ""}, [=](cudaStream_t st) {
-        decode_attention(q, k, v, o, ws->get(), dt, d, sms, st, DecodeKernel::tensor_cores);
-      }, ws);
+    candidates.emplace_back(
+        ReplayLabel{"rooflens", "split-KV decode attention", ""},
+        [=](cudaStream_t st) { decode_attention(q, k, v, o, ws->get(), dt, d, sms, st); }, ws);
+    if (decode_kernel_takes(DecodeKernel::tensor_cores, d,
+                            v != nullptr))  // the same workspace: one runs at a time
+      candidates.emplace_back(
+          ReplayLabel{"rooflens", "split-KV decode attention (mma.sync)", ""},
+          [=](cudaStream_t st) {
+            decode_attention(q, k, v, o, ws->get(), dt, d, sms, st, DecodeKernel::tensor_cores);
+          },
+          ws);
   } else {
     candidates.emplace_back(ReplayLabel{"rooflens", "flash attention (mma.sync)", ""},
                             [=](cudaStream_t st) { flash_prefill(q, k, v, o, dt, d, st); });
   }
-  if (candidates.empty()) throw ReplayUnsupported(fmt::format("no attention kernel takes this shape: {}", fmt::join(absent, "; ")));
-  std::string key = fmt::format("sdpa {} b{} h{}/{} s{}x{} d{}/{} c{} w{} vk{}", dtype_name(dt), d.batch, d.q_heads, d.kv_heads, d.q_len,
-                                d.kv_len, d.head_dim_qk, d.head_dim_v, d.causal, d.window, plan.v_in_k);
+  if (candidates.empty())
+    throw ReplayUnsupported(
+        fmt::format("no attention kernel takes this shape: {}", fmt::join(absent, "; ")));
+  std::string key = fmt::format("sdpa {} b{} h{}/{} s{}x{} d{}/{} c{} w{} vk{}", dtype_name(dt),
+                                d.batch, d.q_heads, d.kv_heads, d.q_len, d.kv_len, d.head_dim_qk,
+                                d.head_dim_v, d.causal, d.window, plan.v_in_k);
   Runner r = pick_fastest(std::move(candidates), ctx, key, s);
-  if (!absent.empty() && r.label().library == "rooflens") r.label().note += "; " + fmt::format("{}", fmt::join(absent, "; "));
+  if (!absent.empty() && r.label().library == "rooflens")
+    r.label().note += "; " + fmt::format("{}", fmt::join(absent, "; "));
   return r;
 }
 

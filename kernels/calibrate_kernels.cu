@@ -5,13 +5,16 @@ namespace rooflens::kernels {
 namespace {
 
 __global__ void copy_kernel(uint4* __restrict__ dst, const uint4* __restrict__ src, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) dst[i] = src[i];
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    dst[i] = src[i];
 }
 
 __global__ void read_kernel(const uint4* __restrict__ src, int64_t n, int passes, float* sink) {
   uint32_t acc = 0;
   for (int p = 0; p < passes; ++p)
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+         i += int64_t(gridDim.x) * blockDim.x) {
       uint4 v = src[i];
       acc ^= v.x ^ v.y ^ v.z ^ v.w;
     }
@@ -39,16 +42,21 @@ __global__ void clock_kernel(unsigned long long* out, uint64_t ns) {
 }  // namespace
 
 void stream_copy(void* dst, const void* src, int64_t bytes, int sm_count, cudaStream_t s) {
-  copy_kernel<<<sm_count * 8, 512, 0, s>>>(static_cast<uint4*>(dst), static_cast<const uint4*>(src), bytes / 16);
+  copy_kernel<<<sm_count * 8, 512, 0, s>>>(static_cast<uint4*>(dst), static_cast<const uint4*>(src),
+                                           bytes / 16);
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }
 
-void stream_read(const void* src, int64_t bytes, int passes, float* sink, int sm_count, cudaStream_t s) {
-  read_kernel<<<sm_count * 8, 512, 0, s>>>(static_cast<const uint4*>(src), bytes / 16, passes, sink);
+void stream_read(const void* src, int64_t bytes, int passes, float* sink, int sm_count,
+                 cudaStream_t s) {
+  read_kernel<<<sm_count * 8, 512, 0, s>>>(static_cast<const uint4*>(src), bytes / 16, passes,
+                                           sink);
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }
 
-void empty_kernel(cudaStream_t s) { nothing<<<1, 32, 0, s>>>(); }
+void empty_kernel(cudaStream_t s) {
+  nothing<<<1, 32, 0, s>>>();
+}
 
 void clock_probe(unsigned long long* out, uint64_t ns, cudaStream_t s) {
   clock_kernel<<<1, 1, 0, s>>>(out, ns);

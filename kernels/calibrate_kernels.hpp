@@ -10,7 +10,8 @@ namespace rooflens::kernels {
 // dst = src over `bytes` (a multiple of 16), 16-byte accesses, one pass.
 void stream_copy(void* dst, const void* src, int64_t bytes, int sm_count, cudaStream_t s);
 // Reads `bytes` `passes` times (a working set that stays in L2 when small), writes one word.
-void stream_read(const void* src, int64_t bytes, int passes, float* sink, int sm_count, cudaStream_t s);
+void stream_read(const void* src, int64_t bytes, int passes, float* sink, int sm_count,
+                 cudaStream_t s);
 void empty_kernel(cudaStream_t s);
 // Spins for ~`ns` of global time; writes SM cycles and nanoseconds elapsed to out[0..1].
 void clock_probe(unsigned long long* out, uint64_t ns, cudaStream_t s);

@@ -112,12 +112,15 @@ Runner im2col_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const R
 }
 
 // Our depthwise kernels take 1-D and 2-D windows.
-bool depthwise(const ConvDims& c) { return is_depthwise(c) && c.kernel.size() <= 2; }
+bool depthwise(const ConvDims& c) {
+  return is_depthwise(c) && c.kernel.size() <= 2;
+}
 
 // Depthwise convolutions on our window kernels (a thread per output pixel, or per four along a
 // row), as PyTorch's own depthwise kernels run them: cuDNN's engines for NCHW are several times
 // slower on them (MobileNetV3, docs/profile.md), and where one is faster it wins the timing.
-std::vector<Runner> depthwise_runners(const replay::ReplayPlan& p, const LayerBuffers& b, const std::string& why) {
+std::vector<Runner> depthwise_runners(const replay::ReplayPlan& p, const LayerBuffers& b,
+                                      const std::string& why) {
   const ConvDims& c = p.as<replay::ConvPlan>().conv;
   bool two_d = c.kernel.size() > 1;
   auto i32 = [](int64_t v) { return static_cast<int>(v); };
@@ -132,17 +135,22 @@ std::vector<Runner> depthwise_runners(const replay::ReplayPlan& p, const LayerBu
   const void *x = b.in(0), *w = b.in(1), *bias = p.as<replay::ConvPlan>().bias ? b.in(2) : nullptr;
   void* y = b.out(0);
   std::vector<Runner> out;
-  out.emplace_back(ReplayLabel{"rooflens", "depthwise window kernel", why}, [=](cudaStream_t s) { depthwise_conv2d(x, w, bias, y, dt, d, s); });
+  out.emplace_back(ReplayLabel{"rooflens", "depthwise window kernel", why},
+                   [=](cudaStream_t s) { depthwise_conv2d(x, w, bias, y, dt, d, s); });
   if (depthwise_rows_takes(d))
-    out.emplace_back(ReplayLabel{"rooflens", fmt::format("depthwise window kernel, {} outputs a thread", kDepthwiseRowOutputs), why},
-                     [=](cudaStream_t s) { depthwise_conv2d(x, w, bias, y, dt, d, s, true); });
+    out.emplace_back(
+        ReplayLabel{
+            "rooflens",
+            fmt::format("depthwise window kernel, {} outputs a thread", kDepthwiseRowOutputs), why},
+        [=](cudaStream_t s) { depthwise_conv2d(x, w, bias, y, dt, d, s, true); });
   return out;
 }
 
 // cuDNN's NCHW depthwise engines with the bias fused are runtime-compiled kernels, several times
 // slower than its plain ones (ConvNeXt's 7x7: none under 390 us where ours takes 128, H100): the
 // plain engines with a bias add after them are candidates.
-void add_unfused_bias_candidates(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx, cudnn::ConvSpec spec,
+void add_unfused_bias_candidates(const replay::ReplayPlan& p, const LayerBuffers& b,
+                                 const ReplayContext& ctx, cudnn::ConvSpec spec,
                                  std::vector<Runner>& candidates) {
   spec.bias = false;
   const Shape& nchw = p.outputs[0].shape;
@@ -161,14 +169,18 @@ void add_unfused_bias_candidates(const replay::ReplayPlan& p, const LayerBuffers
     Shape along = nhwc ? Shape{nchw[1]} : Shape{nchw[1], 1, 1};
     for (int i = 0; i < op->plan_count(); ++i) {
       auto ws = std::make_shared<DeviceBuffer>(static_cast<size_t>(op->workspace_bytes(i)));
-      auto state = std::make_shared<std::pair<std::shared_ptr<cudnn::Operation>, std::shared_ptr<DeviceBuffer>>>(op, ws);
-      candidates.emplace_back(ReplayLabel{"cuDNN", fmt::format("{} {} + bias kernel", nhwc ? "NHWC" : "NCHW", op->plan_name(i)), ""},
-                              [op, ws, i, tensors, y, bias, dt, out, along](cudaStream_t st) {
-                                std::string err = op->execute(i, tensors, ws->get(), st);
-                                if (!err.empty()) throw CudaError("cuDNN convolution: " + err);
-                                elementwise(EwOp::add, {{y, dt, out}, {bias, dt, along}}, y, dt, out, st);
-                              },
-                              state);
+      auto state = std::make_shared<
+          std::pair<std::shared_ptr<cudnn::Operation>, std::shared_ptr<DeviceBuffer>>>(op, ws);
+      candidates.emplace_back(
+          ReplayLabel{"cuDNN",
+                      fmt::format("{} {} + bias kernel", nhwc ? "NHWC" : "NCHW", op->plan_name(i)),
+                      ""},
+          [op, ws, i, tensors, y, bias, dt, out, along](cudaStream_t st) {
+            std::string err = op->execute(i, tensors, ws->get(), st);
+            if (!err.empty()) throw CudaError("cuDNN convolution: " + err);
+            elementwise(EwOp::add, {{y, dt, out}, {bias, dt, along}}, y, dt, out, st);
+          },
+          state);
     }
   }
 }
@@ -232,9 +244,10 @@ Runner conv_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const Rep
     why = "cuDNN has no engine: " + fmt::format("{}", fmt::join(errors, "; "));
   }
   if (depthwise(c)) {
-    std::string key = fmt::format("depthwise {} n{} c{} in {} k {} s {} p {} d {}", dtype_name(p.inputs[0].dtype), c.batch, c.in_channels,
-                                  fmt::join(c.in_spatial, "x"), fmt::join(c.kernel, "x"), fmt::join(c.strides, "x"),
-                                  fmt::join(c.pads, "x"), fmt::join(c.dilations, "x"));
+    std::string key =
+        fmt::format("depthwise {} n{} c{} in {} k {} s {} p {} d {}", dtype_name(p.inputs[0].dtype),
+                    c.batch, c.in_channels, fmt::join(c.in_spatial, "x"), fmt::join(c.kernel, "x"),
+                    fmt::join(c.strides, "x"), fmt::join(c.pads, "x"), fmt::join(c.dilations, "x"));
     return pick_fastest(depthwise_runners(p, b, why), ctx, key, s);
   }
   return im2col_runner(p, b, ctx, why);

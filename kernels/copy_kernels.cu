@@ -14,8 +14,8 @@ constexpr int kThreads = 256;
 constexpr int kTile = 32, kTileRows = 8;  // a 32 x 32 tile moved by 32 x 8 threads
 
 template <class E, class I>
-__global__ void copy_kernel(const E* __restrict__ src, E* __restrict__ dst, I n, Dims dims, Strides st, int64_t src_off,
-                            int64_t dst_off) {
+__global__ void copy_kernel(const E* __restrict__ src, E* __restrict__ dst, I n, Dims dims,
+                            Strides st, int64_t src_off, int64_t dst_off) {
   for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < n; i += I(gridDim.x) * blockDim.x) {
     I off[2];
     strided_offsets(i, dims, st, off);
@@ -32,8 +32,9 @@ struct TileCopy {
 };
 
 template <class E>
-__global__ void __launch_bounds__(kTile * kTileRows) tiled_copy_kernel(const E* __restrict__ src, E* __restrict__ dst, TileCopy t,
-                                                                     Dims batch_dims, Strides batch_st) {
+__global__ void __launch_bounds__(kTile* kTileRows)
+    tiled_copy_kernel(const E* __restrict__ src, E* __restrict__ dst, TileCopy t, Dims batch_dims,
+                      Strides batch_st) {
   __shared__ E tile[kTile][kTile + 1];
   int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
   int64_t tiles = t.tiles_a * t.tiles_b;
@@ -46,18 +47,20 @@ __global__ void __launch_bounds__(kTile * kTileRows) tiled_copy_kernel(const E* 
     E* d = dst + t.dst_off + off[1];
     __syncthreads();  // the previous job's tile has been written out
     for (int r = ty; r < kTile; r += kTileRows)
-      if (a0 + tx < t.len_a && b0 + r < t.len_b) tile[r][tx] = s[(b0 + r) * t.src_stride_b + a0 + tx];
+      if (a0 + tx < t.len_a && b0 + r < t.len_b)
+        tile[r][tx] = s[(b0 + r) * t.src_stride_b + a0 + tx];
     __syncthreads();
     for (int r = ty; r < kTile; r += kTileRows)
-      if (b0 + tx < t.len_b && a0 + r < t.len_a) d[(a0 + r) * t.dst_stride_a + b0 + tx] = tile[tx][r];
+      if (b0 + tx < t.len_b && a0 + r < t.len_a)
+        d[(a0 + r) * t.dst_stride_a + b0 + tx] = tile[tx][r];
   }
 }
 
 // N: the index type of the output walk, 32-bit when it fits (a 64-bit division is a called
 // subroutine, slow and, with L2 flushed, fetched from HBM).
 template <class E, class I, class N>
-__global__ void gather_kernel(const E* __restrict__ data, const I* __restrict__ idx, E* __restrict__ out, N outer,
-                              int64_t axis_len, N n_idx, N inner) {
+__global__ void gather_kernel(const E* __restrict__ data, const I* __restrict__ idx,
+                              E* __restrict__ out, N outer, int64_t axis_len, N n_idx, N inner) {
   N n = outer * n_idx * inner;
   for (N i = blockIdx.x * N(blockDim.x) + threadIdx.x; i < n; i += N(gridDim.x) * blockDim.x) {
     N q = i / inner, in_i = i - q * inner, o = q / n_idx, j = q - o * n_idx;
@@ -78,8 +81,8 @@ struct Parts {
 };
 
 template <class E, class I>
-__global__ void concat_split_kernel(E* __restrict__ whole, Parts<E> parts, int n_parts, I group_cols, I whole_cols,
-                                    I col_base, I n, bool split) {
+__global__ void concat_split_kernel(E* __restrict__ whole, Parts<E> parts, int n_parts,
+                                    I group_cols, I whole_cols, I col_base, I n, bool split) {
   for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < n; i += I(gridDim.x) * blockDim.x) {
     I o = i / group_cols, q = i - o * group_cols;
     E* part = parts.ptr[0];
@@ -93,31 +96,46 @@ __global__ void concat_split_kernel(E* __restrict__ whole, Parts<E> parts, int n
       }
     E* w = whole + (o * whole_cols + col_base + q);
     E* p = part + (o * width + (q - lo));
-    if (split) *p = *w;
-    else *w = *p;
+    if (split)
+      *p = *w;
+    else
+      *w = *p;
   }
 }
 
 template <class F>
 void dispatch_bytes(int elem_bytes, F&& f) {
   switch (elem_bytes) {
-    case 1: f(uint8_t{}); return;
-    case 2: f(uint16_t{}); return;
-    case 4: f(uint32_t{}); return;
-    case 8: f(uint64_t{}); return;
-    case 16: f(uint4{}); return;
-    default: throw CudaError("copy of an unsupported element size");
+    case 1:
+      f(uint8_t{});
+      return;
+    case 2:
+      f(uint16_t{});
+      return;
+    case 4:
+      f(uint32_t{});
+      return;
+    case 8:
+      f(uint64_t{});
+      return;
+    case 16:
+      f(uint4{});
+      return;
+    default:
+      throw CudaError("copy of an unsupported element size");
   }
 }
 
 // A layout whose innermost dim is contiguous on both sides, with every other stride and both
 // offsets whole multiples of 16 bytes, is copied as 16-byte elements.
-void widen_to_16_bytes(int& elem_bytes, std::vector<int64_t>& extent, std::vector<std::vector<int64_t>>& st,
-                       int64_t& src_off, int64_t& dst_off, const void* src, const void* dst) {
+void widen_to_16_bytes(int& elem_bytes, std::vector<int64_t>& extent,
+                       std::vector<std::vector<int64_t>>& st, int64_t& src_off, int64_t& dst_off,
+                       const void* src, const void* dst) {
   if (elem_bytes >= 16 || !aligned16(src) || !aligned16(dst) || extent.empty()) return;
   int64_t w = 16 / elem_bytes;
   size_t last = extent.size() - 1;
-  if (st[0][last] != 1 || st[1][last] != 1 || extent[last] % w || src_off % w || dst_off % w) return;
+  if (st[0][last] != 1 || st[1][last] != 1 || extent[last] % w || src_off % w || dst_off % w)
+    return;
   for (size_t d = 0; d < last; ++d)
     if (st[0][d] % w || st[1][d] % w) return;
   extent[last] /= w;
@@ -129,8 +147,8 @@ void widen_to_16_bytes(int& elem_bytes, std::vector<int64_t>& extent, std::vecto
 }
 
 // The dims other than a and b, as a walk for the tiled kernel.
-void batch_walk(const std::vector<int64_t>& extent, const std::vector<std::vector<int64_t>>& st, size_t a, size_t b,
-                Dims& dims, Strides& strides, int64_t& count) {
+void batch_walk(const std::vector<int64_t>& extent, const std::vector<std::vector<int64_t>>& st,
+                size_t a, size_t b, Dims& dims, Strides& strides, int64_t& count) {
   dims.rank = 0;
   count = 1;
   for (size_t d = 0; d < extent.size(); ++d) {
@@ -146,8 +164,8 @@ void batch_walk(const std::vector<int64_t>& extent, const std::vector<std::vecto
 }  // namespace
 
 void strided_copy(const void* src, void* dst, int elem_bytes, const std::vector<int64_t>& extent_in,
-                  const std::vector<int64_t>& src_strides, const std::vector<int64_t>& dst_strides, int64_t src_offset,
-                  int64_t dst_offset, cudaStream_t s) {
+                  const std::vector<int64_t>& src_strides, const std::vector<int64_t>& dst_strides,
+                  int64_t src_offset, int64_t dst_offset, cudaStream_t s) {
   std::vector<int64_t> extent = extent_in;
   std::vector<std::vector<int64_t>> st{src_strides, dst_strides};
   collapse(extent, st);
@@ -162,17 +180,25 @@ void strided_copy(const void* src, void* dst, int elem_bytes, const std::vector<
     return extent.size();
   };
   size_t a = unit(0), b = unit(1);
-  if (a < extent.size() && b < extent.size() && a != b && extent[a] >= kTile / 2 && extent[b] >= kTile / 2) {
-    TileCopy t{extent[a], extent[b], (extent[a] + kTile - 1) / kTile, (extent[b] + kTile - 1) / kTile, st[0][b], st[1][a], 1,
-               src_offset, dst_offset};
+  if (a < extent.size() && b < extent.size() && a != b && extent[a] >= kTile / 2 &&
+      extent[b] >= kTile / 2) {
+    TileCopy t{extent[a],
+               extent[b],
+               (extent[a] + kTile - 1) / kTile,
+               (extent[b] + kTile - 1) / kTile,
+               st[0][b],
+               st[1][a],
+               1,
+               src_offset,
+               dst_offset};
     Dims dims{};
     Strides strides{};
     batch_walk(extent, st, a, b, dims, strides, t.batch);
     int64_t jobs = t.tiles_a * t.tiles_b * t.batch;
     dispatch_bytes(elem_bytes, [&](auto e) {
       using E = decltype(e);
-      tiled_copy_kernel<E><<<blocks_for(jobs, 1, 132 * 16), kTile * kTileRows, 0, s>>>(static_cast<const E*>(src), static_cast<E*>(dst),
-                                                                                   t, dims, strides);
+      tiled_copy_kernel<E><<<blocks_for(jobs, 1, 132 * 16), kTile * kTileRows, 0, s>>>(
+          static_cast<const E*>(src), static_cast<E*>(dst), t, dims, strides);
     });
     ROOFLENS_CUDA_CHECK(cudaGetLastError());
     return;
@@ -189,26 +215,32 @@ void strided_copy(const void* src, void* dst, int elem_bytes, const std::vector<
   dispatch_bytes(elem_bytes, [&](auto e) {
     using E = decltype(e);
     int64_t reach = std::max(src_offset, dst_offset);
-    for (size_t d = 0; d < extent.size(); ++d) reach += (extent[d] - 1) * std::max(std::abs(st[0][d]), std::abs(st[1][d]));
+    for (size_t d = 0; d < extent.size(); ++d)
+      reach += (extent[d] - 1) * std::max(std::abs(st[0][d]), std::abs(st[1][d]));
     if (n < (int64_t{1} << 31) && reach < (int64_t{1} << 31))
       copy_kernel<E, uint32_t><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(
-          static_cast<const E*>(src), static_cast<E*>(dst), static_cast<uint32_t>(n), dims, strides, src_offset, dst_offset);
+          static_cast<const E*>(src), static_cast<E*>(dst), static_cast<uint32_t>(n), dims, strides,
+          src_offset, dst_offset);
     else
-      copy_kernel<E, int64_t><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(static_cast<const E*>(src), static_cast<E*>(dst), n,
-                                                                                    dims, strides, src_offset, dst_offset);
+      copy_kernel<E, int64_t><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(
+          static_cast<const E*>(src), static_cast<E*>(dst), n, dims, strides, src_offset,
+          dst_offset);
   });
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }
 
-void concat_split(void* whole, const std::vector<void*>& parts, const std::vector<int64_t>& part_cols, int64_t outer,
-                  int elem_bytes, bool split, cudaStream_t s) {
-  if (parts.empty() || parts.size() != part_cols.size()) throw CudaError("concat/split: one width per part");
+void concat_split(void* whole, const std::vector<void*>& parts,
+                  const std::vector<int64_t>& part_cols, int64_t outer, int elem_bytes, bool split,
+                  cudaStream_t s) {
+  if (parts.empty() || parts.size() != part_cols.size())
+    throw CudaError("concat/split: one width per part");
   int64_t cols = 0;
   for (int64_t c : part_cols) cols += c;
   // 16-byte elements when every part's width and every pointer allows it.
   bool wide = elem_bytes < 16 && aligned16(whole);
   int64_t w = 16 / elem_bytes;
-  for (size_t j = 0; j < parts.size() && wide; ++j) wide = aligned16(parts[j]) && part_cols[j] % w == 0;
+  for (size_t j = 0; j < parts.size() && wide; ++j)
+    wide = aligned16(parts[j]) && part_cols[j] % w == 0;
   int64_t scale = wide ? w : 1;
   if (wide) elem_bytes = 16;
   int64_t whole_cols = cols / scale;
@@ -231,10 +263,12 @@ void concat_split(void* whole, const std::vector<void*>& parts, const std::vecto
         if (outer * whole_cols < (int64_t{1} << 31))
           concat_split_kernel<E, uint32_t><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(
               static_cast<E*>(whole), table, static_cast<int>(count), static_cast<uint32_t>(width),
-              static_cast<uint32_t>(whole_cols), static_cast<uint32_t>(base), static_cast<uint32_t>(n), split);
+              static_cast<uint32_t>(whole_cols), static_cast<uint32_t>(base),
+              static_cast<uint32_t>(n), split);
         else
           concat_split_kernel<E, int64_t><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(
-              static_cast<E*>(whole), table, static_cast<int>(count), width, whole_cols, base, n, split);
+              static_cast<E*>(whole), table, static_cast<int>(count), width, whole_cols, base, n,
+              split);
       }
       base += width;
     }
@@ -242,8 +276,8 @@ void concat_split(void* whole, const std::vector<void*>& parts, const std::vecto
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }
 
-void gather(const void* data, const void* indices, DType index_dtype, void* out, int elem_bytes, int64_t outer,
-            int64_t axis_len, int64_t n_idx, int64_t inner, cudaStream_t s) {
+void gather(const void* data, const void* indices, DType index_dtype, void* out, int elem_bytes,
+            int64_t outer, int64_t axis_len, int64_t n_idx, int64_t inner, cudaStream_t s) {
   // Rows of whole 16-byte vectors (embedding lookups) are moved as vectors.
   if (elem_bytes < 16 && (inner * elem_bytes) % 16 == 0 && aligned16(data) && aligned16(out)) {
     inner = inner * elem_bytes / 16;
@@ -256,12 +290,14 @@ void gather(const void* data, const void* indices, DType index_dtype, void* out,
       using I = decltype(index);
       using N = decltype(walk);
       gather_kernel<E, I, N><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(
-          static_cast<const E*>(data), static_cast<const I*>(indices), static_cast<E*>(out), static_cast<N>(outer), axis_len,
-          static_cast<N>(n_idx), static_cast<N>(inner));
+          static_cast<const E*>(data), static_cast<const I*>(indices), static_cast<E*>(out),
+          static_cast<N>(outer), axis_len, static_cast<N>(n_idx), static_cast<N>(inner));
     };
     bool narrow = n < (int64_t{1} << 31);
-    if (index_dtype == DType::i64) narrow ? go(int64_t{}, uint32_t{}) : go(int64_t{}, int64_t{});
-    else narrow ? go(int32_t{}, uint32_t{}) : go(int32_t{}, int64_t{});
+    if (index_dtype == DType::i64)
+      narrow ? go(int64_t{}, uint32_t{}) : go(int64_t{}, int64_t{});
+    else
+      narrow ? go(int32_t{}, uint32_t{}) : go(int32_t{}, int64_t{});
   });
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }

@@ -24,7 +24,8 @@ inline void cuda_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw CudaError(std::string(what) + ": " + cudaGetErrorString(e));
 }
 inline void cublas_check(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS) throw CudaError(std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(s)));
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw CudaError(std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(s)));
 }
 
 #define ROOFLENS_CUDA_CHECK(call) ::rooflens::kernels::cuda_check((call), #call)
@@ -40,8 +41,8 @@ void allow_dynamic_smem(Kernel* kernel, size_t bytes) {
   ROOFLENS_CUDA_CHECK(cudaGetDevice(&device));
   size_t& done = allowed[{reinterpret_cast<const void*>(kernel), device}];
   if (done >= bytes) return;
-  ROOFLENS_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  ROOFLENS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(bytes)));
   done = bytes;
 }
 
@@ -54,7 +55,9 @@ class DeviceBuffer {
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr, o.bytes_ = 0; }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
+    o.ptr_ = nullptr, o.bytes_ = 0;
+  }
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     std::swap(ptr_, o.ptr_);
     std::swap(bytes_, o.bytes_);
@@ -65,7 +68,9 @@ class DeviceBuffer {
   }
   void* get() const { return ptr_; }
   template <class T>
-  T* as() const { return static_cast<T*>(ptr_); }
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
   size_t bytes() const { return bytes_; }
 
  private:

@@ -20,10 +20,14 @@ constexpr int64_t kMaxPlans = 6;
 
 fe::DataType_t fe_type(DType d) {
   switch (d) {
-    case DType::f32: return fe::DataType_t::FLOAT;
-    case DType::f16: return fe::DataType_t::HALF;
-    case DType::bf16: return fe::DataType_t::BFLOAT16;
-    default: return fe::DataType_t::NOT_SET;
+    case DType::f32:
+      return fe::DataType_t::FLOAT;
+    case DType::f16:
+      return fe::DataType_t::HALF;
+    case DType::bf16:
+      return fe::DataType_t::BFLOAT16;
+    default:
+      return fe::DataType_t::NOT_SET;
   }
 }
 
@@ -34,11 +38,14 @@ std::vector<int64_t> contiguous(const std::vector<int64_t>& dims) {
 }
 
 // Strides of logical [N, C, H, W] dims stored channels-last (N, H, W, C).
-std::vector<int64_t> channels_last(const std::vector<int64_t>& d) { return {d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]}; }
+std::vector<int64_t> channels_last(const std::vector<int64_t>& d) {
+  return {d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]};
+}
 
 class GraphOperation : public Operation {
  public:
-  GraphOperation(cudnnHandle_t h, std::shared_ptr<fe::graph::Graph> g, std::vector<std::shared_ptr<fe::graph::Tensor_attributes>> io)
+  GraphOperation(cudnnHandle_t h, std::shared_ptr<fe::graph::Graph> g,
+                 std::vector<std::shared_ptr<fe::graph::Tensor_attributes>> io)
       : handle_(h), graph_(std::move(g)), io_(std::move(io)) {
     int64_t count = graph_->get_execution_plan_count();
     for (int64_t i = 0; i < count && static_cast<int64_t>(plans_.size()) < kMaxPlans; ++i) {
@@ -49,16 +56,22 @@ class GraphOperation : public Operation {
   int plan_count() const override { return static_cast<int>(plans_.size()); }
   std::string plan_name(int plan) const override {
     std::string name;
-    if (graph_->get_plan_name_at_index(plans_[static_cast<size_t>(plan)].index, name).is_bad()) return "?";
+    if (graph_->get_plan_name_at_index(plans_[static_cast<size_t>(plan)].index, name).is_bad())
+      return "?";
     return name;
   }
-  int64_t workspace_bytes(int plan) const override { return plans_[static_cast<size_t>(plan)].workspace; }
-  std::string execute(int plan, const std::vector<void*>& tensors, void* workspace, void* stream) const override {
-    if (cudnnSetStream(handle_, static_cast<cudaStream_t>(stream)) != CUDNN_STATUS_SUCCESS) return "cudnnSetStream failed";
+  int64_t workspace_bytes(int plan) const override {
+    return plans_[static_cast<size_t>(plan)].workspace;
+  }
+  std::string execute(int plan, const std::vector<void*>& tensors, void* workspace,
+                      void* stream) const override {
+    if (cudnnSetStream(handle_, static_cast<cudaStream_t>(stream)) != CUDNN_STATUS_SUCCESS)
+      return "cudnnSetStream failed";
     std::unordered_map<int64_t, void*> pack;
     for (size_t i = 0; i < io_.size() && i < tensors.size(); ++i)
       if (io_[i]) pack[io_[i]->get_uid()] = tensors[i];
-    auto st = graph_->execute_plan_at_index(handle_, pack, workspace, plans_[static_cast<size_t>(plan)].index);
+    auto st = graph_->execute_plan_at_index(handle_, pack, workspace,
+                                            plans_[static_cast<size_t>(plan)].index);
     return st.is_good() ? std::string() : st.get_message();
   }
 
@@ -77,7 +90,9 @@ std::string build_all(fe::graph::Graph& g, cudnnHandle_t h, bool strict_fp32) {
   auto st = g.validate();
   if (st.is_good()) st = g.build_operation_graph(h);
   if (st.is_good()) st = g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK});
-  if (st.is_good() && strict_fp32) g.deselect_numeric_notes({fe::NumericalNote_t::TENSOR_CORE, fe::NumericalNote_t::DOWN_CONVERT_INPUTS});
+  if (st.is_good() && strict_fp32)
+    g.deselect_numeric_notes(
+        {fe::NumericalNote_t::TENSOR_CORE, fe::NumericalNote_t::DOWN_CONVERT_INPUTS});
   if (st.is_good()) st = g.check_support();
   if (st.is_good()) st = g.build_plans(fe::BuildPlanPolicy_t::ALL);
   return st.is_good() ? std::string() : st.get_message();
@@ -91,13 +106,21 @@ class CudnnPlugin : public Plugin {
   int64_t cudnn_version() const override { return static_cast<int64_t>(cudnnGetVersion()); }
 
   Built conv(const ConvSpec& s) override {
-    if (fe_type(s.dtype) == fe::DataType_t::NOT_SET) return {nullptr, "cuDNN convolution takes fp32, fp16 and bf16"};
+    if (fe_type(s.dtype) == fe::DataType_t::NOT_SET)
+      return {nullptr, "cuDNN convolution takes fp32, fp16 and bf16"};
     auto g = std::make_shared<fe::graph::Graph>();
-    g->set_io_data_type(fe_type(s.dtype)).set_intermediate_data_type(fe::DataType_t::FLOAT).set_compute_data_type(fe::DataType_t::FLOAT);
-    std::vector<int64_t> xd{s.n, s.c, s.h, s.w}, wd{s.k, s.c / s.groups, s.kh, s.kw}, yd{s.n, s.k, s.oh, s.ow};
-    auto layout = [&](const std::vector<int64_t>& d) { return s.nhwc ? channels_last(d) : contiguous(d); };
-    auto x = g->tensor(fe::graph::Tensor_attributes().set_name("x").set_dim(xd).set_stride(layout(xd)));
-    auto w = g->tensor(fe::graph::Tensor_attributes().set_name("w").set_dim(wd).set_stride(layout(wd)));
+    g->set_io_data_type(fe_type(s.dtype))
+        .set_intermediate_data_type(fe::DataType_t::FLOAT)
+        .set_compute_data_type(fe::DataType_t::FLOAT);
+    std::vector<int64_t> xd{s.n, s.c, s.h, s.w}, wd{s.k, s.c / s.groups, s.kh, s.kw},
+        yd{s.n, s.k, s.oh, s.ow};
+    auto layout = [&](const std::vector<int64_t>& d) {
+      return s.nhwc ? channels_last(d) : contiguous(d);
+    };
+    auto x =
+        g->tensor(fe::graph::Tensor_attributes().set_name("x").set_dim(xd).set_stride(layout(xd)));
+    auto w =
+        g->tensor(fe::graph::Tensor_attributes().set_name("w").set_dim(wd).set_stride(layout(wd)));
     auto opts = fe::graph::Conv_fprop_attributes()
                     .set_name("conv")
                     .set_padding({s.pad_h, s.pad_w})
@@ -107,8 +130,11 @@ class CudnnPlugin : public Plugin {
     std::shared_ptr<fe::graph::Tensor_attributes> b;
     if (s.bias) {
       std::vector<int64_t> bd{1, s.k, 1, 1};
-      b = g->tensor(fe::graph::Tensor_attributes().set_name("b").set_dim(bd).set_stride(contiguous(bd)));
-      y = g->pointwise(y, b, fe::graph::Pointwise_attributes().set_name("bias").set_mode(fe::PointwiseMode_t::ADD));
+      b = g->tensor(
+          fe::graph::Tensor_attributes().set_name("b").set_dim(bd).set_stride(contiguous(bd)));
+      y = g->pointwise(
+          y, b,
+          fe::graph::Pointwise_attributes().set_name("bias").set_mode(fe::PointwiseMode_t::ADD));
     }
     y->set_output(true).set_dim(yd).set_stride(layout(yd)).set_data_type(fe_type(s.dtype));
     std::string err = build_all(*g, handle_, s.dtype == DType::f32 && !s.tensor_cores);
@@ -119,27 +145,35 @@ class CudnnPlugin : public Plugin {
   }
 
   Built sdpa(const SdpaSpec& s) override {
-    if (s.dtype != DType::f16 && s.dtype != DType::bf16) return {nullptr, "cuDNN attention takes fp16 and bf16"};
+    if (s.dtype != DType::f16 && s.dtype != DType::bf16)
+      return {nullptr, "cuDNN attention takes fp16 and bf16"};
     const AttentionDims& d = s.dims;
     auto g = std::make_shared<fe::graph::Graph>();
-    g->set_io_data_type(fe_type(s.dtype)).set_intermediate_data_type(fe::DataType_t::FLOAT).set_compute_data_type(fe::DataType_t::FLOAT);
+    g->set_io_data_type(fe_type(s.dtype))
+        .set_intermediate_data_type(fe::DataType_t::FLOAT)
+        .set_compute_data_type(fe::DataType_t::FLOAT);
     // Logical dims [B, H, S, D]; strides say where each lies in memory.
     std::vector<int64_t> qd{d.batch, d.q_heads, d.q_len, d.head_dim_qk};
-    std::vector<int64_t> qs{d.q_len * d.q_heads * d.head_dim_qk, d.head_dim_qk, d.q_heads * d.head_dim_qk, 1};
+    std::vector<int64_t> qs{d.q_len * d.q_heads * d.head_dim_qk, d.head_dim_qk,
+                            d.q_heads * d.head_dim_qk, 1};
     std::vector<int64_t> kd{d.batch, d.kv_heads, d.kv_len, d.head_dim_qk}, ks = contiguous(kd);
     std::vector<int64_t> vd{d.batch, d.kv_heads, d.kv_len, d.head_dim_v};
     std::vector<int64_t> vs = s.v_in_k ? ks : contiguous(vd);
     std::vector<int64_t> od{d.batch, d.q_heads, d.q_len, d.head_dim_v};
-    std::vector<int64_t> os{d.q_len * d.q_heads * d.head_dim_v, d.head_dim_v, d.q_heads * d.head_dim_v, 1};
+    std::vector<int64_t> os{d.q_len * d.q_heads * d.head_dim_v, d.head_dim_v,
+                            d.q_heads * d.head_dim_v, 1};
     auto q = g->tensor(fe::graph::Tensor_attributes().set_name("q").set_dim(qd).set_stride(qs));
     auto k = g->tensor(fe::graph::Tensor_attributes().set_name("k").set_dim(kd).set_stride(ks));
     auto v = g->tensor(fe::graph::Tensor_attributes().set_name("v").set_dim(vd).set_stride(vs));
-    auto opts = fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(false).set_attn_scale(
-        1.0f / std::sqrt(static_cast<float>(d.head_dim_qk)));
+    auto opts =
+        fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(false).set_attn_scale(
+            1.0f / std::sqrt(static_cast<float>(d.head_dim_qk)));
     // Causal with fewer queries than keys: the queries are the last ones (bottom-right aligned).
     if (d.causal && d.q_len > 1) {
-      if (d.q_len == d.kv_len) opts.set_causal_mask(true);
-      else opts.set_causal_mask_bottom_right(true);
+      if (d.q_len == d.kv_len)
+        opts.set_causal_mask(true);
+      else
+        opts.set_causal_mask_bottom_right(true);
     }
     if (d.window > 0) opts.set_sliding_window_length(static_cast<int>(d.window));
     auto [o, stats] = g->sdpa(q, k, v, opts);
@@ -160,7 +194,8 @@ class CudnnPlugin : public Plugin {
 }  // namespace
 }  // namespace rooflens::kernels::cudnn
 
-extern "C" __attribute__((visibility("default"))) rooflens::kernels::cudnn::Plugin* rooflens_cudnn_plugin_create(std::string* error) {
+extern "C" __attribute__((visibility("default"))) rooflens::kernels::cudnn::Plugin*
+rooflens_cudnn_plugin_create(std::string* error) {
   cudnnHandle_t h = nullptr;
   cudnnStatus_t st = cudnnCreate(&h);
   if (st != CUDNN_STATUS_SUCCESS) {

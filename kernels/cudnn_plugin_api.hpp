@@ -23,10 +23,10 @@ struct ConvSpec {
   bool nhwc = false;  // activations and filters channels-last
   DType dtype = DType::bf16;
   bool tensor_cores = true;  // fp32 only: false keeps cuDNN off TF32 (strict fp32, as predicted)
-  int64_t n = 1, c = 1, h = 1, w = 1;     // input
-  int64_t k = 1, kh = 1, kw = 1;          // filters [k, c / groups, kh, kw]
+  int64_t n = 1, c = 1, h = 1, w = 1;  // input
+  int64_t k = 1, kh = 1, kw = 1;       // filters [k, c / groups, kh, kw]
   int64_t groups = 1;
-  int64_t oh = 1, ow = 1;                 // output [n, k, oh, ow]
+  int64_t oh = 1, ow = 1;  // output [n, k, oh, ow]
   int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
   bool bias = false;  // y += b[k] per output channel, fused into the convolution's epilogue
 };
@@ -47,7 +47,8 @@ class Operation {
   virtual std::string plan_name(int plan) const = 0;
   virtual int64_t workspace_bytes(int plan) const = 0;
   // conv: {x, w, y, b}; sdpa: {q, k, v, o} (v ignored with v_in_k). Returns "" or the error.
-  virtual std::string execute(int plan, const std::vector<void*>& tensors, void* workspace, void* stream) const = 0;
+  virtual std::string execute(int plan, const std::vector<void*>& tensors, void* workspace,
+                              void* stream) const = 0;
 };
 
 struct Built {

@@ -15,12 +15,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string version_text(int64_t v) { return fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100); }
+std::string version_text(int64_t v) {
+  return fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100);
+}
 
 // cuDNN's shim opens its sub-libraries by name; loading them from `dir` first makes that name
 // resolve to this directory's copies whatever LD_LIBRARY_PATH says.
 void preload_sublibraries(const std::string& dir) {
-  for (const char* sub : {"graph", "engines_precompiled", "engines_runtime_compiled", "heuristic", "ops", "cnn", "adv"}) {
+  for (const char* sub : {"graph", "engines_precompiled", "engines_runtime_compiled", "heuristic",
+                          "ops", "cnn", "adv"}) {
     std::string path = fmt::format("{}/libcudnn_{}.so.9", dir, sub);
     if (fs::exists(path)) dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
   }
@@ -42,8 +45,10 @@ Runtime& Runtime::load(const std::string& directory) {
     for (const std::string& dir : cudnn_search_directories(directory)) {
       std::string path = dir.empty() ? "libcudnn.so.9" : dir + "/libcudnn.so.9";
       if (!dir.empty() && !fs::exists(path)) {
-        if (fs::exists(dir + "/libcudnn.so.8")) tried.push_back(fmt::format("{}: cuDNN 8 only (rooflens needs 9)", dir));
-        else if (dir == directory || tried.empty()) tried.push_back(fmt::format("{}: no libcudnn.so.9", dir));
+        if (fs::exists(dir + "/libcudnn.so.8"))
+          tried.push_back(fmt::format("{}: cuDNN 8 only (rooflens needs 9)", dir));
+        else if (dir == directory || tried.empty())
+          tried.push_back(fmt::format("{}: no libcudnn.so.9", dir));
         continue;
       }
       if (!dir.empty()) preload_sublibraries(dir);
@@ -63,13 +68,15 @@ Runtime& Runtime::load(const std::string& directory) {
     auto get_version = reinterpret_cast<GetVersion>(dlsym(cudnn, "cudnnGetVersion"));
     int64_t version = get_version ? static_cast<int64_t>(get_version()) : 0;
     if (version < 90000) {
-      runtime.status_ = fmt::format("{} is cuDNN {}: rooflens needs cuDNN 9", where, version_text(version));
+      runtime.status_ =
+          fmt::format("{} is cuDNN {}: rooflens needs cuDNN 9", where, version_text(version));
       return;
     }
     std::string plugin_path = module_directory() + "/librooflens_cudnn.so";
     void* plugin = dlopen(plugin_path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!plugin) {
-      runtime.status_ = fmt::format("cuDNN {} found but the cuDNN plugin did not load: {}", version_text(version), dlerror());
+      runtime.status_ = fmt::format("cuDNN {} found but the cuDNN plugin did not load: {}",
+                                    version_text(version), dlerror());
       return;
     }
     using Create = Plugin* (*)(std::string*);
@@ -77,11 +84,13 @@ Runtime& Runtime::load(const std::string& directory) {
     std::string error;
     Plugin* p = create ? create(&error) : nullptr;
     if (!p) {
-      runtime.status_ = fmt::format("cuDNN {}: {}", version_text(version), create ? error : "plugin without its entry point");
+      runtime.status_ = fmt::format("cuDNN {}: {}", version_text(version),
+                                    create ? error : "plugin without its entry point");
       return;
     }
     if (p->abi() != kPluginAbi) {
-      runtime.status_ = fmt::format("{} is of another rooflens build (plugin ABI {}, module {})", plugin_path, p->abi(), kPluginAbi);
+      runtime.status_ = fmt::format("{} is of another rooflens build (plugin ABI {}, module {})",
+                                    plugin_path, p->abi(), kPluginAbi);
       delete p;
       return;
     }

@@ -19,28 +19,36 @@ namespace {
 
 // The one query of a decode step sits after the whole cache: a sliding window of W keys leaves it
 // the last W, so the kernels start there and split only what it sees.
-int64_t first_visible_key(const AttentionDims& d) { return d.window > 0 && d.window < d.kv_len ? d.kv_len - d.window : 0; }
+int64_t first_visible_key(const AttentionDims& d) {
+  return d.window > 0 && d.window < d.kv_len ? d.kv_len - d.window : 0;
+}
 
 AttentionDims visible_keys(AttentionDims d) {
   d.kv_len -= first_visible_key(d);
   return d;
 }
 
-// ---- groups of up to 8 heads: a few lanes per key, K and V tiles in a cp.async ring --------------
+// ---- groups of up to 8 heads: a few lanes per key, K and V tiles in a cp.async ring
+// --------------
 
 constexpr int kGroupWarps = 4;
 constexpr int64_t kMaxGroupSplits = 64;  // the last block merges at most this many slices
 
 // A block takes one tile of keys per step (each warp 32 / L of them). Every K and V element feeds
 // G heads' math, so at G 4-8 a warp's step is long; the tiles therefore come through a ring of
-// shared-memory stages filled by cp.async (about 40 KB a block: four blocks an SM at G 4), which keeps HBM busy however long
-// the math takes (loads into registers, one step ahead, reached half of HBM's rate at G 4).
+// shared-memory stages filled by cp.async (about 40 KB a block: four blocks an SM at G 4), which
+// keeps HBM busy however long the math takes (loads into registers, one step ahead, reached half of
+// HBM's rate at G 4).
 template <int L>
-constexpr int group_tile_keys() { return kGroupWarps * (32 / L); }
+constexpr int group_tile_keys() {
+  return kGroupWarps * (32 / L);
+}
 // Rows of a tile in shared memory: with 4 lanes per key a quarter-warp's 16-byte loads span two
 // rows, which the 64-byte pad puts in different banks.
 template <int D, int L>
-constexpr int group_row() { return D + (L < 8 ? 32 : 0); }
+constexpr int group_row() {
+  return D + (L < 8 ? 32 : 0);
+}
 template <int D, int L>
 constexpr int group_stages() {
   int tile = 2 * group_tile_keys<L>() * group_row<D, L>() * 2;  // K and V, 16-bit
@@ -48,16 +56,19 @@ constexpr int group_stages() {
   return s < 2 ? 2 : s > 8 ? 8 : s;
 }
 template <int D, int L>
-constexpr size_t group_smem_bytes() { return static_cast<size_t>(2 * group_stages<D, L>() * group_tile_keys<L>() * group_row<D, L>()) * 2; }
+constexpr size_t group_smem_bytes() {
+  return static_cast<size_t>(2 * group_stages<D, L>() * group_tile_keys<L>() * group_row<D, L>()) *
+         2;
+}
 
 // Each warp of the block has left its running max, sum and unnormalized output per head in red_*:
 // merged into this split's partial. The last block of this (batch, KV head) to finish then merges
 // the splits: no combine launch.
 template <class T, int D, int MaxG>
-__device__ __forceinline__ void merge_warps_and_splits(const float (&red_o)[kGroupWarps][MaxG][D], const float (&red_m)[kGroupWarps][MaxG],
-                                                       const float (&red_l)[kGroupWarps][MaxG], float* __restrict__ part,
-                                                       unsigned* __restrict__ done, T* __restrict__ out, int b, int hq, int kvh,
-                                                       int G, int64_t split, int64_t splits) {
+__device__ __forceinline__ void merge_warps_and_splits(
+    const float (&red_o)[kGroupWarps][MaxG][D], const float (&red_m)[kGroupWarps][MaxG],
+    const float (&red_l)[kGroupWarps][MaxG], float* __restrict__ part, unsigned* __restrict__ done,
+    T* __restrict__ out, int b, int hq, int kvh, int G, int64_t split, int64_t splits) {
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   __syncthreads();
   for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
@@ -77,7 +88,8 @@ __device__ __forceinline__ void merge_warps_and_splits(const float (&red_o)[kGro
   __shared__ bool last;
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(&done[blockIdx.y], 1u) == static_cast<unsigned>(splits - 1);
+  if (threadIdx.x == 0)
+    last = atomicAdd(&done[blockIdx.y], 1u) == static_cast<unsigned>(splits - 1);
   __syncthreads();
   if (!last) return;
   __threadfence();
@@ -120,12 +132,13 @@ __device__ __forceinline__ void merge_warps_and_splits(const float (&red_o)[kGro
 // split into device functions the compiler's allocation and schedule move, and the replay's
 // figures (docs/profile.md) were measured on this body.
 template <class T, int D, int MaxG, int L>
-__global__ void __launch_bounds__(kGroupWarps * 32) decode_group_kernel(const T* __restrict__ Q, const T* __restrict__ K,
-                                                                         const T* __restrict__ V, float* __restrict__ part,
-                                                                         unsigned* __restrict__ done, T* __restrict__ out,
-                                                                         int64_t skv, int64_t first, int hq, int hkv,
-                                                                         int64_t chunk, int64_t splits, float scale) {
-  constexpr int KPW = 32 / L, E = D / L, C = E / 8, TK = group_tile_keys<L>(), LD = group_row<D, L>(), S = group_stages<D, L>();
+__global__ void __launch_bounds__(kGroupWarps * 32)
+    decode_group_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict__ V,
+                        float* __restrict__ part, unsigned* __restrict__ done, T* __restrict__ out,
+                        int64_t skv, int64_t first, int hq, int hkv, int64_t chunk, int64_t splits,
+                        float scale) {
+  constexpr int KPW = 32 / L, E = D / L, C = E / 8, TK = group_tile_keys<L>(),
+                LD = group_row<D, L>(), S = group_stages<D, L>();
   static_assert(C >= 1 && sizeof(T) == 2, "16-bit types, at least one 16-byte chunk per lane");
   extern __shared__ __align__(16) unsigned char ring[];
   T* ks = reinterpret_cast<T*>(ring);  // [S][TK][LD]
@@ -182,8 +195,9 @@ __global__ void __launch_bounds__(kGroupWarps * 32) decode_group_kernel(const T*
       for (int c = 0; c < C; ++c) {
         const float4* q4 = reinterpret_cast<const float4*>(&qs[g][(c * L + gl) * 8]);
         float4 a = q4[0], bq = q4[1];
-        acc += a.x * to_f(kv[c][0]) + a.y * to_f(kv[c][1]) + a.z * to_f(kv[c][2]) + a.w * to_f(kv[c][3]) +
-               bq.x * to_f(kv[c][4]) + bq.y * to_f(kv[c][5]) + bq.z * to_f(kv[c][6]) + bq.w * to_f(kv[c][7]);
+        acc += a.x * to_f(kv[c][0]) + a.y * to_f(kv[c][1]) + a.z * to_f(kv[c][2]) +
+               a.w * to_f(kv[c][3]) + bq.x * to_f(kv[c][4]) + bq.y * to_f(kv[c][5]) +
+               bq.z * to_f(kv[c][6]) + bq.w * to_f(kv[c][7]);
       }
 #pragma unroll
       for (int off = L / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
@@ -199,7 +213,8 @@ __global__ void __launch_bounds__(kGroupWarps * 32) decode_group_kernel(const T*
 #pragma unroll
         for (int c = 0; c < C; ++c)
 #pragma unroll
-          for (int j = 0; j < 8; ++j) o[g][c * 8 + j] = o[g][c * 8 + j] * alpha + p * to_f(vv[c][j]);
+          for (int j = 0; j < 8; ++j)
+            o[g][c * 8 + j] = o[g][c * 8 + j] * alpha + p * to_f(vv[c][j]);
       }
     }
   }
@@ -226,7 +241,8 @@ __global__ void __launch_bounds__(kGroupWarps * 32) decode_group_kernel(const T*
       if (gl == 0) red_m[warp][g] = mg, red_l[warp][g] = lg;
     }
   }
-  merge_warps_and_splits<T, D, MaxG>(red_o, red_m, red_l, part, done, out, b, hq, kvh, G, split, splits);
+  merge_warps_and_splits<T, D, MaxG>(red_o, red_m, red_l, part, done, out, b, hq, kvh, G, split,
+                                     splits);
 }
 
 // ---- groups of up to 8 heads on the tensor cores ------------------------------------------------
@@ -238,20 +254,25 @@ __global__ void __launch_bounds__(kGroupWarps * 32) decode_group_kernel(const T*
 constexpr int kMmaTileKeys = 16 * kGroupWarps;
 constexpr int kMmaMaxG = 8;  // the tile's rows 8-15 stay empty: the merge reads rows < G only
 template <int D>
-constexpr int mma_stages() { return D <= 64 ? 4 : 2; }  // two blocks an SM either way
+constexpr int mma_stages() {
+  return D <= 64 ? 4 : 2;
+}  // two blocks an SM either way
 template <int D>
-constexpr size_t mma_smem_bytes() { return static_cast<size_t>(16 + 2 * mma_stages<D>() * kMmaTileKeys) * (D + 8) * 2; }
+constexpr size_t mma_smem_bytes() {
+  return static_cast<size_t>(16 + 2 * mma_stages<D>() * kMmaTileKeys) * (D + 8) * 2;
+}
 
 // Kept whole: a kernel's main loop keeps its fragments in registers across the tile loop;
 // split into device functions the compiler's allocation and schedule move, and the replay's
 // figures (docs/profile.md) were measured on this body.
 template <class T, int D>
-__global__ void __launch_bounds__(kGroupWarps * 32) decode_mma_kernel(const T* __restrict__ Q, const T* __restrict__ K,
-                                                                       const T* __restrict__ V, float* __restrict__ part,
-                                                                       unsigned* __restrict__ done, T* __restrict__ out,
-                                                                       int64_t skv, int64_t first, int hq, int hkv,
-                                                                       int64_t chunk, int64_t splits, float scale_log2) {
-  constexpr int LD = D + 8, kChunks = D / 8, S = mma_stages<D>(), TK = kMmaTileKeys;  // rows padded 16 bytes: ldmatrix without conflicts
+__global__ void __launch_bounds__(kGroupWarps * 32)
+    decode_mma_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict__ V,
+                      float* __restrict__ part, unsigned* __restrict__ done, T* __restrict__ out,
+                      int64_t skv, int64_t first, int hq, int hkv, int64_t chunk, int64_t splits,
+                      float scale_log2) {
+  constexpr int LD = D + 8, kChunks = D / 8, S = mma_stages<D>(),
+                TK = kMmaTileKeys;  // rows padded 16 bytes: ldmatrix without conflicts
   extern __shared__ __align__(16) unsigned char ring[];
   T* qs = reinterpret_cast<T*>(ring);  // [16][LD]: the group's heads, zero rows from G on
   T* ks = qs + 16 * LD;                // [S][TK][LD]
@@ -266,7 +287,8 @@ __global__ void __launch_bounds__(kGroupWarps * 32) decode_mma_kernel(const T* _
   for (int i = threadIdx.x; i < 16 * kChunks; i += blockDim.x) {
     int r = i / kChunks, c = (i % kChunks) * 8;
     bool valid = r < G;
-    cp_async16(qs + r * LD + c, valid ? Q + (static_cast<int64_t>(b) * hq + kvh * G + r) * D + c : Q, valid);
+    cp_async16(qs + r * LD + c,
+               valid ? Q + (static_cast<int64_t>(b) * hq + kvh * G + r) * D + c : Q, valid);
   }
   cp_async_commit();
   int64_t begin = first + split * chunk, end = std::min<int64_t>(skv, begin + chunk);
@@ -282,7 +304,8 @@ __global__ void __launch_bounds__(kGroupWarps * 32) decode_mma_kernel(const T* _
   __syncthreads();
   uint32_t qf[D / 16][4];
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) ldsm_x4(qf[kk], qs + ((lane / 8) % 2 * 8 + lane % 8) * LD + kk * 16 + lane / 16 * 8);
+  for (int kk = 0; kk < D / 16; ++kk)
+    ldsm_x4(qf[kk], qs + ((lane / 8) % 2 * 8 + lane % 8) * LD + kk * 16 + lane / 16 * 8);
 
   // Row g of the tile is head g: its running max (base-2 scaled), this lane's partial sum, and
   // the output columns 8j + 2t, 8j + 2t + 1 (the fragments' rows g + 8 stay zero).
@@ -346,14 +369,17 @@ __global__ void __launch_bounds__(kGroupWarps * 32) decode_mma_kernel(const T* _
     constexpr float kLn2 = 0.6931471805599453f;  // the merge works in natural-log units
     if (t == 0) red_m[warp][g] = m == -FLT_MAX ? -FLT_MAX : m * kLn2, red_l[warp][g] = l;
 #pragma unroll
-    for (int j = 0; j < D / 8; ++j) red_o[warp][g][j * 8 + 2 * t] = o[j][0], red_o[warp][g][j * 8 + 2 * t + 1] = o[j][1];
+    for (int j = 0; j < D / 8; ++j)
+      red_o[warp][g][j * 8 + 2 * t] = o[j][0], red_o[warp][g][j * 8 + 2 * t + 1] = o[j][1];
   }
-  merge_warps_and_splits<T, D, kMmaMaxG>(red_o, red_m, red_l, part, done, out, b, hq, kvh, G, split, splits);
+  merge_warps_and_splits<T, D, kMmaMaxG>(red_o, red_m, red_l, part, done, out, b, hq, kvh, G, split,
+                                         splits);
 }
 
 bool group_kernel_takes(const AttentionDims& d, bool separate_v) {
   int64_t G = d.kv_heads > 0 ? d.q_heads / d.kv_heads : 0;
-  return separate_v && d.head_dim_qk == d.head_dim_v && (d.head_dim_qk == 64 || d.head_dim_qk == 128) && G >= 1 && G <= 8;
+  return separate_v && d.head_dim_qk == d.head_dim_v &&
+         (d.head_dim_qk == 64 || d.head_dim_qk == 128) && G >= 1 && G <= 8;
 }
 
 // Lanes per key: the most keys per step that keeps MaxG * E accumulators within 64 registers.
@@ -365,14 +391,14 @@ constexpr int lanes_per_key() {
 
 // ---- wide groups and MLA: one warp per query head, keys staged in shared memory --------------
 
-constexpr int kDecodeKeys = 32;     // keys per shared-memory tile: one per lane
-constexpr int kHeadsPerBlock = 4;   // one query head per warp
+constexpr int kDecodeKeys = 32;    // keys per shared-memory tile: one per lane
+constexpr int kHeadsPerBlock = 4;  // one query head per warp
 constexpr int kMaxDv = 512;
 
 struct DecodeGrid {
-  int64_t groups;      // blocks per KV head: ceil(G / 4)
-  int64_t splits;      // the key range split this many ways
-  int64_t chunk;       // keys per split
+  int64_t groups;  // blocks per KV head: ceil(G / 4)
+  int64_t splits;  // the key range split this many ways
+  int64_t chunk;   // keys per split
 };
 
 DecodeGrid wide_grid(const AttentionDims& dims, int sm_count) {
@@ -384,13 +410,13 @@ DecodeGrid wide_grid(const AttentionDims& dims, int sm_count) {
   // Enough blocks for ~16 per SM: each works through its keys serially, so the chip needs many
   // of them in flight to keep HBM busy (flash-decoding's split-KV).
   int64_t want = std::max<int64_t>(1, (16 * sm_count + base - 1) / base);
-  g.splits = std::clamp<int64_t>(want, 1, std::max<int64_t>(1, (d.kv_len + kDecodeKeys - 1) / kDecodeKeys));
+  g.splits = std::clamp<int64_t>(want, 1,
+                                 std::max<int64_t>(1, (d.kv_len + kDecodeKeys - 1) / kDecodeKeys));
   g.chunk = (d.kv_len + g.splits - 1) / g.splits;
   g.chunk = (g.chunk + kDecodeKeys - 1) / kDecodeKeys * kDecodeKeys;
   g.splits = (d.kv_len + g.chunk - 1) / g.chunk;
   return g;
 }
-
 
 // About eight blocks per SM (two waves at the kernel's occupancy) of 64 keys or more: short
 // slices, so each warp has all its loads in flight at once rather than walking the cache serially.
@@ -399,9 +425,11 @@ DecodeGrid group_grid(const AttentionDims& dims, int sm_count) {
   DecodeGrid g;
   g.groups = 1;
   int64_t base = d.batch * d.kv_heads;
-  int64_t step = 64;  // slice granularity: a multiple of every block step (4 warps x at most 16 keys)
+  int64_t step =
+      64;  // slice granularity: a multiple of every block step (4 warps x at most 16 keys)
   int64_t want = std::max<int64_t>(1, (8 * sm_count + base - 1) / base);
-  g.splits = std::clamp<int64_t>(std::min(want, kMaxGroupSplits), 1, std::max<int64_t>(1, d.kv_len / step));
+  g.splits = std::clamp<int64_t>(std::min(want, kMaxGroupSplits), 1,
+                                 std::max<int64_t>(1, d.kv_len / step));
   g.chunk = (d.kv_len + g.splits - 1) / g.splits;
   g.chunk = (g.chunk + step - 1) / step * step;
   g.splits = (d.kv_len + g.chunk - 1) / g.chunk;
@@ -445,18 +473,23 @@ void launch_group(const GroupArgs& a, const AttentionDims& d, const DecodeGrid& 
   allow_dynamic_smem(kernel, smem);
   dim3 grid(static_cast<unsigned>(g.splits), static_cast<unsigned>(d.batch * d.kv_heads));
   kernel<<<grid, kGroupWarps * 32, smem, s>>>(
-      static_cast<const T*>(a.q), static_cast<const T*>(a.k), static_cast<const T*>(a.v), a.part, a.done, static_cast<T*>(a.out),
-      d.kv_len, first_visible_key(d), static_cast<int>(d.q_heads), static_cast<int>(d.kv_heads), g.chunk, g.splits,
-      rsqrtf(static_cast<float>(D)));
+      static_cast<const T*>(a.q), static_cast<const T*>(a.k), static_cast<const T*>(a.v), a.part,
+      a.done, static_cast<T*>(a.out), d.kv_len, first_visible_key(d), static_cast<int>(d.q_heads),
+      static_cast<int>(d.kv_heads), g.chunk, g.splits, rsqrtf(static_cast<float>(D)));
 }
 
 template <class T, int D>
-void launch_group_d(const GroupArgs& a, const AttentionDims& d, const DecodeGrid& g, cudaStream_t s) {
+void launch_group_d(const GroupArgs& a, const AttentionDims& d, const DecodeGrid& g,
+                    cudaStream_t s) {
   int64_t G = d.q_heads / d.kv_heads;
-  if (G == 1) launch_group<T, D, 1>(a, d, g, s);
-  else if (G == 2) launch_group<T, D, 2>(a, d, g, s);
-  else if (G <= 4) launch_group<T, D, 4>(a, d, g, s);
-  else launch_group<T, D, 8>(a, d, g, s);
+  if (G == 1)
+    launch_group<T, D, 1>(a, d, g, s);
+  else if (G == 2)
+    launch_group<T, D, 2>(a, d, g, s);
+  else if (G <= 4)
+    launch_group<T, D, 4>(a, d, g, s);
+  else
+    launch_group<T, D, 8>(a, d, g, s);
 }
 
 template <class T, int D>
@@ -466,15 +499,17 @@ void launch_mma(const GroupArgs& a, const AttentionDims& d, const DecodeGrid& g,
   allow_dynamic_smem(kernel, smem);
   dim3 grid(static_cast<unsigned>(g.splits), static_cast<unsigned>(d.batch * d.kv_heads));
   kernel<<<grid, kGroupWarps * 32, smem, s>>>(
-      static_cast<const T*>(a.q), static_cast<const T*>(a.k), static_cast<const T*>(a.v), a.part, a.done, static_cast<T*>(a.out),
-      d.kv_len, first_visible_key(d), static_cast<int>(d.q_heads), static_cast<int>(d.kv_heads), g.chunk, g.splits,
+      static_cast<const T*>(a.q), static_cast<const T*>(a.k), static_cast<const T*>(a.v), a.part,
+      a.done, static_cast<T*>(a.out), d.kv_len, first_visible_key(d), static_cast<int>(d.q_heads),
+      static_cast<int>(d.kv_heads), g.chunk, g.splits,
       rsqrtf(static_cast<float>(D)) * 1.4426950408889634f);
 }
 
 // Keys [t0, end) of a [keys, width] cache into shared rows of `ld` elements: 16-byte loads from
 // HBM, 4-byte stores into the padded rows; rows past `end` are zero.
 template <class T>
-__device__ __forceinline__ void stage_keys(T* dst, int ld, const T* src, int width, int64_t t0, int64_t end) {
+__device__ __forceinline__ void stage_keys(T* dst, int ld, const T* src, int width, int64_t t0,
+                                           int64_t end) {
   for (int i = threadIdx.x; i < kDecodeKeys * (width / 8); i += blockDim.x) {
     int r = i / (width / 8), c = (i % (width / 8)) * 8;
     uint4 v{};
@@ -486,12 +521,13 @@ __device__ __forceinline__ void stage_keys(T* dst, int ld, const T* src, int wid
 
 // Partial results per (batch, head, split): running max, sum and the unnormalized output.
 template <class T>
-__global__ void __launch_bounds__(kHeadsPerBlock * 32) decode_kernel(const T* __restrict__ Q, const T* __restrict__ K,
-                                                                     const T* __restrict__ V, float* __restrict__ part,
-                                                                     int64_t skv, int64_t first, int hq, int hkv, int dqk,
-                                                                     int dv, int64_t chunk, int64_t splits, float scale) {
+__global__ void __launch_bounds__(kHeadsPerBlock * 32)
+    decode_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict__ V,
+                  float* __restrict__ part, int64_t skv, int64_t first, int hq, int hkv, int dqk,
+                  int dv, int64_t chunk, int64_t splits, float scale) {
   extern __shared__ __align__(16) unsigned char smem[];
-  int kld = dqk + 2, vld = dv + 2;  // odd word strides: lanes reading their own row hit distinct banks
+  int kld = dqk + 2,
+      vld = dv + 2;  // odd word strides: lanes reading their own row hit distinct banks
   float* qs = reinterpret_cast<float*>(smem);
   T* ks = reinterpret_cast<T*>(qs + kHeadsPerBlock * dqk);
   T* vs = ks + kDecodeKeys * kld;
@@ -505,7 +541,8 @@ __global__ void __launch_bounds__(kHeadsPerBlock * 32) decode_kernel(const T* __
   int h = kvh * G + (active ? gh : 0);
   const T* kbase = K + (static_cast<int64_t>(b) * hkv + kvh) * skv * dqk;
   const T* vbase = V ? V + (static_cast<int64_t>(b) * hkv + kvh) * skv * dv : nullptr;
-  for (int i = lane; i < dqk; i += 32) qs[warp * dqk + i] = active ? to_f(Q[(static_cast<int64_t>(b) * hq + h) * dqk + i]) : 0.f;
+  for (int i = lane; i < dqk; i += 32)
+    qs[warp * dqk + i] = active ? to_f(Q[(static_cast<int64_t>(b) * hq + h) * dqk + i]) : 0.f;
   float o[kMaxDv / 32];
   for (int j = 0; j < kMaxDv / 32; ++j) o[j] = 0.f;
   float m = -FLT_MAX, l = 0.f;
@@ -523,7 +560,8 @@ __global__ void __launch_bounds__(kHeadsPerBlock * 32) decode_kernel(const T* __
     bool valid = t0 + lane < end;
     s = valid ? s * scale : -FLT_MAX;
     float tile_max = s;
-    for (int off = 16; off > 0; off >>= 1) tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, off));
+    for (int off = 16; off > 0; off >>= 1)
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, off));
     float m_new = fmaxf(m, tile_max);
     float alpha = __expf(m - m_new);
     float p = valid ? __expf(s - m_new) : 0.f;
@@ -547,7 +585,8 @@ __global__ void __launch_bounds__(kHeadsPerBlock * 32) decode_kernel(const T* __
 }
 
 template <class T>
-__global__ void decode_combine(const float* __restrict__ part, T* __restrict__ out, int64_t splits, int dv) {
+__global__ void decode_combine(const float* __restrict__ part, T* __restrict__ out, int64_t splits,
+                               int dv) {
   int64_t bh = blockIdx.x;
   const float* p = part + bh * splits * (dv + 2);
   float m = -FLT_MAX;
@@ -569,7 +608,8 @@ namespace {
 // Partials first, then one completion counter per (batch, KV head).
 int64_t partial_bytes(const AttentionDims& d, int sm_count) {
   // Sized for any kernel: the caller may pass V or not, and pick either group kernel.
-  int64_t splits = std::max({group_grid(d, sm_count).splits, wide_grid(d, sm_count).splits, mma_grid(d, sm_count).splits});
+  int64_t splits = std::max({group_grid(d, sm_count).splits, wide_grid(d, sm_count).splits,
+                             mma_grid(d, sm_count).splits});
   return d.batch * d.q_heads * splits * (d.head_dim_v + 2) * static_cast<int64_t>(sizeof(float));
 }
 }  // namespace
@@ -578,45 +618,60 @@ int64_t decode_workspace_bytes(const AttentionDims& d, int sm_count) {
   return partial_bytes(d, sm_count) + d.batch * d.kv_heads * static_cast<int64_t>(sizeof(unsigned));
 }
 
-void prepare_decode_workspace(void* workspace, const AttentionDims& d, int sm_count, cudaStream_t s) {
-  ROOFLENS_CUDA_CHECK(cudaMemsetAsync(workspace, 0, static_cast<size_t>(decode_workspace_bytes(d, sm_count)), s));
+void prepare_decode_workspace(void* workspace, const AttentionDims& d, int sm_count,
+                              cudaStream_t s) {
+  ROOFLENS_CUDA_CHECK(
+      cudaMemsetAsync(workspace, 0, static_cast<size_t>(decode_workspace_bytes(d, sm_count)), s));
 }
 
 bool decode_kernel_takes(DecodeKernel kernel, const AttentionDims& d, bool separate_v) {
   return kernel == DecodeKernel::cuda_cores || group_kernel_takes(d, separate_v);
 }
 
-void decode_attention(const void* q, const void* k, const void* v, void* out, void* workspace, DType dt, const AttentionDims& d,
-                      int sm_count, cudaStream_t s, DecodeKernel kernel) {
-  if (d.head_dim_v > kMaxDv || d.head_dim_qk % 32 || d.head_dim_v % 32) throw CudaError("decode head dims must be multiples of 32, Dv <= 512");
-  if (!decode_kernel_takes(kernel, d, v != nullptr)) throw CudaError("the tensor-core decode takes groups of up to 8 heads of dim 64 or 128, V apart");
+void decode_attention(const void* q, const void* k, const void* v, void* out, void* workspace,
+                      DType dt, const AttentionDims& d, int sm_count, cudaStream_t s,
+                      DecodeKernel kernel) {
+  if (d.head_dim_v > kMaxDv || d.head_dim_qk % 32 || d.head_dim_v % 32)
+    throw CudaError("decode head dims must be multiples of 32, Dv <= 512");
+  if (!decode_kernel_takes(kernel, d, v != nullptr))
+    throw CudaError(
+        "the tensor-core decode takes groups of up to 8 heads of dim 64 or 128, V apart");
   auto* part = static_cast<float*>(workspace);
   bool grouped = group_kernel_takes(d, v != nullptr);
   bool mma = kernel == DecodeKernel::tensor_cores;
-  DecodeGrid g = mma ? mma_grid(d, sm_count) : grouped ? group_grid(d, sm_count) : wide_grid(d, sm_count);
+  DecodeGrid g = mma       ? mma_grid(d, sm_count)
+                 : grouped ? group_grid(d, sm_count)
+                           : wide_grid(d, sm_count);
   auto go = [&](auto t) {
     using T = decltype(t);
     if (grouped) {  // both group kernels merge their splits themselves
-      auto* done = reinterpret_cast<unsigned*>(static_cast<char*>(workspace) + partial_bytes(d, sm_count));
+      auto* done =
+          reinterpret_cast<unsigned*>(static_cast<char*>(workspace) + partial_bytes(d, sm_count));
       GroupArgs a{q, k, v, out, part, done};
-      if (mma && d.head_dim_qk == 64) launch_mma<T, 64>(a, d, g, s);
-      else if (mma) launch_mma<T, 128>(a, d, g, s);
-      else if (d.head_dim_qk == 64) launch_group_d<T, 64>(a, d, g, s);
-      else launch_group_d<T, 128>(a, d, g, s);
+      if (mma && d.head_dim_qk == 64)
+        launch_mma<T, 64>(a, d, g, s);
+      else if (mma)
+        launch_mma<T, 128>(a, d, g, s);
+      else if (d.head_dim_qk == 64)
+        launch_group_d<T, 64>(a, d, g, s);
+      else
+        launch_group_d<T, 128>(a, d, g, s);
       return;
     }
-    size_t smem = kHeadsPerBlock * d.head_dim_qk * sizeof(float) + kDecodeKeys * (d.head_dim_qk + 2) * 2 +
+    size_t smem = kHeadsPerBlock * d.head_dim_qk * sizeof(float) +
+                  kDecodeKeys * (d.head_dim_qk + 2) * 2 +
                   (v ? kDecodeKeys * (d.head_dim_v + 2) * 2 : 0);
-    dim3 grid(static_cast<unsigned>(g.splits), static_cast<unsigned>(d.kv_heads * g.groups), static_cast<unsigned>(d.batch));
+    dim3 grid(static_cast<unsigned>(g.splits), static_cast<unsigned>(d.kv_heads * g.groups),
+              static_cast<unsigned>(d.batch));
     auto kernel = decode_kernel<T>;
     allow_dynamic_smem(kernel, smem);
-    kernel<<<grid, kHeadsPerBlock * 32, smem, s>>>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), part,
-                                                   d.kv_len, first_visible_key(d), static_cast<int>(d.q_heads),
-                                                   static_cast<int>(d.kv_heads),
-                                                   static_cast<int>(d.head_dim_qk), static_cast<int>(d.head_dim_v), g.chunk,
-                                                   g.splits, rsqrtf(static_cast<float>(d.head_dim_qk)));
-    decode_combine<T><<<static_cast<unsigned>(d.batch * d.q_heads), 128, 0, s>>>(part, static_cast<T*>(out), g.splits,
-                                                                                  static_cast<int>(d.head_dim_v));
+    kernel<<<grid, kHeadsPerBlock * 32, smem, s>>>(
+        static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), part,
+        d.kv_len, first_visible_key(d), static_cast<int>(d.q_heads), static_cast<int>(d.kv_heads),
+        static_cast<int>(d.head_dim_qk), static_cast<int>(d.head_dim_v), g.chunk, g.splits,
+        rsqrtf(static_cast<float>(d.head_dim_qk)));
+    decode_combine<T><<<static_cast<unsigned>(d.batch * d.q_heads), 128, 0, s>>>(
+        part, static_cast<T*>(out), g.splits, static_cast<int>(d.head_dim_v));
   };
   dispatch_half(dt, go);
   ROOFLENS_CUDA_CHECK(cudaGetLastError());

@@ -13,36 +13,63 @@ constexpr int kThreads = 256;
 
 __device__ __forceinline__ float apply(EwOp op, float a, float b, float c) {
   switch (op) {
-    case EwOp::relu: return fmaxf(a, 0.f);
-    case EwOp::gelu: return 0.5f * a * (1.f + erff(a * 0.70710678f));
-    case EwOp::gelu_tanh: return 0.5f * a * (1.f + tanhf(0.7978845608f * (a + 0.044715f * a * a * a)));
+    case EwOp::relu:
+      return fmaxf(a, 0.f);
+    case EwOp::gelu:
+      return 0.5f * a * (1.f + erff(a * 0.70710678f));
+    case EwOp::gelu_tanh:
+      return 0.5f * a * (1.f + tanhf(0.7978845608f * (a + 0.044715f * a * a * a)));
     // Fast division, as fused activation kernels use: the IEEE one made SiLU instruction-bound
     // (84% of HBM at 512 MiB) and pulled a slow-path subroutine into every small launch.
-    case EwOp::sigmoid: return __fdividef(1.f, 1.f + __expf(-a));
-    case EwOp::swish: return __fdividef(a, 1.f + __expf(-a));
-    case EwOp::tanh_: return tanhf(a);
-    case EwOp::exp_: return __expf(a);
-    case EwOp::erf_: return erff(a);
-    case EwOp::sqrt_: return sqrtf(fabsf(a));
-    case EwOp::neg: return -a;
-    case EwOp::abs_: return fabsf(a);
-    case EwOp::reciprocal: return 1.f / a;
-    case EwOp::log_: return __logf(fabsf(a) + 1e-6f);
-    case EwOp::softplus: return log1pf(__expf(a));
-    case EwOp::leaky_relu: return a > 0 ? a : 0.01f * a;
-    case EwOp::hard_sigmoid: return fminf(fmaxf(0.2f * a + 0.5f, 0.f), 1.f);
-    case EwOp::hard_swish: return a * fminf(fmaxf(a / 6.f + 0.5f, 0.f), 1.f);
+    case EwOp::sigmoid:
+      return __fdividef(1.f, 1.f + __expf(-a));
+    case EwOp::swish:
+      return __fdividef(a, 1.f + __expf(-a));
+    case EwOp::tanh_:
+      return tanhf(a);
+    case EwOp::exp_:
+      return __expf(a);
+    case EwOp::erf_:
+      return erff(a);
+    case EwOp::sqrt_:
+      return sqrtf(fabsf(a));
+    case EwOp::neg:
+      return -a;
+    case EwOp::abs_:
+      return fabsf(a);
+    case EwOp::reciprocal:
+      return 1.f / a;
+    case EwOp::log_:
+      return __logf(fabsf(a) + 1e-6f);
+    case EwOp::softplus:
+      return log1pf(__expf(a));
+    case EwOp::leaky_relu:
+      return a > 0 ? a : 0.01f * a;
+    case EwOp::hard_sigmoid:
+      return fminf(fmaxf(0.2f * a + 0.5f, 0.f), 1.f);
+    case EwOp::hard_swish:
+      return a * fminf(fmaxf(a / 6.f + 0.5f, 0.f), 1.f);
     case EwOp::identity:
-    case EwOp::cast: return a;
-    case EwOp::add: return a + b;
-    case EwOp::sub: return a - b;
-    case EwOp::mul: return a * b;
-    case EwOp::div: return a / b;
-    case EwOp::pow_: return __powf(fabsf(a), b);
-    case EwOp::max_: return fmaxf(a, b);
-    case EwOp::min_: return fminf(a, b);
-    case EwOp::where: return a != 0.f ? b : c;
-    case EwOp::clip: return fminf(fmaxf(a, b), c);
+    case EwOp::cast:
+      return a;
+    case EwOp::add:
+      return a + b;
+    case EwOp::sub:
+      return a - b;
+    case EwOp::mul:
+      return a * b;
+    case EwOp::div:
+      return a / b;
+    case EwOp::pow_:
+      return __powf(fabsf(a), b);
+    case EwOp::max_:
+      return fmaxf(a, b);
+    case EwOp::min_:
+      return fminf(a, b);
+    case EwOp::where:
+      return a != 0.f ? b : c;
+    case EwOp::clip:
+      return fminf(fmaxf(a, b), c);
   }
   return a;
 }
@@ -51,7 +78,8 @@ __device__ __forceinline__ float apply(EwOp op, float a, float b, float c) {
 template <class To, class T0>
 __global__ void ew_contiguous(EwOp op, int n_in, const T0* __restrict__ a, const To* __restrict__ b,
                               const To* __restrict__ c, To* __restrict__ out, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     float x = to_f(a[i]);
     float y = n_in > 1 ? to_f(b[i]) : 0.f, z = n_in > 2 ? to_f(c[i]) : 0.f;
     out[i] = from_f<To>(apply(op, x, y, z));
@@ -62,7 +90,8 @@ __global__ void ew_contiguous(EwOp op, int n_in, const T0* __restrict__ a, const
 // before every sample the instructions come from HBM too, so a shared kernel that branches into
 // a 28-way switch pays instruction fetches on the critical path of a tiny launch.
 template <EwOp Op, class T>
-__device__ __forceinline__ Vec<T> apply_vec(int n_in, const Vec<T>& va, const Vec<T>& vb, const Vec<T>& vc) {
+__device__ __forceinline__ Vec<T> apply_vec(int n_in, const Vec<T>& va, const Vec<T>& vb,
+                                            const Vec<T>& vc) {
   constexpr int V = Vec<T>::n;
   Vec<T> o;
 #pragma unroll
@@ -76,26 +105,52 @@ __device__ __forceinline__ Vec<T> apply_vec(int n_in, const Vec<T>& va, const Ve
 template <class F>
 void dispatch_op(EwOp op, F&& f) {
   switch (op) {
-#define ROOFLENS_EW_CASE(name) \
-  case EwOp::name: f(std::integral_constant<EwOp, EwOp::name>{}); return;
-    ROOFLENS_EW_CASE(relu) ROOFLENS_EW_CASE(gelu) ROOFLENS_EW_CASE(gelu_tanh) ROOFLENS_EW_CASE(sigmoid)
-    ROOFLENS_EW_CASE(swish) ROOFLENS_EW_CASE(tanh_) ROOFLENS_EW_CASE(exp_) ROOFLENS_EW_CASE(erf_)
-    ROOFLENS_EW_CASE(sqrt_) ROOFLENS_EW_CASE(neg) ROOFLENS_EW_CASE(abs_) ROOFLENS_EW_CASE(reciprocal)
-    ROOFLENS_EW_CASE(log_) ROOFLENS_EW_CASE(softplus) ROOFLENS_EW_CASE(leaky_relu) ROOFLENS_EW_CASE(hard_sigmoid)
-    ROOFLENS_EW_CASE(hard_swish) ROOFLENS_EW_CASE(identity) ROOFLENS_EW_CASE(cast) ROOFLENS_EW_CASE(add)
-    ROOFLENS_EW_CASE(sub) ROOFLENS_EW_CASE(mul) ROOFLENS_EW_CASE(div) ROOFLENS_EW_CASE(pow_) ROOFLENS_EW_CASE(max_)
-    ROOFLENS_EW_CASE(min_) ROOFLENS_EW_CASE(where) ROOFLENS_EW_CASE(clip)
+// clang-format off (the cases are macro calls without semicolons)
+#define ROOFLENS_EW_CASE(name)                     \
+  case EwOp::name:                                 \
+    f(std::integral_constant<EwOp, EwOp::name>{}); \
+    return;
+    ROOFLENS_EW_CASE(relu)
+    ROOFLENS_EW_CASE(gelu)
+    ROOFLENS_EW_CASE(gelu_tanh)
+    ROOFLENS_EW_CASE(sigmoid)
+    ROOFLENS_EW_CASE(swish)
+    ROOFLENS_EW_CASE(tanh_)
+    ROOFLENS_EW_CASE(exp_)
+    ROOFLENS_EW_CASE(erf_)
+    ROOFLENS_EW_CASE(sqrt_)
+    ROOFLENS_EW_CASE(neg)
+    ROOFLENS_EW_CASE(abs_)
+    ROOFLENS_EW_CASE(reciprocal)
+    ROOFLENS_EW_CASE(log_)
+    ROOFLENS_EW_CASE(softplus)
+    ROOFLENS_EW_CASE(leaky_relu)
+    ROOFLENS_EW_CASE(hard_sigmoid)
+    ROOFLENS_EW_CASE(hard_swish)
+    ROOFLENS_EW_CASE(identity)
+    ROOFLENS_EW_CASE(cast)
+    ROOFLENS_EW_CASE(add)
+    ROOFLENS_EW_CASE(sub)
+    ROOFLENS_EW_CASE(mul)
+    ROOFLENS_EW_CASE(div)
+    ROOFLENS_EW_CASE(pow_)
+    ROOFLENS_EW_CASE(max_)
+    ROOFLENS_EW_CASE(min_)
+    ROOFLENS_EW_CASE(where)
+    ROOFLENS_EW_CASE(clip)
 #undef ROOFLENS_EW_CASE
+    // clang-format on
   }
   throw CudaError("element-wise op out of range");
 }
 
 // Equal shapes, one type: 16-byte loads and stores.
 template <EwOp Op, class T>
-__global__ void ew_vector(int n_in, const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ c,
-                          T* __restrict__ out, int64_t n_vec) {
+__global__ void ew_vector(int n_in, const T* __restrict__ a, const T* __restrict__ b,
+                          const T* __restrict__ c, T* __restrict__ out, int64_t n_vec) {
   constexpr int V = Vec<T>::n;
-  for (int64_t v = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; v < n_vec; v += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t v = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; v < n_vec;
+       v += int64_t(gridDim.x) * blockDim.x) {
     Vec<T> x = Vec<T>::load(a + v * V), y, z;
     if (n_in > 1) y = Vec<T>::load(b + v * V);
     if (n_in > 2) z = Vec<T>::load(c + v * V);
@@ -105,7 +160,8 @@ __global__ void ew_vector(int n_in, const T* __restrict__ a, const T* __restrict
 
 template <class To, class T0, class I>
 __global__ void ew_broadcast(EwOp op, int n_in, const T0* __restrict__ a, const To* __restrict__ b,
-                             const To* __restrict__ c, To* __restrict__ out, I n, Dims dims, Strides st) {
+                             const To* __restrict__ c, To* __restrict__ out, I n, Dims dims,
+                             Strides st) {
   for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < n; i += I(gridDim.x) * blockDim.x) {
     I off[3];
     strided_offsets(i, dims, st, off);
@@ -120,8 +176,8 @@ __global__ void ew_broadcast(EwOp op, int n_in, const T0* __restrict__ a, const 
 // innermost dim is loaded as a vector, one broadcast along it as a splatted scalar.
 template <EwOp Op, class T, class I>
 __global__ void ew_broadcast_vec(int n_in, const T* __restrict__ a, const T* __restrict__ b,
-                                 const T* __restrict__ c, T* __restrict__ out, I n_vec, Dims dims, Strides st,
-                                 unsigned vector_mask) {
+                                 const T* __restrict__ c, T* __restrict__ out, I n_vec, Dims dims,
+                                 Strides st, unsigned vector_mask) {
   constexpr int V = Vec<T>::n;
   const T* in[3] = {a, b, c};
   for (I v = blockIdx.x * I(blockDim.x) + threadIdx.x; v < n_vec; v += I(gridDim.x) * blockDim.x) {
@@ -142,8 +198,9 @@ __global__ void ew_broadcast_vec(int n_in, const T* __restrict__ a, const T* __r
 // per-channel bias [C, 1, 1] over [N, C, H, W]; the rows, H x W, need not be whole vectors.
 // Vectors of the flat output; a per-row operand's value is at outer * s[k][0] + mid * s[k][1].
 template <EwOp Op, class T>
-__global__ void ew_rows_vec(int n_in, const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ c,
-                            T* __restrict__ out, uint32_t n_vec, uint32_t cols, uint32_t mids, Strides st, unsigned vector_mask) {
+__global__ void ew_rows_vec(int n_in, const T* __restrict__ a, const T* __restrict__ b,
+                            const T* __restrict__ c, T* __restrict__ out, uint32_t n_vec,
+                            uint32_t cols, uint32_t mids, Strides st, unsigned vector_mask) {
   constexpr int V = Vec<T>::n;
   const T* in[3] = {a, b, c};
   for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < n_vec; v += gridDim.x * blockDim.x) {
@@ -174,8 +231,9 @@ __global__ void ew_rows_vec(int n_in, const T* __restrict__ a, const T* __restri
 
 // The vector path: every operand either contiguous in the innermost dim with vector-aligned
 // offsets, or broadcast along it. `mask` gets a bit per contiguous operand.
-inline bool vector_plan(const std::vector<int64_t>& extent, const std::vector<std::vector<int64_t>>& strides,
-                        int n_in, int V, unsigned& mask) {
+inline bool vector_plan(const std::vector<int64_t>& extent,
+                        const std::vector<std::vector<int64_t>>& strides, int n_in, int V,
+                        unsigned& mask) {
   if (extent.empty() || extent.back() % V != 0) return false;
   size_t last = extent.size() - 1;
   mask = 0;
@@ -199,8 +257,8 @@ struct RowsPlan {
   Strides st{};
   int64_t cols = 0, mids = 0;
 };
-inline RowsPlan rows_plan(const std::vector<int64_t>& extent, const std::vector<std::vector<int64_t>>& strides,
-                          int n_in) {
+inline RowsPlan rows_plan(const std::vector<int64_t>& extent,
+                          const std::vector<std::vector<int64_t>>& strides, int n_in) {
   RowsPlan p;
   if (extent.size() != 2 && extent.size() != 3) return p;
   p.cols = extent.back();
@@ -208,7 +266,8 @@ inline RowsPlan rows_plan(const std::vector<int64_t>& extent, const std::vector<
   for (int k = 0; k < n_in; ++k) {
     const std::vector<int64_t>& sk = strides[k];
     bool contiguous =
-        sk.back() == 1 && (extent.size() == 2 ? sk[0] == p.cols : sk[1] == p.cols && sk[0] == p.mids * p.cols);
+        sk.back() == 1 &&
+        (extent.size() == 2 ? sk[0] == p.cols : sk[1] == p.cols && sk[0] == p.mids * p.cols);
     if (contiguous) {
       p.mask |= 1u << k;
     } else if (sk.back() == 0) {
@@ -223,8 +282,8 @@ inline RowsPlan rows_plan(const std::vector<int64_t>& extent, const std::vector<
 }
 
 template <class To, class T0>
-void launch_ew(EwOp op, const std::vector<EwOperand>& in, void* out_ptr, const std::vector<int64_t>& out_shape,
-               cudaStream_t s) {
+void launch_ew(EwOp op, const std::vector<EwOperand>& in, void* out_ptr,
+               const std::vector<int64_t>& out_shape, cudaStream_t s) {
   int64_t n = 1;
   for (int64_t e : out_shape) n *= e;
   bool same = true;
@@ -246,12 +305,15 @@ void launch_ew(EwOp op, const std::vector<EwOperand>& in, void* out_ptr, const s
     if constexpr (one_type) {
       if (all_aligned && n % V == 0) {
         dispatch_op(op, [&](auto o) {
-          ew_vector<decltype(o)::value, To><<<blocks_for(n / V, kThreads, 132 * 16), kThreads, 0, s>>>(n_in, a, b, c, out, n / V);
+          ew_vector<decltype(o)::value, To>
+              <<<blocks_for(n / V, kThreads, 132 * 16), kThreads, 0, s>>>(n_in, a, b, c, out,
+                                                                          n / V);
         });
         return;
       }
     }
-    ew_contiguous<To, T0><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(op, n_in, a, b, c, out, n);
+    ew_contiguous<To, T0>
+        <<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(op, n_in, a, b, c, out, n);
     return;
   }
   std::vector<int64_t> extent = out_shape;
@@ -266,15 +328,18 @@ void launch_ew(EwOp op, const std::vector<EwOperand>& in, void* out_ptr, const s
   if constexpr (one_type) {
     size_t last = extent.size() - 1;
     unsigned mask = 0;
-    bool vectorizable = all_aligned && n < (int64_t{1} << 31) && vector_plan(extent, strides, n_in, V, mask);
+    bool vectorizable =
+        all_aligned && n < (int64_t{1} << 31) && vector_plan(extent, strides, n_in, V, mask);
     RowsPlan rows;
-    if (!vectorizable && all_aligned && n % V == 0 && n < (int64_t{1} << 31)) rows = rows_plan(extent, strides, n_in);
+    if (!vectorizable && all_aligned && n % V == 0 && n < (int64_t{1} << 31))
+      rows = rows_plan(extent, strides, n_in);
     if (rows.ok) {
       auto n_vec = static_cast<uint32_t>(n / V);
       dispatch_op(op, [&](auto o) {
-        ew_rows_vec<decltype(o)::value, To><<<blocks_for(n_vec, kThreads, 132 * 16), kThreads, 0, s>>>(
-            n_in, a, b, c, out, n_vec, static_cast<uint32_t>(rows.cols), static_cast<uint32_t>(rows.mids), rows.st,
-            rows.mask);
+        ew_rows_vec<decltype(o)::value, To>
+            <<<blocks_for(n_vec, kThreads, 132 * 16), kThreads, 0, s>>>(
+                n_in, a, b, c, out, n_vec, static_cast<uint32_t>(rows.cols),
+                static_cast<uint32_t>(rows.mids), rows.st, rows.mask);
       });
       return;
     }
@@ -284,23 +349,27 @@ void launch_ew(EwOp op, const std::vector<EwOperand>& in, void* out_ptr, const s
       for (int k = 0; k < 3; ++k) st.s[k][last] *= V;
       auto n_vec = static_cast<uint32_t>(n / V);
       dispatch_op(op, [&](auto o) {
-        ew_broadcast_vec<decltype(o)::value, To, uint32_t><<<blocks_for(n_vec, kThreads, 132 * 16), kThreads, 0, s>>>(
-            n_in, a, b, c, out, n_vec, dims, st, mask);
+        ew_broadcast_vec<decltype(o)::value, To, uint32_t>
+            <<<blocks_for(n_vec, kThreads, 132 * 16), kThreads, 0, s>>>(n_in, a, b, c, out, n_vec,
+                                                                        dims, st, mask);
       });
       return;
     }
   }
   Dims dims = make_dims(extent);
   if (n < (int64_t{1} << 31))
-    ew_broadcast<To, T0, uint32_t><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(op, n_in, a, b, c, out,
-                                                                                         static_cast<uint32_t>(n), dims, st);
+    ew_broadcast<To, T0, uint32_t><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(
+        op, n_in, a, b, c, out, static_cast<uint32_t>(n), dims, st);
   else
-    ew_broadcast<To, T0, int64_t><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(op, n_in, a, b, c, out, n, dims, st);
+    ew_broadcast<To, T0, int64_t><<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(
+        op, n_in, a, b, c, out, n, dims, st);
 }
 
 template <class T>
-__global__ void swiglu_kernel(const T* __restrict__ g, const T* __restrict__ u, T* __restrict__ o, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+__global__ void swiglu_kernel(const T* __restrict__ g, const T* __restrict__ u, T* __restrict__ o,
+                              int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     float x = to_f(g[i]);
     o[i] = from_f<T>(__fdividef(x, 1.f + __expf(-x)) * to_f(u[i]));
   }
@@ -308,19 +377,26 @@ __global__ void swiglu_kernel(const T* __restrict__ g, const T* __restrict__ u, 
 
 }  // namespace
 
-void elementwise(EwOp op, const std::vector<EwOperand>& in, void* out, DType out_dtype, const std::vector<int64_t>& out_shape,
-                 cudaStream_t s) {
+void elementwise(EwOp op, const std::vector<EwOperand>& in, void* out, DType out_dtype,
+                 const std::vector<int64_t>& out_shape, cudaStream_t s) {
   if (in.empty() || in.size() > 3) throw CudaError("element-wise takes 1 to 3 inputs");
-  if (op == EwOp::cast && out_dtype == DType::f8e4m3fn) {  // an activation quantized for an fp8 GEMM
-    dispatch_float(in[0].dtype, [&](auto t0) { launch_ew<__nv_fp8_e4m3, decltype(t0)>(op, in, out, out_shape, s); });
+  if (op == EwOp::cast &&
+      out_dtype == DType::f8e4m3fn) {  // an activation quantized for an fp8 GEMM
+    dispatch_float(in[0].dtype, [&](auto t0) {
+      launch_ew<__nv_fp8_e4m3, decltype(t0)>(op, in, out, out_shape, s);
+    });
     ROOFLENS_CUDA_CHECK(cudaGetLastError());
     return;
   }
   dispatch_float(out_dtype, [&](auto to) {
     using To = decltype(to);
-    if (op == EwOp::where) launch_ew<To, uint8_t>(op, in, out, out_shape, s);
-    else if (op == EwOp::cast) dispatch_float(in[0].dtype, [&](auto t0) { launch_ew<To, decltype(t0)>(op, in, out, out_shape, s); });
-    else launch_ew<To, To>(op, in, out, out_shape, s);
+    if (op == EwOp::where)
+      launch_ew<To, uint8_t>(op, in, out, out_shape, s);
+    else if (op == EwOp::cast)
+      dispatch_float(in[0].dtype,
+                     [&](auto t0) { launch_ew<To, decltype(t0)>(op, in, out, out_shape, s); });
+    else
+      launch_ew<To, To>(op, in, out, out_shape, s);
   });
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }
@@ -328,8 +404,8 @@ void elementwise(EwOp op, const std::vector<EwOperand>& in, void* out, DType out
 void swiglu(const void* g, const void* u, void* o, DType d, int64_t n, cudaStream_t s) {
   dispatch_float(d, [&](auto t) {
     using T = decltype(t);
-    swiglu_kernel<<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(static_cast<const T*>(g), static_cast<const T*>(u),
-                                                                         static_cast<T*>(o), n);
+    swiglu_kernel<<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(
+        static_cast<const T*>(g), static_cast<const T*>(u), static_cast<T*>(o), n);
   });
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }

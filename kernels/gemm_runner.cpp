@@ -13,13 +13,15 @@ namespace {
 // cuBLASLt's heuristic is asked for this many algorithms per shape; the replay times them all.
 constexpr int kGemmAlgorithms = 8;
 
-int elem_bytes(DType d) { return dtype_bits(d) / 8; }
+int elem_bytes(DType d) {
+  return dtype_bits(d) / 8;
+}
 
 std::string gemm_key(const GemmShape& g) {
   const GemmDims& d = g.dims;
-  return fmt::format("gemm {} {}x{}x{} b{} {}{}{}{} {} {} {} {} {}", precision_name(g.precision), d.m, d.n, d.k, d.batch, g.a_shared,
-                     g.b_shared, g.b_kn, g.bias, g.a_row_stride, g.a_batch_stride, g.d_row_stride, g.d_batch_stride,
-                     g.b_batch_stride);
+  return fmt::format("gemm {} {}x{}x{} b{} {}{}{}{} {} {} {} {} {}", precision_name(g.precision),
+                     d.m, d.n, d.k, d.batch, g.a_shared, g.b_shared, g.b_kn, g.bias, g.a_row_stride,
+                     g.a_batch_stride, g.d_row_stride, g.d_batch_stride, g.b_batch_stride);
 }
 
 // One candidate per cuBLASLt algorithm for `shape`, each running `run` with that algorithm.
@@ -28,16 +30,20 @@ std::vector<Runner> cublaslt_candidates(const ReplayContext& ctx, const GemmShap
   auto gemm = std::make_shared<Gemm>(*ctx.lt, shape, kGemmAlgorithms);
   std::vector<Runner> out;
   for (int i = 0; i < gemm->algorithm_count(); ++i)
-    out.emplace_back(ReplayLabel{"cuBLASLt", gemm->algorithm_label(i), ""}, [gemm, i, run](cudaStream_t s) {
-      gemm->select(i);
-      run(*gemm, s);
-    }, gemm);
+    out.emplace_back(
+        ReplayLabel{"cuBLASLt", gemm->algorithm_label(i), ""},
+        [gemm, i, run](cudaStream_t s) {
+          gemm->select(i);
+          run(*gemm, s);
+        },
+        gemm);
   return out;
 }
 
 }  // namespace
 
-Runner gemm_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx, cudaStream_t s) {
+Runner gemm_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx,
+                   cudaStream_t s) {
   const auto& plan = p.as<replay::GemmPlan>();
   GemmShape g;
   g.precision = p.precision;
@@ -49,12 +55,13 @@ Runner gemm_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const Rep
   g.bias = plan.bias;
   const void *a = b.in(0), *w = b.in(1), *bias = plan.bias ? b.in(2) : nullptr;
   void* d = b.out(0);
-  std::vector<Runner> candidates = cublaslt_candidates(ctx, g, [=](const Gemm& gemm, cudaStream_t st) { gemm.run(a, w, d, bias, st); });
+  std::vector<Runner> candidates = cublaslt_candidates(
+      ctx, g, [=](const Gemm& gemm, cudaStream_t st) { gemm.run(a, w, d, bias, st); });
   // A few rows against [n, k] weights (the decode step): our GEMV as one more candidate.
   int64_t rows = plan.dims.batch * plan.dims.m;
   DType dt = p.inputs[0].dtype;
-  if (plan.b_shared && !plan.b_kn && !plan.a_shared && p.outputs[0].dtype == dt && p.inputs[1].dtype == dt &&
-      gemv_supported(dt, rows, plan.dims.k, a, w)) {
+  if (plan.b_shared && !plan.b_kn && !plan.a_shared && p.outputs[0].dtype == dt &&
+      p.inputs[1].dtype == dt && gemv_supported(dt, rows, plan.dims.k, a, w)) {
     int64_t n = plan.dims.n, k = plan.dims.k;
     candidates.emplace_back(ReplayLabel{"rooflens", fmt::format("GEMV, {} rows", rows), ""},
                             [=](cudaStream_t st) { gemv(a, w, bias, d, dt, rows, n, k, st); });
@@ -62,7 +69,8 @@ Runner gemm_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const Rep
   return pick_fastest(std::move(candidates), ctx, gemm_key(g), s);
 }
 
-Runner moe_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx, cudaStream_t s) {
+Runner moe_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx,
+                  cudaStream_t s) {
   const MoeDims m = p.as<replay::MoePlan>().dims;
   DType dt = p.inputs[0].dtype;
   int64_t eb = elem_bytes(dt);
@@ -71,9 +79,9 @@ Runner moe_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const Repl
   // every E-th row from row e: one strided-batched GEMM over the experts reads them in place,
   // and writes its outputs back in assignment order for the combine.
   int64_t assignments = m.tokens * m.k;
-  int64_t active = std::min(m.experts, assignments);                     // experts with rows
-  int64_t rows = (assignments + m.experts - 1) / m.experts;               // rows per active expert
-  int64_t slots = rows * m.experts;                                       // assignment rows, padded
+  int64_t active = std::min(m.experts, assignments);         // experts with rows
+  int64_t rows = (assignments + m.experts - 1) / m.experts;  // rows per active expert
+  int64_t slots = rows * m.experts;                          // assignment rows, padded
   bool gated = m.gated && p.inputs.size() > 4;
   struct State {
     DeviceBuffer workspace;
@@ -81,7 +89,8 @@ Runner moe_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const Repl
   };
   auto st = std::make_shared<State>();
   // routed input rows, the two intermediates, expert outputs, top-k values and indices.
-  int64_t bytes = slots * m.hidden * eb + 2 * slots * m.inter * eb + slots * m.hidden * eb + assignments * eb + assignments * 8 + 64;
+  int64_t bytes = slots * m.hidden * eb + 2 * slots * m.inter * eb + slots * m.hidden * eb +
+                  assignments * eb + assignments * 8 + 64;
   st->workspace = DeviceBuffer(static_cast<size_t>(bytes));
   ROOFLENS_CUDA_CHECK(cudaMemsetAsync(st->workspace.get(), 0, static_cast<size_t>(bytes), s));
   char* ws = static_cast<char*>(st->workspace.get());
@@ -112,8 +121,10 @@ Runner moe_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const Repl
   void* out = b.out(0);
   // Each batched GEMM tuned alone over cuBLASLt's algorithms.
   auto tuned = [&](const GemmShape& g, const void* a, const void* w, void* d) {
-    Runner r = pick_fastest(cublaslt_candidates(ctx, g, [=](const Gemm& gemm, cudaStream_t t) { gemm.run(a, w, d, nullptr, t); }), ctx,
-                            gemm_key(g), s);
+    Runner r = pick_fastest(
+        cublaslt_candidates(
+            ctx, g, [=](const Gemm& gemm, cudaStream_t t) { gemm.run(a, w, d, nullptr, t); }),
+        ctx, gemm_key(g), s);
     return r;
   };
   Runner up = tuned(expert_gemm(m.inter, m.hidden), routed, w1, h1);
@@ -122,20 +133,26 @@ Runner moe_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const Repl
   GemmShape down_shape = expert_gemm(m.hidden, m.inter);
   // The down GEMM reads h1 as the up GEMM wrote it (assignment order), like the dispatch buffer.
   Runner down = tuned(down_shape, h1, w2, eo);
-  std::string detail = fmt::format("batched GEMM over {} experts x {} rows, {}", active, rows, up.label().detail);
+  std::string detail =
+      fmt::format("batched GEMM over {} experts x {} rows, {}", active, rows, up.label().detail);
   auto launch = [=, up = std::move(up), down = std::move(down)](cudaStream_t t) {
     topk_rows(router, topv, topi, dt, m.tokens, m.experts, static_cast<int>(m.k), t);  // routing
     // Dispatch: each token's row copied to its k assignment rows.
-    strided_copy(x, routed, static_cast<int>(eb), {m.tokens, m.k, m.hidden}, {m.hidden, 0, 1}, {m.k * m.hidden, m.hidden, 1}, 0, 0, t);
+    strided_copy(x, routed, static_cast<int>(eb), {m.tokens, m.k, m.hidden}, {m.hidden, 0, 1},
+                 {m.k * m.hidden, m.hidden, 1}, 0, 0, t);
     up.launch(t);
     if (up3) up3->launch(t);
     int64_t elems = slots * m.inter;
-    if (gated) swiglu(h1, h3, h1, dt, elems, t);
-    else elementwise(EwOp::swish, {{h1, dt, {elems}}}, h1, dt, {elems}, t);
+    if (gated)
+      swiglu(h1, h3, h1, dt, elems, t);
+    else
+      elementwise(EwOp::swish, {{h1, dt, {elems}}}, h1, dt, {elems}, t);
     down.launch(t);
     sum_slots(eo, out, dt, m.tokens, m.k, m.hidden, t);  // combine: each token's k outputs summed
   };
-  return Runner(ReplayLabel{"cuBLASLt + rooflens", detail, "routing, dispatch, activation and combine: rooflens kernels"}, launch, st);
+  return Runner(ReplayLabel{"cuBLASLt + rooflens", detail,
+                            "routing, dispatch, activation and combine: rooflens kernels"},
+                launch, st);
 }
 
 }  // namespace rooflens::kernels

@@ -6,17 +6,17 @@
 namespace rooflens::kernels {
 namespace {
 
-constexpr int kWarps = 8;    // warps per block
-constexpr int kUnroll = 8;   // 16-byte loads of W in flight per lane per round
+constexpr int kWarps = 8;   // warps per block
+constexpr int kUnroll = 8;  // 16-byte loads of W in flight per lane per round
 
 // Each output column is shared by S warps of a block, each summing a contiguous slice of k;
 // the block covers kWarps / S columns. S is picked so that a lane's slice of a row fits in one
 // round of loads (all of them in flight at once, no load-wait-load chain per warp). Partial sums
 // meet in shared memory.
 template <class T, int MaxM, int S>
-__global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__ x, const T* __restrict__ w,
-                                                           const T* __restrict__ bias, T* __restrict__ y, int m, int64_t n,
-                                                           int64_t k) {
+__global__ void __launch_bounds__(kWarps * 32)
+    gemv_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                T* __restrict__ y, int m, int64_t n, int64_t k) {
   constexpr int V = Vec<T>::n;
   __shared__ float partial[kWarps][MaxM];
   int lane = threadIdx.x % 32, warp = threadIdx.x / 32, slice = warp % S;
@@ -70,9 +70,10 @@ bool gemv_supported(DType d, int64_t m, int64_t k, const void* x, const void* w)
   return m >= 1 && m <= kGemvMaxRows && k % vec == 0 && aligned16(x) && aligned16(w);
 }
 
-void gemv(const void* x, const void* w, const void* bias, void* y, DType d, int64_t m, int64_t n, int64_t k, cudaStream_t s,
-          int warps_per_column) {
-  if (!gemv_supported(d, m, k, x, w)) throw CudaError("gemv: unsupported shape, dtype or alignment");
+void gemv(const void* x, const void* w, const void* bias, void* y, DType d, int64_t m, int64_t n,
+          int64_t k, cudaStream_t s, int warps_per_column) {
+  if (!gemv_supported(d, m, k, x, w))
+    throw CudaError("gemv: unsupported shape, dtype or alignment");
   int64_t nvec = k / (16 / (dtype_bits(d) / 8));
   // Warps per column: enough that a lane's share of a row is one round of loads, no more. On
   // the H100 (bf16, k 4096, cold weights) 1024 columns took 5.23 / 4.83 / 5.60 / 6.66 us at
@@ -85,22 +86,34 @@ void gemv(const void* x, const void* w, const void* bias, void* y, DType d, int6
     using T = decltype(t);
     auto launch = [&](auto kernel, int s_warps) {
       kernel<<<blocks_for(n, kWarps / s_warps, INT32_MAX), kWarps * 32, 0, s>>>(
-          static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<T*>(y),
-          static_cast<int>(m), n, k);
+          static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias),
+          static_cast<T*>(y), static_cast<int>(m), n, k);
     };
     auto by_split = [&](auto rows) {
       constexpr int M = decltype(rows)::value;
       switch (split) {
-        case 1: launch(gemv_kernel<T, M, 1>, 1); break;
-        case 2: launch(gemv_kernel<T, M, 2>, 2); break;
-        case 4: launch(gemv_kernel<T, M, 4>, 4); break;
-        default: launch(gemv_kernel<T, M, 8>, 8); break;
+        case 1:
+          launch(gemv_kernel<T, M, 1>, 1);
+          break;
+        case 2:
+          launch(gemv_kernel<T, M, 2>, 2);
+          break;
+        case 4:
+          launch(gemv_kernel<T, M, 4>, 4);
+          break;
+        default:
+          launch(gemv_kernel<T, M, 8>, 8);
+          break;
       }
     };
-    if (m == 1) by_split(std::integral_constant<int, 1>{});
-    else if (m == 2) by_split(std::integral_constant<int, 2>{});
-    else if (m <= 4) by_split(std::integral_constant<int, 4>{});
-    else by_split(std::integral_constant<int, 8>{});
+    if (m == 1)
+      by_split(std::integral_constant<int, 1>{});
+    else if (m == 2)
+      by_split(std::integral_constant<int, 2>{});
+    else if (m <= 4)
+      by_split(std::integral_constant<int, 4>{});
+    else
+      by_split(std::integral_constant<int, 8>{});
   });
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }

@@ -16,7 +16,7 @@ namespace rooflens::kernels {
 // 16-byte vectors, 16-byte aligned operands.
 bool gemv_supported(DType d, int64_t m, int64_t k, const void* x, const void* w);
 // warps_per_column: 1, 2, 4 or 8; 0 picks (the benchmark sweeps it).
-void gemv(const void* x, const void* w, const void* bias, void* y, DType d, int64_t m, int64_t n, int64_t k, cudaStream_t s,
-          int warps_per_column = 0);
+void gemv(const void* x, const void* w, const void* bias, void* y, DType d, int64_t m, int64_t n,
+          int64_t k, cudaStream_t s, int warps_per_column = 0);
 
 }  // namespace rooflens::kernels

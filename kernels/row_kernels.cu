@@ -39,7 +39,9 @@ __device__ __forceinline__ float2 norm_stats(float s, float s2, int64_t cols, bo
   return make_float2(mean, rsqrtf(fmaxf(s2 * inv_cols - mean * mean, 0.f) + 1e-5f));
 }
 
-__device__ __forceinline__ int64_t warp_row() { return blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32; }
+__device__ __forceinline__ int64_t warp_row() {
+  return blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32;
+}
 
 // ---- row kernels: one block per long row, the row held in registers ---------------------------
 
@@ -81,13 +83,15 @@ struct RowReader {
         if (j < cols) f(j, v[i]);
       }
     } else {
-      for (int64_t j = threadIdx.x; j < cols; j += kRowThreads) f(j, to_f(row[j]) + (skip ? to_f(skip[j]) : 0.f));
+      for (int64_t j = threadIdx.x; j < cols; j += kRowThreads)
+        f(j, to_f(row[j]) + (skip ? to_f(skip[j]) : 0.f));
     }
   }
 };
 
 template <class T, bool kCached>
-__global__ void __launch_bounds__(kRowThreads) softmax_block(const T* __restrict__ in, T* __restrict__ out, int64_t cols, bool log) {
+__global__ void __launch_bounds__(kRowThreads)
+    softmax_block(const T* __restrict__ in, T* __restrict__ out, int64_t cols, bool log) {
   __shared__ float red[32];
   int64_t r = blockIdx.x;
   RowReader<T, kCached> row(in + r * cols, cols, nullptr);
@@ -99,12 +103,14 @@ __global__ void __launch_bounds__(kRowThreads) softmax_block(const T* __restrict
   sum = block_reduce<false>(sum, red);
   float inv = __fdividef(1.f, sum), lsum = __logf(sum);
   T* o = out + r * cols;
-  row.each(nullptr, [&](int64_t j, float x) { o[j] = from_f<T>(log ? x - m - lsum : __expf(x - m) * inv); });
+  row.each(nullptr,
+           [&](int64_t j, float x) { o[j] = from_f<T>(log ? x - m - lsum : __expf(x - m) * inv); });
 }
 
 template <class T, bool kCached>
-__global__ void __launch_bounds__(kRowThreads) norm_block(const T* __restrict__ x, const T* __restrict__ skip, const T* __restrict__ gamma,
-                                                          const T* __restrict__ beta, T* __restrict__ out, int64_t cols, bool rms) {
+__global__ void __launch_bounds__(kRowThreads)
+    norm_block(const T* __restrict__ x, const T* __restrict__ skip, const T* __restrict__ gamma,
+               const T* __restrict__ beta, T* __restrict__ out, int64_t cols, bool rms) {
   __shared__ float red[32];
   int64_t r = blockIdx.x;
   const T* sr = skip ? skip + r * cols : nullptr;
@@ -124,7 +130,8 @@ __global__ void __launch_bounds__(kRowThreads) norm_block(const T* __restrict__ 
 }
 
 template <class T>
-__global__ void softmax_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows, int64_t cols, bool log) {
+__global__ void softmax_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows,
+                               int64_t cols, bool log) {
   int64_t r = warp_row();
   int lane = threadIdx.x % 32;
   if (r >= rows) return;
@@ -143,8 +150,9 @@ __global__ void softmax_kernel(const T* __restrict__ in, T* __restrict__ out, in
 }
 
 template <class T>
-__global__ void norm_kernel(const T* __restrict__ x, const T* __restrict__ skip, const T* __restrict__ gamma,
-                            const T* __restrict__ beta, T* __restrict__ out, int64_t rows, int64_t cols, bool rms) {
+__global__ void norm_kernel(const T* __restrict__ x, const T* __restrict__ skip,
+                            const T* __restrict__ gamma, const T* __restrict__ beta,
+                            T* __restrict__ out, int64_t rows, int64_t cols, bool rms) {
   int64_t r = warp_row();
   int lane = threadIdx.x % 32;
   if (r >= rows) return;
@@ -168,7 +176,8 @@ __global__ void norm_kernel(const T* __restrict__ x, const T* __restrict__ skip,
 }
 
 template <class T>
-__global__ void reduce_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows, int64_t cols, RowReduce op) {
+__global__ void reduce_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows,
+                              int64_t cols, RowReduce op) {
   int64_t r = warp_row();
   int lane = threadIdx.x % 32;
   if (r >= rows) return;
@@ -177,9 +186,12 @@ __global__ void reduce_kernel(const T* __restrict__ in, T* __restrict__ out, int
   float acc = is_max ? -FLT_MAX : is_min ? FLT_MAX : 0.f;
   for (int64_t j = lane; j < cols; j += 32) {
     float v = to_f(x[j]);
-    if (is_max) acc = fmaxf(acc, v);
-    else if (is_min) acc = fminf(acc, v);
-    else acc += (op == RowReduce::sum_square || op == RowReduce::l2) ? v * v : v;
+    if (is_max)
+      acc = fmaxf(acc, v);
+    else if (is_min)
+      acc = fminf(acc, v);
+    else
+      acc += (op == RowReduce::sum_square || op == RowReduce::l2) ? v * v : v;
   }
   acc = is_max ? warp_max(acc) : is_min ? warp_min(acc) : warp_sum(acc);
   if (op == RowReduce::mean) acc *= __fdividef(1.f, static_cast<float>(cols));
@@ -189,8 +201,8 @@ __global__ void reduce_kernel(const T* __restrict__ in, T* __restrict__ out, int
 
 // k passes of an arg-max, each skipping what earlier passes took.
 template <class T>
-__global__ void topk_kernel(const T* __restrict__ in, T* __restrict__ values, int64_t* __restrict__ indices, int64_t rows,
-                            int64_t cols, int k) {
+__global__ void topk_kernel(const T* __restrict__ in, T* __restrict__ values,
+                            int64_t* __restrict__ indices, int64_t rows, int64_t cols, int k) {
   int64_t r = warp_row();
   int lane = threadIdx.x % 32;
   if (r >= rows) return;
@@ -220,13 +232,13 @@ __global__ void topk_kernel(const T* __restrict__ in, T* __restrict__ values, in
 
 // ---- row kernels: whole 16-byte vectors, a power-of-two group of threads per row -------------
 
-constexpr int kVecBlock = 256;                 // threads per block; 256 / tpr rows per block
-constexpr int kMaxVecPerThread = 8;            // rows up to 256 * 8 vectors (16384 bf16)
+constexpr int kVecBlock = 256;       // threads per block; 256 / tpr rows per block
+constexpr int kMaxVecPerThread = 8;  // rows up to 256 * 8 vectors (16384 bf16)
 
 struct RowGroup {
-  int tpr;     // threads per row: 32 to 256
-  int64_t r;   // this thread's row
-  int t;       // index within the row's group
+  int tpr;    // threads per row: 32 to 256
+  int64_t r;  // this thread's row
+  int t;      // index within the row's group
   __device__ RowGroup(int threads_per_row) : tpr(threads_per_row) {
     r = blockIdx.x * int64_t(kVecBlock / tpr) + threadIdx.x / tpr;
     t = threadIdx.x % tpr;
@@ -245,7 +257,8 @@ struct RowGroup {
     float2 acc = red[first];
     for (int w = 1; w < tpr / 32; ++w) {
       float2 o = red[first + w];
-      acc = kMax ? make_float2(fmaxf(acc.x, o.x), fmaxf(acc.y, o.y)) : make_float2(acc.x + o.x, acc.y + o.y);
+      acc = kMax ? make_float2(fmaxf(acc.x, o.x), fmaxf(acc.y, o.y))
+                 : make_float2(acc.x + o.x, acc.y + o.y);
     }
     return acc;
   }
@@ -254,8 +267,9 @@ struct RowGroup {
 // Rows stay in registers as 16-bit (or fp32) vectors, converted on use: fewer registers, more
 // resident rows, more bytes in flight.
 template <class T, int VPT>
-__global__ void __launch_bounds__(kVecBlock) softmax_vec(const T* __restrict__ in, T* __restrict__ out, int64_t rows,
-                                                         int64_t cols, int tpr, bool log) {
+__global__ void __launch_bounds__(kVecBlock)
+    softmax_vec(const T* __restrict__ in, T* __restrict__ out, int64_t rows, int64_t cols, int tpr,
+                bool log) {
   constexpr int V = Vec<T>::n;
   __shared__ float2 red_max[kVecBlock / 32], red_sum[kVecBlock / 32];
   RowGroup g(tpr);
@@ -299,9 +313,10 @@ __global__ void __launch_bounds__(kVecBlock) softmax_vec(const T* __restrict__ i
 // gamma and beta are loaded with x, before the reduction, so the row costs one trip to memory.
 // A residual input is added first and the sum kept in T (as fused skip-norm kernels keep it).
 template <class T, int VPT>
-__global__ void __launch_bounds__(kVecBlock) norm_vec(const T* __restrict__ x, const T* __restrict__ skip,
-                                                      const T* __restrict__ gamma, const T* __restrict__ beta,
-                                                      T* __restrict__ out, int64_t rows, int64_t cols, int tpr, bool rms) {
+__global__ void __launch_bounds__(kVecBlock)
+    norm_vec(const T* __restrict__ x, const T* __restrict__ skip, const T* __restrict__ gamma,
+             const T* __restrict__ beta, T* __restrict__ out, int64_t rows, int64_t cols, int tpr,
+             bool rms) {
   constexpr int V = Vec<T>::n;
   __shared__ float2 red[kVecBlock / 32];
   RowGroup g(tpr);
@@ -339,7 +354,9 @@ __global__ void __launch_bounds__(kVecBlock) norm_vec(const T* __restrict__ x, c
     if (!live || c >= nvec) continue;
     Vec<T> o;
 #pragma unroll
-    for (int j = 0; j < V; ++j) o[j] = from_f<T>((to_f(xv[i][j]) - mean) * inv * to_f(gv[i][j]) + (beta ? to_f(bv[i][j]) : 0.f));
+    for (int j = 0; j < V; ++j)
+      o[j] =
+          from_f<T>((to_f(xv[i][j]) - mean) * inv * to_f(gv[i][j]) + (beta ? to_f(bv[i][j]) : 0.f));
     o.store(out + g.r * cols + c * V);
   }
 }
@@ -361,84 +378,105 @@ bool vec_row_shape(int64_t rows, int64_t cols, int vec, int& tpr, int& vpt) {
 template <class F>
 void dispatch_vpt(int vpt, F&& f) {
   switch (vpt) {
-    case 1: f(std::integral_constant<int, 1>{}); return;
-    case 2: f(std::integral_constant<int, 2>{}); return;
-    case 4: f(std::integral_constant<int, 4>{}); return;
-    default: f(std::integral_constant<int, 8>{}); return;
+    case 1:
+      f(std::integral_constant<int, 1>{});
+      return;
+    case 2:
+      f(std::integral_constant<int, 2>{});
+      return;
+    case 4:
+      f(std::integral_constant<int, 4>{});
+      return;
+    default:
+      f(std::integral_constant<int, 8>{});
+      return;
   }
 }
 
 }  // namespace
 
-void softmax_rows(const void* in, void* out, DType d, int64_t rows, int64_t cols, bool log, cudaStream_t s) {
+void softmax_rows(const void* in, void* out, DType d, int64_t rows, int64_t cols, bool log,
+                  cudaStream_t s) {
   dispatch_float(d, [&](auto t) {
     using T = decltype(t);
     int tpr = 0, vpt = 0;
     if (aligned16(in) && aligned16(out) && vec_row_shape(rows, cols, Vec<T>::n, tpr, vpt)) {
       dispatch_vpt(vpt, [&](auto k) {
-        softmax_vec<T, decltype(k)::value><<<blocks_for(rows, kVecBlock / tpr, INT32_MAX), kVecBlock, 0, s>>>(
-            static_cast<const T*>(in), static_cast<T*>(out), rows, cols, tpr, log);
+        softmax_vec<T, decltype(k)::value>
+            <<<blocks_for(rows, kVecBlock / tpr, INT32_MAX), kVecBlock, 0, s>>>(
+                static_cast<const T*>(in), static_cast<T*>(out), rows, cols, tpr, log);
       });
       return;
     }
     if (cols >= kBlockRowMinCols) {
       auto grid = static_cast<unsigned>(rows);
-      if (cols <= kRowThreads * kRowCache) softmax_block<T, true><<<grid, kRowThreads, 0, s>>>(static_cast<const T*>(in), static_cast<T*>(out), cols, log);
-      else softmax_block<T, false><<<grid, kRowThreads, 0, s>>>(static_cast<const T*>(in), static_cast<T*>(out), cols, log);
+      if (cols <= kRowThreads * kRowCache)
+        softmax_block<T, true><<<grid, kRowThreads, 0, s>>>(static_cast<const T*>(in),
+                                                            static_cast<T*>(out), cols, log);
+      else
+        softmax_block<T, false><<<grid, kRowThreads, 0, s>>>(static_cast<const T*>(in),
+                                                             static_cast<T*>(out), cols, log);
       return;
     }
-    softmax_kernel<<<blocks_for(rows, kWarpsPerBlock, INT32_MAX), kThreads, 0, s>>>(static_cast<const T*>(in), static_cast<T*>(out),
-                                                                                    rows, cols, log);
+    softmax_kernel<<<blocks_for(rows, kWarpsPerBlock, INT32_MAX), kThreads, 0, s>>>(
+        static_cast<const T*>(in), static_cast<T*>(out), rows, cols, log);
   });
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }
 
-void norm_rows(const void* x, const void* skip, const void* gamma, const void* beta, void* out, DType d, int64_t rows,
-               int64_t cols, bool rms, cudaStream_t s) {
+void norm_rows(const void* x, const void* skip, const void* gamma, const void* beta, void* out,
+               DType d, int64_t rows, int64_t cols, bool rms, cudaStream_t s) {
   dispatch_float(d, [&](auto t) {
     using T = decltype(t);
     int tpr = 0, vpt = 0;
-    bool aligned = aligned16(x) && aligned16(gamma) && aligned16(out) && (!skip || aligned16(skip)) && (!beta || aligned16(beta));
+    bool aligned = aligned16(x) && aligned16(gamma) && aligned16(out) &&
+                   (!skip || aligned16(skip)) && (!beta || aligned16(beta));
     if (aligned && vec_row_shape(rows, cols, Vec<T>::n, tpr, vpt)) {
       dispatch_vpt(vpt, [&](auto k) {
-        norm_vec<T, decltype(k)::value><<<blocks_for(rows, kVecBlock / tpr, INT32_MAX), kVecBlock, 0, s>>>(
-            static_cast<const T*>(x), static_cast<const T*>(skip), static_cast<const T*>(gamma), static_cast<const T*>(beta),
-            static_cast<T*>(out), rows, cols, tpr, rms);
+        norm_vec<T, decltype(k)::value>
+            <<<blocks_for(rows, kVecBlock / tpr, INT32_MAX), kVecBlock, 0, s>>>(
+                static_cast<const T*>(x), static_cast<const T*>(skip), static_cast<const T*>(gamma),
+                static_cast<const T*>(beta), static_cast<T*>(out), rows, cols, tpr, rms);
       });
       return;
     }
     if (cols >= kBlockRowMinCols) {
       auto grid = static_cast<unsigned>(rows);
       auto args = [&](auto kernel) {
-        kernel<<<grid, kRowThreads, 0, s>>>(static_cast<const T*>(x), static_cast<const T*>(skip), static_cast<const T*>(gamma),
-                                            static_cast<const T*>(beta), static_cast<T*>(out), cols, rms);
+        kernel<<<grid, kRowThreads, 0, s>>>(
+            static_cast<const T*>(x), static_cast<const T*>(skip), static_cast<const T*>(gamma),
+            static_cast<const T*>(beta), static_cast<T*>(out), cols, rms);
       };
-      if (cols <= kRowThreads * kRowCache) args(norm_block<T, true>);
-      else args(norm_block<T, false>);
+      if (cols <= kRowThreads * kRowCache)
+        args(norm_block<T, true>);
+      else
+        args(norm_block<T, false>);
       return;
     }
     norm_kernel<<<blocks_for(rows, kWarpsPerBlock, INT32_MAX), kThreads, 0, s>>>(
-        static_cast<const T*>(x), static_cast<const T*>(skip), static_cast<const T*>(gamma), static_cast<const T*>(beta),
-        static_cast<T*>(out), rows, cols, rms);
+        static_cast<const T*>(x), static_cast<const T*>(skip), static_cast<const T*>(gamma),
+        static_cast<const T*>(beta), static_cast<T*>(out), rows, cols, rms);
   });
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }
 
-void reduce_rows(const void* in, void* out, DType d, int64_t rows, int64_t cols, RowReduce op, cudaStream_t s) {
+void reduce_rows(const void* in, void* out, DType d, int64_t rows, int64_t cols, RowReduce op,
+                 cudaStream_t s) {
   dispatch_float(d, [&](auto t) {
     using T = decltype(t);
-    reduce_kernel<<<blocks_for(rows, kWarpsPerBlock, INT32_MAX), kThreads, 0, s>>>(static_cast<const T*>(in), static_cast<T*>(out),
-                                                                                   rows, cols, op);
+    reduce_kernel<<<blocks_for(rows, kWarpsPerBlock, INT32_MAX), kThreads, 0, s>>>(
+        static_cast<const T*>(in), static_cast<T*>(out), rows, cols, op);
   });
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }
 
-void topk_rows(const void* in, void* values, int64_t* indices, DType d, int64_t rows, int64_t cols, int k, cudaStream_t s) {
+void topk_rows(const void* in, void* values, int64_t* indices, DType d, int64_t rows, int64_t cols,
+               int k, cudaStream_t s) {
   if (k < 1 || k > 32) throw CudaError("top-k takes k in [1, 32]");
   dispatch_float(d, [&](auto t) {
     using T = decltype(t);
-    topk_kernel<<<blocks_for(rows, kWarpsPerBlock, INT32_MAX), kThreads, 0, s>>>(static_cast<const T*>(in), static_cast<T*>(values),
-                                                                                 indices, rows, cols, k);
+    topk_kernel<<<blocks_for(rows, kWarpsPerBlock, INT32_MAX), kThreads, 0, s>>>(
+        static_cast<const T*>(in), static_cast<T*>(values), indices, rows, cols, k);
   });
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }

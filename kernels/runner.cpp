@@ -15,7 +15,8 @@ std::string ReplayLabel::text() const {
   return t;
 }
 
-Runner pick_fastest(std::vector<Runner> candidates, const ReplayContext& ctx, const std::string& key, cudaStream_t s) {
+Runner pick_fastest(std::vector<Runner> candidates, const ReplayContext& ctx,
+                    const std::string& key, cudaStream_t s) {
   if (candidates.empty()) throw ReplayUnsupported("no kernel takes this layer");
   size_t n = candidates.size();
   if (n == 1 || !ctx.time) return std::move(candidates.front());
@@ -35,14 +36,16 @@ Runner pick_fastest(std::vector<Runner> candidates, const ReplayContext& ctx, co
     } catch (const CudaError& e) {
       cudaGetLastError();  // a failed launch configuration is not sticky; go on with the others
       cudaStreamSynchronize(s);
-      if (first_error.empty()) first_error = fmt::format("{}: {}", candidates[i].label().text(), e.what());
+      if (first_error.empty())
+        first_error = fmt::format("{}: {}", candidates[i].label().text(), e.what());
       return std::numeric_limits<double>::infinity();
     }
   };
   std::vector<std::pair<double, size_t>> round1;
   for (size_t i = 0; i < n; ++i) round1.emplace_back(time_one(i), i);
   std::sort(round1.begin(), round1.end());
-  if (!std::isfinite(round1.front().first)) throw ReplayUnsupported(fmt::format("no candidate kernel ran: {}", first_error));
+  if (!std::isfinite(round1.front().first))
+    throw ReplayUnsupported(fmt::format("no candidate kernel ran: {}", first_error));
   // The few best timed again: a short median can flatter a kernel with a slow mode.
   std::vector<std::pair<double, size_t>> round2;
   for (size_t r = 0; r < std::min<size_t>(3, round1.size()) && std::isfinite(round1[r].first); ++r)
@@ -53,8 +56,9 @@ Runner pick_fastest(std::vector<Runner> candidates, const ReplayContext& ctx, co
   // The runner-up says how close the choice was (and what the other library reached).
   std::string runner_up;
   if (round2.size() > 1 && std::isfinite(round2[1].first))
-    runner_up = fmt::format("; next {} at {:.1f} us vs {:.1f}", candidates[round2[1].second].label().library,
-                            round2[1].first * 1e6, round2.front().first * 1e6);
+    runner_up = fmt::format("; next {} at {:.1f} us vs {:.1f}",
+                            candidates[round2[1].second].label().library, round2[1].first * 1e6,
+                            round2.front().first * 1e6);
   Runner r = std::move(candidates[best_i]);
   r.label().note = fmt::format("fastest of {} timed{}", n, runner_up);
   return r;

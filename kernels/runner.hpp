@@ -22,7 +22,7 @@ class Plugin;
 namespace nccl {
 struct Api;
 class Communicator;
-}
+}  // namespace nccl
 
 // Seconds one run of `launch` takes on the GPU, measured as the harness measures a layer
 // (L2 state included).
@@ -51,7 +51,8 @@ struct ReplayLabel {
 
 class Runner {
  public:
-  Runner(ReplayLabel label, std::function<void(cudaStream_t)> launch, std::shared_ptr<void> state = nullptr)
+  Runner(ReplayLabel label, std::function<void(cudaStream_t)> launch,
+         std::shared_ptr<void> state = nullptr)
       : label_(std::move(label)), launch_(std::move(launch)), state_(std::move(state)) {}
   void launch(cudaStream_t s) const { launch_(s); }
   const ReplayLabel& label() const { return label_; }
@@ -66,7 +67,8 @@ class Runner {
 // The fastest candidate (timed with ctx.time), remembered under `key` for identical layers.
 // A candidate whose launch fails is dropped; ReplayUnsupported when none runs. The winner's
 // note says of how many it was the fastest.
-Runner pick_fastest(std::vector<Runner> candidates, const ReplayContext& ctx, const std::string& key, cudaStream_t s);
+Runner pick_fastest(std::vector<Runner> candidates, const ReplayContext& ctx,
+                    const std::string& key, cudaStream_t s);
 
 // The layer's buffers, inputs first, then outputs.
 struct LayerBuffers {
@@ -76,12 +78,17 @@ struct LayerBuffers {
   void* out(size_t i) const { return buffers[plan.inputs.size() + i].get(); }
 };
 
-Runner gemm_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx, cudaStream_t s);
-Runner moe_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx, cudaStream_t s);
-Runner conv_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx, cudaStream_t s);
-Runner attention_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx, cudaStream_t s);
+Runner gemm_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx,
+                   cudaStream_t s);
+Runner moe_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx,
+                  cudaStream_t s);
+Runner conv_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx,
+                   cudaStream_t s);
+Runner attention_runner(const replay::ReplayPlan& p, const LayerBuffers& b,
+                        const ReplayContext& ctx, cudaStream_t s);
 // A collective through NCCL among the replay's GPUs (ctx.comm); ReplayUnsupported without one.
-Runner collective_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx);
+Runner collective_runner(const replay::ReplayPlan& p, const LayerBuffers& b,
+                         const ReplayContext& ctx);
 // Element-wise, row kernels, pooling, copies, gathers, rope: our kernels, one candidate.
 Runner memory_runner(const replay::ReplayPlan& p, const LayerBuffers& b);
 

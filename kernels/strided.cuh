@@ -22,11 +22,12 @@ struct Dims {
 // Offsets into K operands of linear index i of an iteration space walked with per-operand strides.
 // I: 32-bit when every offset fits (64-bit division is many times slower).
 template <int K, class I>
-__device__ __forceinline__ void strided_offsets(I i, const Dims& dims, const Strides& st, I (&off)[K]) {
+__device__ __forceinline__ void strided_offsets(I i, const Dims& dims, const Strides& st,
+                                                I (&off)[K]) {
   for (int k = 0; k < K; ++k) off[k] = 0;
-  // Fully unrolled so every dims/strides index is a constant: a runtime index into a kernel
-  // parameter makes the compiler copy the struct to per-thread local memory (a 56-byte stack
-  // frame per thread, written and read back for every element).
+    // Fully unrolled so every dims/strides index is a constant: a runtime index into a kernel
+    // parameter makes the compiler copy the struct to per-thread local memory (a 56-byte stack
+    // frame per thread, written and read back for every element).
 #pragma unroll
   for (int d = kMaxRank - 1; d >= 0; --d) {
     if (d >= dims.rank) continue;
@@ -60,7 +61,9 @@ inline Dims make_dims(const std::vector<int64_t>& extent) {
   return d;
 }
 
-inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+inline bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
 
 // 16 bytes of T as one load or store.
 template <class T>
@@ -80,7 +83,9 @@ struct Vec {
     for (int j = 0; j < n; ++j) v[j] = x;
     return v;
   }
-  __device__ void store(T* p) const { *reinterpret_cast<uint4*>(p) = raw; }
+  __device__ void store(T* p) const {
+    *reinterpret_cast<uint4*>(p) = raw;
+  }
 };
 
 }  // namespace rooflens::kernels

@@ -18,15 +18,21 @@ BufferSpec buffer(DType d, Shape s) {
   return BufferSpec{d, std::move(s), storage_bytes(d, n), 0};
 }
 
-int64_t as_int(double v) { return std::max<int64_t>(1, std::llround(v)); }
+int64_t as_int(double v) {
+  return std::max<int64_t>(1, std::llround(v));
+}
 
 // A dim of alignment exactly `align` next to `v` (a multiple of 128).
-int64_t aligned_dim(int64_t v, int64_t align) { return align >= 128 ? v : v + align; }
+int64_t aligned_dim(int64_t v, int64_t align) {
+  return align >= 128 ? v : v + align;
+}
 
 std::vector<std::string> split(const std::string& key) {
   std::vector<std::string> parts;
   size_t start = 0;
-  for (size_t dot = key.find('.'); dot != std::string::npos; start = dot + 1, dot = key.find('.', start)) parts.push_back(key.substr(start, dot - start));
+  for (size_t dot = key.find('.'); dot != std::string::npos;
+       start = dot + 1, dot = key.find('.', start))
+    parts.push_back(key.substr(start, dot - start));
   parts.push_back(key.substr(start));
   return parts;
 }
@@ -45,7 +51,8 @@ ReplayPlan attention_plan(AttentionDims d) {
   ReplayPlan plan;
   plan.precision = Precision::bf16;
   DType t = DType::bf16;
-  plan.inputs = {buffer(t, {d.batch, d.q_len, d.q_heads, d.head_dim_qk}), buffer(t, {d.batch, d.kv_heads, d.kv_len, d.head_dim_qk}),
+  plan.inputs = {buffer(t, {d.batch, d.q_len, d.q_heads, d.head_dim_qk}),
+                 buffer(t, {d.batch, d.kv_heads, d.kv_len, d.head_dim_qk}),
                  buffer(t, {d.batch, d.kv_heads, d.kv_len, d.head_dim_v})};
   plan.outputs = {buffer(t, {d.batch, d.q_len, d.q_heads, d.head_dim_v})};
   plan.kernel = AttentionPlan{d, false};
@@ -55,17 +62,27 @@ ReplayPlan attention_plan(AttentionDims d) {
 // `pixels` output pixels as square images of side `image` (as many as make them up) or one
 // smaller square image; groups = in = out for a depthwise class, which has a bias (the BatchNorm
 // an exported graph folds into it).
-ReplayPlan conv_plan(Precision p, int64_t kernel, int64_t stride, int64_t pixels, int64_t out, int64_t in, int64_t groups = 1,
-                     int64_t image = 112) {
+ReplayPlan conv_plan(Precision p, int64_t kernel, int64_t stride, int64_t pixels, int64_t out,
+                     int64_t in, int64_t groups = 1, int64_t image = 112) {
   int64_t batch = pixels > image * image ? pixels / (image * image) : 1;
   auto side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(pixels / batch))));
   int64_t pad = kernel == stride ? 0 : kernel / 2;  // patch embeddings do not pad
-  ConvDims c{batch, in, out, groups, {side * stride, side * stride}, {kernel, kernel}, {side, side}, {stride, stride},
-             {pad, pad, pad, pad}, {1, 1}, false};
+  ConvDims c{batch,
+             in,
+             out,
+             groups,
+             {side * stride, side * stride},
+             {kernel, kernel},
+             {side, side},
+             {stride, stride},
+             {pad, pad, pad, pad},
+             {1, 1},
+             false};
   DType t = storage_dtype(p);
   ReplayPlan plan;
   plan.precision = p;
-  plan.inputs = {buffer(t, {batch, in, side * stride, side * stride}), buffer(t, {out, in / groups, kernel, kernel})};
+  plan.inputs = {buffer(t, {batch, in, side * stride, side * stride}),
+                 buffer(t, {out, in / groups, kernel, kernel})};
   bool bias = groups > 1;
   if (bias) plan.inputs.push_back(buffer(t, {out}));
   plan.outputs = {buffer(t, {batch, out, side, side})};
@@ -94,7 +111,8 @@ ReplayPlan memory_plan(const std::string& cls, const std::vector<double>& x) {
     return plan;
   }
   double bytes = x[0];
-  if (cls == "elementwise") {  // a + b: two reads and a write of 2-byte elements, whole 16-byte vectors
+  if (cls ==
+      "elementwise") {  // a + b: two reads and a write of 2-byte elements, whole 16-byte vectors
     int64_t n = std::max<int64_t>(8, as_int(bytes / 6) / 8 * 8);
     plan.inputs = {buffer(t, {n}), buffer(t, {n})};
     plan.outputs = {buffer(t, {n})};
@@ -144,15 +162,21 @@ GridPlan plan_for_grid_point(const std::string& table, const std::vector<double>
     g.plan = attention_plan(AttentionDims{1, heads, heads, s, s, d, d, k[2] == "causal", 0});
   } else if (k[0] == "attn_decode" && x.size() == 4) {
     int64_t d = as_int(x[0]), group = as_int(x[1]), kvh = as_int(x[2]), ctx = as_int(x[3]);
-    int64_t per_seq = std::min<int64_t>(kvh, 8);  // sequences of 8 KV heads, as Llama-3 and Mixtral have
-    g.plan = attention_plan(AttentionDims{kvh / per_seq, per_seq * group, per_seq, 1, ctx, d, d, false, 0});
-  } else if (k[0] == "conv" && (k.size() == 3 || k.size() == 4) && x.size() == (is_depthwise_class(k[2]) ? 2u : 3u)) {
+    int64_t per_seq =
+        std::min<int64_t>(kvh, 8);  // sequences of 8 KV heads, as Llama-3 and Mixtral have
+    g.plan = attention_plan(
+        AttentionDims{kvh / per_seq, per_seq * group, per_seq, 1, ctx, d, d, false, 0});
+  } else if (k[0] == "conv" && (k.size() == 3 || k.size() == 4) &&
+             x.size() == (is_depthwise_class(k[2]) ? 2u : 3u)) {
     auto p = precision_from_name(k[1]);
     auto cls = conv_kernel_stride(k[2]);
     if (!p || !cls) throw InputError(fmt::format("table {}: unknown convolution class", table));
     int64_t ch = as_int(x[1]);
-    if (is_depthwise_class(k[2])) g.plan = conv_plan(*p, cls->first, cls->second, as_int(x[0]), ch, ch, ch, depthwise_image_side(ch));
-    else g.plan = conv_plan(*p, cls->first, cls->second, as_int(x[0]), as_int(x[1]), as_int(x[2]));
+    if (is_depthwise_class(k[2]))
+      g.plan = conv_plan(*p, cls->first, cls->second, as_int(x[0]), ch, ch, ch,
+                         depthwise_image_side(ch));
+    else
+      g.plan = conv_plan(*p, cls->first, cls->second, as_int(x[0]), as_int(x[1]), as_int(x[2]));
   } else if (k[0] == "mem" && k.size() == 2) {
     g.plan = memory_plan(k[1], x);
   } else {

@@ -9,13 +9,35 @@ namespace rooflens::replay {
 
 std::optional<EwOp> elementwise_op_from(std::string_view op) {
   static constexpr std::array<std::pair<std::string_view, EwOp>, 29> table{{
-      {"Relu", EwOp::relu}, {"Gelu", EwOp::gelu}, {"FastGelu", EwOp::gelu_tanh}, {"Sigmoid", EwOp::sigmoid},
-      {"Swish", EwOp::swish}, {"Silu", EwOp::swish}, {"Tanh", EwOp::tanh_}, {"Exp", EwOp::exp_}, {"Erf", EwOp::erf_},
-      {"Sqrt", EwOp::sqrt_}, {"Neg", EwOp::neg}, {"Abs", EwOp::abs_}, {"Reciprocal", EwOp::reciprocal},
-      {"Log", EwOp::log_}, {"Softplus", EwOp::softplus}, {"LeakyRelu", EwOp::leaky_relu},
-      {"HardSigmoid", EwOp::hard_sigmoid}, {"HardSwish", EwOp::hard_swish}, {"Identity", EwOp::identity},
-      {"Cast", EwOp::cast}, {"Add", EwOp::add}, {"Sub", EwOp::sub}, {"Mul", EwOp::mul}, {"Div", EwOp::div},
-      {"Pow", EwOp::pow_}, {"Max", EwOp::max_}, {"Min", EwOp::min_}, {"Where", EwOp::where}, {"Clip", EwOp::clip},
+      {"Relu", EwOp::relu},
+      {"Gelu", EwOp::gelu},
+      {"FastGelu", EwOp::gelu_tanh},
+      {"Sigmoid", EwOp::sigmoid},
+      {"Swish", EwOp::swish},
+      {"Silu", EwOp::swish},
+      {"Tanh", EwOp::tanh_},
+      {"Exp", EwOp::exp_},
+      {"Erf", EwOp::erf_},
+      {"Sqrt", EwOp::sqrt_},
+      {"Neg", EwOp::neg},
+      {"Abs", EwOp::abs_},
+      {"Reciprocal", EwOp::reciprocal},
+      {"Log", EwOp::log_},
+      {"Softplus", EwOp::softplus},
+      {"LeakyRelu", EwOp::leaky_relu},
+      {"HardSigmoid", EwOp::hard_sigmoid},
+      {"HardSwish", EwOp::hard_swish},
+      {"Identity", EwOp::identity},
+      {"Cast", EwOp::cast},
+      {"Add", EwOp::add},
+      {"Sub", EwOp::sub},
+      {"Mul", EwOp::mul},
+      {"Div", EwOp::div},
+      {"Pow", EwOp::pow_},
+      {"Max", EwOp::max_},
+      {"Min", EwOp::min_},
+      {"Where", EwOp::where},
+      {"Clip", EwOp::clip},
   }};
   for (const auto& [name, e] : table)
     if (name == op) return e;
@@ -24,8 +46,12 @@ std::optional<EwOp> elementwise_op_from(std::string_view op) {
 
 std::optional<RowReduce> row_reduce_from(std::string_view op) {
   static constexpr std::array<std::pair<std::string_view, RowReduce>, 6> table{{
-      {"ReduceSum", RowReduce::sum}, {"ReduceMean", RowReduce::mean}, {"ReduceMax", RowReduce::max},
-      {"ReduceMin", RowReduce::min}, {"ReduceSumSquare", RowReduce::sum_square}, {"ReduceL2", RowReduce::l2},
+      {"ReduceSum", RowReduce::sum},
+      {"ReduceMean", RowReduce::mean},
+      {"ReduceMax", RowReduce::max},
+      {"ReduceMin", RowReduce::min},
+      {"ReduceSumSquare", RowReduce::sum_square},
+      {"ReduceL2", RowReduce::l2},
   }};
   for (const auto& [name, r] : table)
     if (name == op) return r;
@@ -38,11 +64,13 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& s) {
   return st;
 }
 
-std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in,
+                                       const std::vector<int64_t>& out) {
   std::vector<int64_t> st(out.size(), 0);
   std::vector<int64_t> cs = contiguous_strides(in);
   size_t lead = out.size() - in.size();
-  for (size_t i = 0; i < in.size(); ++i) st[lead + i] = in[i] == 1 && out[lead + i] != 1 ? 0 : cs[i];
+  for (size_t i = 0; i < in.size(); ++i)
+    st[lead + i] = in[i] == 1 && out[lead + i] != 1 ? 0 : cs[i];
   return st;
 }
 

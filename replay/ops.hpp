@@ -12,12 +12,36 @@ inline constexpr size_t kMaxReplayRank = 6;
 
 enum class EwOp : int {
   // unary
-  relu, gelu, gelu_tanh, sigmoid, swish, tanh_, exp_, erf_, sqrt_, neg, abs_, reciprocal, log_, softplus,
-  leaky_relu, hard_sigmoid, hard_swish, identity, cast,
+  relu,
+  gelu,
+  gelu_tanh,
+  sigmoid,
+  swish,
+  tanh_,
+  exp_,
+  erf_,
+  sqrt_,
+  neg,
+  abs_,
+  reciprocal,
+  log_,
+  softplus,
+  leaky_relu,
+  hard_sigmoid,
+  hard_swish,
+  identity,
+  cast,
   // binary
-  add, sub, mul, div, pow_, max_, min_,
+  add,
+  sub,
+  mul,
+  div,
+  pow_,
+  max_,
+  min_,
   // ternary
-  where, clip,
+  where,
+  clip,
 };
 // The functor for an ONNX (or com.microsoft) element-wise op; nullopt when the replay has none.
 std::optional<EwOp> elementwise_op_from(std::string_view op);
@@ -34,6 +58,7 @@ struct Pool2d {
 // Row-major strides of a shape, in elements.
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape);
 // Strides that read `in` broadcast to `out` (numpy rules): 0 along broadcast dims.
-std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in, const std::vector<int64_t>& out);
+std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in,
+                                       const std::vector<int64_t>& out);
 
 }  // namespace rooflens::replay

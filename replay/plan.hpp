@@ -110,9 +110,10 @@ struct CollectivePlan {
   int64_t bytes = 0, ranks = 0;
 };
 
-using KernelPlan = std::variant<GemmPlan, ConvPlan, AttentionPlan, MoePlan, ElementwisePlan, SoftmaxPlan, NormPlan,
-                                BatchNormPlan, ReducePlan, TopKPlan, PoolPlan, CopyPlan, ConcatSplitPlan, GatherPlan, RopePlan,
-                                CollectivePlan>;
+using KernelPlan =
+    std::variant<GemmPlan, ConvPlan, AttentionPlan, MoePlan, ElementwisePlan, SoftmaxPlan, NormPlan,
+                 BatchNormPlan, ReducePlan, TopKPlan, PoolPlan, CopyPlan, ConcatSplitPlan,
+                 GatherPlan, RopePlan, CollectivePlan>;
 // "gemm", "conv", ... for reports and tests.
 std::string_view kind_name(const KernelPlan& k);
 
@@ -125,9 +126,13 @@ struct ReplayPlan {
   std::string description;  // what the plan asks for, before a library is picked
   int64_t buffer_bytes() const;
   template <class T>
-  const T& as() const { return std::get<T>(kernel); }
+  const T& as() const {
+    return std::get<T>(kernel);
+  }
   template <class T>
-  bool is() const { return std::holds_alternative<T>(kernel); }
+  bool is() const {
+    return std::holds_alternative<T>(kernel);
+  }
 };
 
 struct ReplayDecision {
@@ -139,7 +144,7 @@ struct ReplayDecision {
 // One decision per analysis node, in node order. `forced` is the run's --dtype, which sets the
 // storage of every float tensor as it did for the prediction. `gpus`: the GPUs the replay runs
 // on together (profile --tp N); a collective over exactly that many is replayed through NCCL.
-std::vector<ReplayDecision> plan_replay(const Analysis& a, const Graph& inferred, std::optional<Precision> forced,
-                                        int gpus = 1);
+std::vector<ReplayDecision> plan_replay(const Analysis& a, const Graph& inferred,
+                                        std::optional<Precision> forced, int gpus = 1);
 
 }  // namespace rooflens::replay

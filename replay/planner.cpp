@@ -1,5 +1,3 @@
-#include "replay/plan.hpp"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -8,6 +6,7 @@
 #include <numeric>
 
 #include "analyzer/core/checked.hpp"
+#include "replay/plan.hpp"
 
 namespace rooflens::replay {
 
@@ -25,7 +24,9 @@ struct NotReplayed {
   std::string reason;
 };
 
-[[noreturn]] void refuse(std::string reason) { throw NotReplayed{std::move(reason)}; }
+[[noreturn]] void refuse(std::string reason) {
+  throw NotReplayed{std::move(reason)};
+}
 
 class Planner {
  public:
@@ -40,23 +41,40 @@ class Planner {
     const std::string& op = n_.op_type;
     OpFamily f = *r_.family;
     const KernelShape& ks = r_.cost.kernel;
-    if (f == OpFamily::attention) attention();
-    else if (ks.moe) moe();
-    else if (f == OpFamily::gemm) gemm();
-    else if (f == OpFamily::conv) conv();
-    else if (op == "RotaryEmbedding") rope();
-    else if (f == OpFamily::elementwise) elementwise();
-    else if (f == OpFamily::softmax) softmax();
-    else if (op == "BatchNormalization") batch_norm();
-    else if (f == OpFamily::norm) layer_norm();
-    else if (op == "TopK") topk();
-    else if (f == OpFamily::reduce) reduce();
-    else if (op == "GlobalAveragePool" || op == "GlobalMaxPool") global_pool();
-    else if (op == "MaxPool" || op == "AveragePool") pool();
-    else if (op == "Gather" && n_.domain.empty()) gather();
-    else if (op == "Concat" || op == "Split") concat_split();
-    else if (op == "Transpose" || op == "Slice" || op == "Expand") copies();
-    else refuse(fmt::format("no replay kernel for {}", r_.op));
+    if (f == OpFamily::attention)
+      attention();
+    else if (ks.moe)
+      moe();
+    else if (f == OpFamily::gemm)
+      gemm();
+    else if (f == OpFamily::conv)
+      conv();
+    else if (op == "RotaryEmbedding")
+      rope();
+    else if (f == OpFamily::elementwise)
+      elementwise();
+    else if (f == OpFamily::softmax)
+      softmax();
+    else if (op == "BatchNormalization")
+      batch_norm();
+    else if (f == OpFamily::norm)
+      layer_norm();
+    else if (op == "TopK")
+      topk();
+    else if (f == OpFamily::reduce)
+      reduce();
+    else if (op == "GlobalAveragePool" || op == "GlobalMaxPool")
+      global_pool();
+    else if (op == "MaxPool" || op == "AveragePool")
+      pool();
+    else if (op == "Gather" && n_.domain.empty())
+      gather();
+    else if (op == "Concat" || op == "Split")
+      concat_split();
+    else if (op == "Transpose" || op == "Slice" || op == "Expand")
+      copies();
+    else
+      refuse(fmt::format("no replay kernel for {}", r_.op));
     return std::move(p_);
   }
 
@@ -99,7 +117,8 @@ class Planner {
   static bool is_replay_float(DType d) { return d == DType::f32 || is_16bit_float(d); }
   void require_float(const BufferSpec& b, const char* what) const {
     if (!is_replay_float(b.dtype))
-      refuse(fmt::format("{} in {}: the replay kernels take fp32, fp16 and bf16", what, dtype_name(b.dtype)));
+      refuse(fmt::format("{} in {}: the replay kernels take fp32, fp16 and bf16", what,
+                         dtype_name(b.dtype)));
   }
   int element_bytes() const {
     int bits = dtype_bits(p_.inputs[0].dtype);
@@ -128,12 +147,15 @@ class Planner {
     DType a = p_.inputs[0].dtype, b = p_.inputs[1].dtype;
     bool fp8 = a == DType::f8e4m3fn && b == DType::f8e4m3fn;
     if (!fp8 && (a != b || !is_replay_float(a)))
-      refuse(fmt::format("{} x {} GEMM: the replay runs fp32, tf32, fp16, bf16 and fp8 (e4m3) GEMMs", dtype_name(a), dtype_name(b)));
+      refuse(
+          fmt::format("{} x {} GEMM: the replay runs fp32, tf32, fp16, bf16 and fp8 (e4m3) GEMMs",
+                      dtype_name(a), dtype_name(b)));
     if (fp8) p_.precision = Precision::fp8;
     GemmPlan g;
     g.dims = *ks.gemm;
     const GemmDims& d = g.dims;
-    int64_t a_elems = checked_product(p_.inputs[0].shape, "A"), b_elems = checked_product(p_.inputs[1].shape, "B");
+    int64_t a_elems = checked_product(p_.inputs[0].shape, "A"),
+            b_elems = checked_product(p_.inputs[1].shape, "B");
     int64_t mk = checked_mul(d.m, d.k), kn = checked_mul(d.k, d.n);
     if (a_elems != mk && a_elems != checked_mul(d.batch, mk))
       refuse("A operand broadcast in a way one strided-batched GEMM cannot express");
@@ -144,30 +166,37 @@ class Planner {
     // A config's Linear weights are stored [out, in] (the "TN" GEMM), an ONNX MatMul's B as
     // stored, [k, n], unless transposed.
     g.b_kn = !(ks.gemm_b_transposed || g_.producer == "rooflens lowering");
-    if (fp8 && g.b_kn) refuse("fp8 GEMM with weights stored [k, n]: cuBLASLt's fp8 kernels take [n, k]");
+    if (fp8 && g.b_kn)
+      refuse("fp8 GEMM with weights stored [k, n]: cuBLASLt's fp8 kernels take [n, k]");
     // Gemm's C input: a length-n bias becomes the epilogue; any other C is not one GEMM.
     if (p_.inputs.size() > 2) {
-      if (checked_product(p_.inputs[2].shape, "C") != d.n || fp8) refuse("Gemm with a C other than a length-n bias");
+      if (checked_product(p_.inputs[2].shape, "C") != d.n || fp8)
+        refuse("Gemm with a C other than a length-n bias");
       g.bias = true;
     }
     p_.kernel = g;
-    p_.description = fmt::format("{} GEMM m={} n={} k={}{}", precision_name(p_.precision), d.m, d.n, d.k,
-                                 d.batch > 1 ? fmt::format(" batch={}", d.batch) : "");
+    p_.description = fmt::format("{} GEMM m={} n={} k={}{}", precision_name(p_.precision), d.m, d.n,
+                                 d.k, d.batch > 1 ? fmt::format(" batch={}", d.batch) : "");
   }
 
   void conv() {
     const ConvDims& c = *r_.cost.kernel.conv;
     if (c.transpose) refuse("ConvTranspose: no replay kernel");
-    if (c.kernel.size() != 2 && c.kernel.size() != 1) refuse(fmt::format("{}-D convolution: the replay handles 1-D and 2-D", c.kernel.size()));
+    if (c.kernel.size() != 2 && c.kernel.size() != 1)
+      refuse(fmt::format("{}-D convolution: the replay handles 1-D and 2-D", c.kernel.size()));
     graph_buffers();
     require_float(p_.inputs[0], "Conv");
     ConvPlan cp{c, false, p_.inputs.size() > 2};
-    if (cp.bias && checked_product(p_.inputs[2].shape, "bias") != c.out_channels) refuse("Conv bias of a length other than the output channels");
-    auto all = [](const std::vector<int64_t>& v, int64_t x) { return std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; }); };
+    if (cp.bias && checked_product(p_.inputs[2].shape, "bias") != c.out_channels)
+      refuse("Conv bias of a length other than the output channels");
+    auto all = [](const std::vector<int64_t>& v, int64_t x) {
+      return std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; });
+    };
     cp.pointwise = all(c.kernel, 1) && all(c.strides, 1) && all(c.pads, 0);
     p_.kernel = cp;
-    p_.description = fmt::format("{} convolution {}{}{}", precision_name(p_.precision), fmt::join(c.kernel, "x"),
-                                 c.groups > 1 ? fmt::format(", groups {}", c.groups) : "", cp.bias ? " + bias" : "");
+    p_.description = fmt::format(
+        "{} convolution {}{}{}", precision_name(p_.precision), fmt::join(c.kernel, "x"),
+        c.groups > 1 ? fmt::format(", groups {}", c.groups) : "", cp.bias ? " + bias" : "");
   }
 
   void attention() {
@@ -176,20 +205,24 @@ class Planner {
     if (ks.gemm) refuse("com.microsoft Attention with its packed QKV projection: no replay kernel");
     const AttentionDims& d = *ks.attention;
     DType dt = dtype_of(tensor(n_.input(0)));
-    if (!is_16bit_float(dt)) refuse(fmt::format("{} attention: the replay runs fp16/bf16 attention", dtype_name(dt)));
+    if (!is_16bit_float(dt))
+      refuse(fmt::format("{} attention: the replay runs fp16/bf16 attention", dtype_name(dt)));
     if (d.q_heads % d.kv_heads) refuse("query heads are not a multiple of KV heads");
     AttentionPlan ap{d, n_.attr_int("kv_shared", 0) != 0};
     // A causal window at least as long as the keys hides none of them from any query (Mistral's
     // 4096-key window over a cache it caps at 4095): the same math as no window, which every
     // kernel takes (cuDNN 9.14 refuses sliding windows over more than 1,024 keys without causal).
     if (ap.dims.window >= ap.dims.kv_len) ap.dims.window = 0;
-    p_.inputs = {sized(dt, {d.batch, d.q_len, d.q_heads, d.head_dim_qk}), sized(dt, {d.batch, d.kv_heads, d.kv_len, d.head_dim_qk})};
+    p_.inputs = {sized(dt, {d.batch, d.q_len, d.q_heads, d.head_dim_qk}),
+                 sized(dt, {d.batch, d.kv_heads, d.kv_len, d.head_dim_qk})};
     if (!ap.v_in_k) p_.inputs.push_back(sized(dt, {d.batch, d.kv_heads, d.kv_len, d.head_dim_v}));
     p_.outputs = {sized(dt, {d.batch, d.q_len, d.q_heads, d.head_dim_v})};
     p_.kernel = ap;
-    p_.description = ap.decode() ? fmt::format("decode attention, {} q / {} kv heads, {} keys", d.q_heads, d.kv_heads, d.kv_len)
-                                 : fmt::format("{}attention, {} q / {} kv heads, {} x {}", d.causal ? "causal " : "", d.q_heads,
-                                               d.kv_heads, d.q_len, d.kv_len);
+    p_.description = ap.decode() ? fmt::format("decode attention, {} q / {} kv heads, {} keys",
+                                               d.q_heads, d.kv_heads, d.kv_len)
+                                 : fmt::format("{}attention, {} q / {} kv heads, {} x {}",
+                                               d.causal ? "causal " : "", d.q_heads, d.kv_heads,
+                                               d.q_len, d.kv_len);
   }
 
   void moe() {
@@ -197,19 +230,23 @@ class Planner {
     graph_buffers();
     for (size_t i : {0u, 2u})
       if (!is_16bit_float(p_.inputs[i].dtype))
-        refuse(fmt::format("MoE with {} {}: the replay runs 16-bit experts", i == 0 ? "activations" : "weights", dtype_name(p_.inputs[i].dtype)));
-    if (p_.inputs[0].dtype != p_.inputs[2].dtype) refuse("MoE activations and weights differ in dtype");
+        refuse(fmt::format("MoE with {} {}: the replay runs 16-bit experts",
+                           i == 0 ? "activations" : "weights", dtype_name(p_.inputs[i].dtype)));
+    if (p_.inputs[0].dtype != p_.inputs[2].dtype)
+      refuse("MoE activations and weights differ in dtype");
     if (m.k > 8) refuse("MoE top-k above 8");
     if (n_.input(3) >= 0 || n_.input(5) >= 0) refuse("MoE with expert biases: no replay kernel");
     p_.kernel = MoePlan{m};
-    p_.description = fmt::format("top-{} routing over {} experts, {} GEMMs per expert", m.k, m.experts, m.gated ? 3 : 2);
+    p_.description = fmt::format("top-{} routing over {} experts, {} GEMMs per expert", m.k,
+                                 m.experts, m.gated ? 3 : 2);
   }
 
   // ---- memory-bound kernels -------------------------------------------------------------------
 
   void elementwise() {
     auto ew = elementwise_op_from(n_.op_type);
-    if (!ew || (!n_.domain.empty() && n_.domain != "rooflens")) refuse(fmt::format("no replay functor for {}", r_.op));
+    if (!ew || (!n_.domain.empty() && n_.domain != "rooflens"))
+      refuse(fmt::format("no replay functor for {}", r_.op));
     graph_buffers();
     if (out_shape().size() > kMaxReplayRank) refuse("rank above 6");
     BufferSpec& out = p_.outputs[0];
@@ -223,21 +260,26 @@ class Planner {
         require_float(b, "Cast input");
         continue;
       }
-      if (b.dtype != out.dtype) refuse(fmt::format("{} mixes {} and {}", r_.op, dtype_name(b.dtype), dtype_name(out.dtype)));
+      if (b.dtype != out.dtype)
+        refuse(
+            fmt::format("{} mixes {} and {}", r_.op, dtype_name(b.dtype), dtype_name(out.dtype)));
     }
     // fp8 e4m3 out of a Cast: the activations of a W8A8 GEMM, quantized before it.
     if (!(*ew == EwOp::cast && out.dtype == DType::f8e4m3fn)) require_float(out, r_.op.c_str());
     p_.kernel = ElementwisePlan{*ew};
-    p_.description = fmt::format("element-wise {} ({} inputs, broadcast)", n_.op_type, p_.inputs.size());
+    p_.description =
+        fmt::format("element-wise {} ({} inputs, broadcast)", n_.op_type, p_.inputs.size());
   }
 
   void softmax() {
-    if (n_.op_type != "Softmax" && n_.op_type != "LogSoftmax") refuse(fmt::format("no replay kernel for {}", r_.op));
+    if (n_.op_type != "Softmax" && n_.op_type != "LogSoftmax")
+      refuse(fmt::format("no replay kernel for {}", r_.op));
     graph_buffers();
     require_float(p_.inputs[0], "Softmax");
     const Shape& s = in_shape(0);
     int64_t axis = norm_axis(n_.attr_int("axis", -1), s.size());
-    if (axis != static_cast<int64_t>(s.size()) - 1) refuse("softmax over an axis other than the last");
+    if (axis != static_cast<int64_t>(s.size()) - 1)
+      refuse("softmax over an axis other than the last");
     auto [rows, cols] = rows_cols(s, axis);
     p_.kernel = SoftmaxPlan{rows, cols, n_.op_type == "LogSoftmax"};
     p_.description = fmt::format("row softmax, {} rows of {}", rows, cols);
@@ -245,7 +287,8 @@ class Planner {
 
   void layer_norm() {
     const std::string& op = n_.op_type;
-    bool rms = op == "SimplifiedLayerNormalization" || op == "RMSNormalization" || op == "SkipSimplifiedLayerNormalization";
+    bool rms = op == "SimplifiedLayerNormalization" || op == "RMSNormalization" ||
+               op == "SkipSimplifiedLayerNormalization";
     bool ln = op == "LayerNormalization" || op == "SkipLayerNormalization";
     if (!rms && !ln) refuse(fmt::format("no replay kernel for {}", r_.op));
     graph_buffers();
@@ -256,9 +299,12 @@ class Planner {
     size_t gamma = np.residual ? 2 : 1;
     np.beta = !rms && p_.inputs.size() > gamma + 1;
     const Shape& s = in_shape(0);
-    std::tie(np.rows, np.cols) = rows_cols(s, np.residual ? static_cast<int64_t>(s.size()) - 1 : norm_axis(n_.attr_int("axis", -1), s.size()));
+    std::tie(np.rows, np.cols) =
+        rows_cols(s, np.residual ? static_cast<int64_t>(s.size()) - 1
+                                 : norm_axis(n_.attr_int("axis", -1), s.size()));
     p_.kernel = np;
-    p_.description = fmt::format("{}{} norm, {} rows of {}", np.residual ? "residual + " : "", rms ? "rms" : "layer", np.rows, np.cols);
+    p_.description = fmt::format("{}{} norm, {} rows of {}", np.residual ? "residual + " : "",
+                                 rms ? "rms" : "layer", np.rows, np.cols);
   }
 
   void batch_norm() {
@@ -278,7 +324,8 @@ class Planner {
     require_float(p_.inputs[0], n_.op_type.c_str());
     const Shape& s = in_shape(0);
     std::vector<int64_t> axes;
-    if (auto a = n_.attr_ints("axes")) axes = *a;
+    if (auto a = n_.attr_ints("axes"))
+      axes = *a;
     else if (n_.input(1) >= 0) {
       const Tensor& t = tensor(n_.input(1));
       if (!t.value) refuse("reduction axes unknown before the run");
@@ -292,7 +339,8 @@ class Planner {
     for (auto& a : axes) a = norm_axis(a, s.size());
     std::sort(axes.begin(), axes.end());
     for (size_t i = 0; i < axes.size(); ++i)
-      if (axes[i] != static_cast<int64_t>(s.size() - axes.size() + i)) refuse("reduction over axes that are not the trailing ones");
+      if (axes[i] != static_cast<int64_t>(s.size() - axes.size() + i))
+        refuse("reduction over axes that are not the trailing ones");
     auto [rows, cols] = rows_cols(s, axes.empty() ? static_cast<int64_t>(s.size()) : axes.front());
     p_.kernel = ReducePlan{rows, cols, *op};
     p_.description = fmt::format("row {}, {} rows of {}", n_.op_type, rows, cols);
@@ -302,7 +350,8 @@ class Planner {
     graph_buffers();
     require_float(p_.inputs[0], n_.op_type.c_str());
     auto [rows, cols] = rows_cols(in_shape(0), 2);
-    p_.kernel = ReducePlan{rows, cols, n_.op_type == "GlobalAveragePool" ? RowReduce::mean : RowReduce::max};
+    p_.kernel = ReducePlan{rows, cols,
+                           n_.op_type == "GlobalAveragePool" ? RowReduce::mean : RowReduce::max};
     p_.description = fmt::format("row reduction, {} channels of {}", rows, cols);
   }
 
@@ -310,7 +359,8 @@ class Planner {
     graph_buffers();
     require_float(p_.inputs[0], "TopK");
     const Shape& s = in_shape(0);
-    if (norm_axis(n_.attr_int("axis", -1), s.size()) != static_cast<int64_t>(s.size()) - 1) refuse("TopK over an axis other than the last");
+    if (norm_axis(n_.attr_int("axis", -1), s.size()) != static_cast<int64_t>(s.size()) - 1)
+      refuse("TopK over an axis other than the last");
     const Tensor& kt = tensor(n_.input(1));
     if (!kt.value || kt.value->size() != 1) refuse("TopK k unknown before the run");
     TopKPlan t;
@@ -330,13 +380,14 @@ class Planner {
     auto ks = n_.attr_ints("kernel_shape");
     if (!ks || ks->size() != 2) refuse("pooling without a 2-D kernel_shape");
     auto dil = n_.attr_ints("dilations");
-    if (dil && std::any_of(dil->begin(), dil->end(), [](int64_t d) { return d != 1; })) refuse("dilated pooling");
+    if (dil && std::any_of(dil->begin(), dil->end(), [](int64_t d) { return d != 1; }))
+      refuse("dilated pooling");
     auto strides = n_.attr_ints("strides").value_or(std::vector<int64_t>{1, 1});
     auto pads = n_.attr_ints("pads").value_or(std::vector<int64_t>{0, 0, 0, 0});
     if (strides.size() != 2 || pads.size() != 4) refuse("pooling strides/pads are not 2-D");
     const Shape& y = out_shape();
-    PoolPlan pp{Pool2d{x[0], x[1], x[2], x[3], y[2], y[3], (*ks)[0], (*ks)[1], strides[0], strides[1], pads[0], pads[1],
-                       n_.op_type == "MaxPool"}};
+    PoolPlan pp{Pool2d{x[0], x[1], x[2], x[3], y[2], y[3], (*ks)[0], (*ks)[1], strides[0],
+                       strides[1], pads[0], pads[1], n_.op_type == "MaxPool"}};
     p_.kernel = pp;
     p_.description = fmt::format("{} {}x{} stride {}", n_.op_type, (*ks)[0], (*ks)[1], strides[0]);
   }
@@ -348,8 +399,10 @@ class Planner {
     GatherPlan gp;
     gp.axis_len = data[axis];
     for (int64_t i = 0; i < axis; ++i) gp.outer = checked_mul(gp.outer, data[i]);
-    for (size_t i = static_cast<size_t>(axis) + 1; i < data.size(); ++i) gp.inner = checked_mul(gp.inner, data[i]);
-    if (p_.inputs[1].dtype != DType::i64 && p_.inputs[1].dtype != DType::i32) refuse("Gather indices other than int32/int64");
+    for (size_t i = static_cast<size_t>(axis) + 1; i < data.size(); ++i)
+      gp.inner = checked_mul(gp.inner, data[i]);
+    if (p_.inputs[1].dtype != DType::i64 && p_.inputs[1].dtype != DType::i32)
+      refuse("Gather indices other than int32/int64");
     p_.inputs[1].index_bound = gp.axis_len;
     gp.n_indices = checked_product(p_.inputs[1].shape, "idx");
     gp.elem_bytes = element_bytes();
@@ -369,14 +422,16 @@ class Planner {
     if (rp.rotary_dim <= 0 || rp.rotary_dim > rp.head_dim) rp.rotary_dim = rp.head_dim;
     if (rp.rotary_dim % 2) refuse("odd rotary dim");
     if (p_.inputs[1].dtype != DType::i64) refuse("position ids other than int64");
-    if (p_.inputs[2].dtype != p_.inputs[0].dtype || p_.inputs[3].dtype != p_.inputs[0].dtype) refuse("cos/sin caches differ in dtype from x");
+    if (p_.inputs[2].dtype != p_.inputs[0].dtype || p_.inputs[3].dtype != p_.inputs[0].dtype)
+      refuse("cos/sin caches differ in dtype from x");
     p_.inputs[1].index_bound = p_.inputs[2].shape[0];  // positions index the cos/sin rows
     rp.heads = heads;
     rp.seq = x.size() == 4 ? x[2] : x[1];
     rp.bhsd = x.size() == 4;
     rp.rows = checked_product(x, "x") / rp.head_dim;
     p_.kernel = rp;
-    p_.description = fmt::format("rotary embedding, {} of {} dims per head", rp.rotary_dim, rp.head_dim);
+    p_.description =
+        fmt::format("rotary embedding, {} of {} dims per head", rp.rotary_dim, rp.head_dim);
   }
 
   void concat_split() {
@@ -388,10 +443,13 @@ class Planner {
     cs.elem_bytes = element_bytes();
     const Shape& whole = cs.split ? in_shape(0) : out_shape();
     int64_t axis = norm_axis(n_.attr_int("axis", 0), whole.size());
-    int64_t inner = std::accumulate(whole.begin() + axis + 1, whole.end(), int64_t{1}, std::multiplies<>());
+    int64_t inner =
+        std::accumulate(whole.begin() + axis + 1, whole.end(), int64_t{1}, std::multiplies<>());
     if (cs.split) p_.inputs.resize(1);  // the split sizes input is a host constant
-    for (const BufferSpec& part : cs.split ? p_.outputs : p_.inputs) cs.part_cols.push_back(checked_mul(part.shape[axis], inner));
-    cs.outer = std::accumulate(whole.begin(), whole.begin() + axis, int64_t{1}, std::multiplies<>());
+    for (const BufferSpec& part : cs.split ? p_.outputs : p_.inputs)
+      cs.part_cols.push_back(checked_mul(part.shape[axis], inner));
+    cs.outer =
+        std::accumulate(whole.begin(), whole.begin() + axis, int64_t{1}, std::multiplies<>());
     p_.kernel = cs;
     p_.description = fmt::format("{}, {} parts in one launch", n_.op_type, cs.part_cols.size());
   }
@@ -431,7 +489,8 @@ class Planner {
       auto src = contiguous_strides(in);
       CopyPart c{0, 1, out_shape(), src, contiguous_strides(out_shape()), 0, 0};
       for (size_t i = 0; i < axes.size() && i < starts->size(); ++i) {
-        int64_t ax = norm_axis(axes[i], in.size()), st = (*starts)[i], step = steps[i], dim = in[ax];
+        int64_t ax = norm_axis(axes[i], in.size()), st = (*starts)[i], step = steps[i],
+                dim = in[ax];
         if (step == 0) refuse("slice step 0");
         if (st < 0) st += dim;
         st = std::clamp<int64_t>(st, 0, step > 0 ? dim : dim - 1);
@@ -442,7 +501,8 @@ class Planner {
       cp.parts.push_back(std::move(c));
     } else {  // Expand
       p_.inputs.resize(1);
-      cp.parts.push_back({0, 1, out_shape(), broadcast_strides(in_shape(0), out_shape()), contiguous_strides(out_shape()), 0, 0});
+      cp.parts.push_back({0, 1, out_shape(), broadcast_strides(in_shape(0), out_shape()),
+                          contiguous_strides(out_shape()), 0, 0});
     }
     p_.kernel = cp;
     p_.description = fmt::format("strided copy ({})", op);
@@ -460,18 +520,21 @@ ReplayPlan collective_plan(const Graph& g, const NodeResult& r, std::optional<Pr
   p.precision = r.precision;
   BufferSpec b{forced && is_float(in.dtype) ? storage_dtype(*forced) : in.dtype, *in.shape, 0, 0};
   if (b.dtype != DType::bf16 && b.dtype != DType::f16 && b.dtype != DType::f32)
-    throw NotReplayed{fmt::format("an all-reduce of {}: NCCL's replay takes fp32, fp16 and bf16", dtype_name(b.dtype))};
+    throw NotReplayed{fmt::format("an all-reduce of {}: NCCL's replay takes fp32, fp16 and bf16",
+                                  dtype_name(b.dtype))};
   b.bytes = storage_bytes(b.dtype, checked_product(b.shape, "replay buffer"));
   p.inputs.push_back(b);
   p.outputs.push_back(b);
   p.kernel = CollectivePlan{Collective::all_reduce, b.bytes, r.cost.collective_ranks};
-  p.description = fmt::format("NCCL all-reduce of {} B over {} GPUs", b.bytes, r.cost.collective_ranks);
+  p.description =
+      fmt::format("NCCL all-reduce of {} B over {} GPUs", b.bytes, r.cost.collective_ranks);
   return p;
 }
 
 }  // namespace
 
-std::vector<ReplayDecision> plan_replay(const Analysis& a, const Graph& g, std::optional<Precision> forced, int gpus) {
+std::vector<ReplayDecision> plan_replay(const Analysis& a, const Graph& g,
+                                        std::optional<Precision> forced, int gpus) {
   std::vector<ReplayDecision> out;
   for (const NodeResult& r : a.nodes) {
     ReplayDecision d;
@@ -480,7 +543,8 @@ std::vector<ReplayDecision> plan_replay(const Analysis& a, const Graph& g, std::
       d.reason = "folded: computed before the run";
     } else if (r.status == NodeStatus::not_costed) {
       d.reason = "not costed: " + r.reason;
-    } else if (r.family == OpFamily::view || (r.cost.flops == 0 && r.cost.bytes() == 0 && r.cost.collective_ranks == 0)) {
+    } else if (r.family == OpFamily::view ||
+               (r.cost.flops == 0 && r.cost.bytes() == 0 && r.cost.collective_ranks == 0)) {
       d.status = ReplayStatus::no_kernel;
       d.reason = "view: no kernel";
     } else if (r.family == OpFamily::communication) {
@@ -492,10 +556,13 @@ std::vector<ReplayDecision> plan_replay(const Analysis& a, const Graph& g, std::
           d.reason = e.reason;
         }
       } else if (gpus == 1) {
-        d.reason = fmt::format("collective over {} GPUs; this replay runs on one (profile --tp {} replays it through NCCL)",
-                               r.cost.collective_ranks, r.cost.collective_ranks);
+        d.reason = fmt::format(
+            "collective over {} GPUs; this replay runs on one (profile --tp {} replays it through "
+            "NCCL)",
+            r.cost.collective_ranks, r.cost.collective_ranks);
       } else {
-        d.reason = fmt::format("collective over {} GPUs; this replay runs on {}", r.cost.collective_ranks, gpus);
+        d.reason = fmt::format("collective over {} GPUs; this replay runs on {}",
+                               r.cost.collective_ranks, gpus);
       }
     } else {
       try {

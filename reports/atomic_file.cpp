@@ -22,13 +22,15 @@ void write_atomically(const std::string& path, const std::function<void(std::ost
     write(whole);
     std::cout << whole.str();
     std::cout.flush();
-    if (!std::cout) throw InputError(fmt::format("standard output: write failed: {}", std::strerror(errno)));
+    if (!std::cout)
+      throw InputError(fmt::format("standard output: write failed: {}", std::strerror(errno)));
     return;
   }
   fs::path target(path);
   fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw InputError(fmt::format("{}: directory {} does not exist", path, dir.string()));
+  if (!fs::is_directory(dir, ec))
+    throw InputError(fmt::format("{}: directory {} does not exist", path, dir.string()));
   if (fs::is_directory(target, ec)) throw InputError(fmt::format("{}: is a directory", path));
   fs::path tmp = dir / fmt::format(".{}.tmp.{}", target.filename().string(), ::getpid());
   try {
@@ -51,7 +53,8 @@ void OutputSet::add(const std::string& flag, const std::string& path, Writer wri
   if (path.empty()) return;
   if (is_stdout(path)) {
     if (takes_stdout())
-      throw InputError(fmt::format("{} - and {} -: only one output can go to standard output", stdout_flag_, flag));
+      throw InputError(fmt::format("{} - and {} -: only one output can go to standard output",
+                                   stdout_flag_, flag));
     stdout_flag_ = flag;
   }
   outputs_.push_back({path, std::move(write)});

@@ -9,7 +9,9 @@
 namespace rooflens::reports {
 
 // "-": the Unix name for standard output.
-inline bool is_stdout(const std::string& path) { return path == "-"; }
+inline bool is_stdout(const std::string& path) {
+  return path == "-";
+}
 
 // Calls `write` with a stream to a temp file in the target's directory and renames it over
 // `path` once complete; on any failure the temp file is removed and InputError thrown. For "-"

@@ -24,7 +24,9 @@ std::vector<BlockRow> fold_blocks(const Analysis& a) {
   }
   std::vector<BlockRow> out;
   for (auto& [k, r] : rows) out.push_back(r);
-  std::stable_sort(out.begin(), out.end(), [](const BlockRow& x, const BlockRow& y) { return x.predicted_s > y.predicted_s; });
+  std::stable_sort(out.begin(), out.end(), [](const BlockRow& x, const BlockRow& y) {
+    return x.predicted_s > y.predicted_s;
+  });
   return out;
 }
 

@@ -27,8 +27,8 @@ json meta(const char* what, int pid, int tid, const std::string& name) {
 // What a predicted slice carries: the node's numbers as the result has them.
 json node_args(const json& n) {
   json args{{"op", n.at("op")}, {"index", n.at("index")}};
-  for (const char* key : {"flops", "bytes_read_activations", "bytes_read_weights", "bytes_written", "intensity", "unit", "bound",
-                          "predicted_s"})
+  for (const char* key : {"flops", "bytes_read_activations", "bytes_read_weights", "bytes_written",
+                          "intensity", "unit", "bound", "predicted_s"})
     if (n.contains(key)) args[key] = n[key];
   if (n.contains("measured") && n["measured"].at("status") == "measured") {
     args["measured_median_us"] = n["measured"].at("median_s").get<double>() * 1e6;
@@ -37,42 +37,57 @@ json node_args(const json& n) {
   return args;
 }
 
-json slice(const std::string& name, const char* cat, int pid, int tid, double ts_us, double dur_us, json args) {
-  return {{"ph", "X"}, {"name", name}, {"cat", cat}, {"pid", pid}, {"tid", tid}, {"ts", ts_us}, {"dur", dur_us}, {"args", std::move(args)}};
+json slice(const std::string& name, const char* cat, int pid, int tid, double ts_us, double dur_us,
+           json args) {
+  return {{"ph", "X"},  {"name", name}, {"cat", cat},    {"pid", pid},
+          {"tid", tid}, {"ts", ts_us},  {"dur", dur_us}, {"args", std::move(args)}};
 }
 
 // Every costed node back to back in execution order; a node that is not costed is an instant
 // marker where it would run (unknown is never a zero-length slice); a generate run adds its
 // prefill and each decode step on a track of their own.
 void predicted_timeline(const json& r, json& events) {
-  events.push_back(meta("process_name", kPredictedPid, -1,
-                        "predicted on " + r.at("device").at("id").get<std::string>() + " (roofline model, no GPU)"));
+  events.push_back(meta(
+      "process_name", kPredictedPid, -1,
+      "predicted on " + r.at("device").at("id").get<std::string>() + " (roofline model, no GPU)"));
   bool generate = r.contains("transformer") && r["transformer"].contains("generation");
-  events.push_back(meta("thread_name", kPredictedPid, kNodeTid, generate ? "prefill: nodes in execution order" : "nodes in execution order"));
+  events.push_back(
+      meta("thread_name", kPredictedPid, kNodeTid,
+           generate ? "prefill: nodes in execution order" : "nodes in execution order"));
   double cursor = 0;
   for (const json& n : r.at("nodes")) {
     const std::string status = n.at("status").get<std::string>();
     if (status == "costed") {
       double dur = n.at("predicted_s").get<double>() * 1e6;
-      events.push_back(slice(n.at("name").get<std::string>(), "predicted", kPredictedPid, kNodeTid, cursor, dur, node_args(n)));
+      events.push_back(slice(n.at("name").get<std::string>(), "predicted", kPredictedPid, kNodeTid,
+                             cursor, dur, node_args(n)));
       cursor += dur;
     } else if (status == "not costed") {
-      events.push_back({{"ph", "i"}, {"s", "t"}, {"name", "not costed: " + n.at("name").get<std::string>()}, {"cat", "not costed"},
-                        {"pid", kPredictedPid}, {"tid", kNodeTid}, {"ts", cursor},
+      events.push_back({{"ph", "i"},
+                        {"s", "t"},
+                        {"name", "not costed: " + n.at("name").get<std::string>()},
+                        {"cat", "not costed"},
+                        {"pid", kPredictedPid},
+                        {"tid", kNodeTid},
+                        {"ts", cursor},
                         {"args", {{"op", n.at("op")}, {"reason", n.value("reason", "")}}}});
     }
   }
   if (!generate) return;
   const json& g = r["transformer"]["generation"];
-  events.push_back(meta("thread_name", kPredictedPid, kStepTid, "generation: prefill, then one decode step a token"));
+  events.push_back(meta("thread_name", kPredictedPid, kStepTid,
+                        "generation: prefill, then one decode step a token"));
   double ttft = g.at("ttft_s").get<double>() * 1e6;
-  int64_t prompt = g.at("prompt").get<int64_t>(), batch = r["transformer"].at("batch").get<int64_t>();
-  events.push_back(slice("prefill (first token)", "step", kPredictedPid, kStepTid, 0, ttft, {{"tokens", prompt}, {"batch", batch}}));
+  int64_t prompt = g.at("prompt").get<int64_t>(),
+          batch = r["transformer"].at("batch").get<int64_t>();
+  events.push_back(slice("prefill (first token)", "step", kPredictedPid, kStepTid, 0, ttft,
+                         {{"tokens", prompt}, {"batch", batch}}));
   double at = ttft;
   int64_t step = 1;
   for (const json& s : g.at("decode_step_s")) {
     double dur = s.get<double>() * 1e6;
-    events.push_back(slice(fmt::format("decode step {}", step), "step", kPredictedPid, kStepTid, at, dur,
+    events.push_back(slice(fmt::format("decode step {}", step), "step", kPredictedPid, kStepTid, at,
+                           dur,
                            {{"context", prompt + step}, {"batch", batch}, {"predicted_s", s}}));
     at += dur;
     ++step;
@@ -90,11 +105,13 @@ uint64_t first_timestamp(const profiler::Trace& t) {
 
 // `rank` >= 0: one GPU of a tensor-parallel run; its tracks are numbered and named apart from
 // the other ranks', on the time axis all ranks share (t0, the earliest record of any).
-void measured_timeline(const json& r, const profiler::Trace& t, json& events, int rank = -1, uint64_t t0 = UINT64_MAX) {
+void measured_timeline(const json& r, const profiler::Trace& t, json& events, int rank = -1,
+                       uint64_t t0 = UINT64_MAX) {
   if (t0 == UINT64_MAX) t0 = first_timestamp(t);
   if (t0 == UINT64_MAX) t0 = 0;
   const int base = rank < 0 ? 0 : 10 * rank;
-  const int gpu_pid = kGpuPidBase + base, layer_pid = kLayerPidBase + base, predicted_pid = kPredictedPidBase + base;
+  const int gpu_pid = kGpuPidBase + base, layer_pid = kLayerPidBase + base,
+            predicted_pid = kPredictedPidBase + base;
   const std::string of_rank = rank < 0 ? "" : fmt::format(" (rank {})", rank);
   auto us = [&](uint64_t ns) { return static_cast<double>(ns - t0) / 1e3; };
   std::map<uint32_t, uint64_t> external;
@@ -102,7 +119,8 @@ void measured_timeline(const json& r, const profiler::Trace& t, json& events, in
   std::map<int64_t, const json*> by_index;
   for (const json& n : r.at("nodes")) by_index[n.at("index").get<int64_t>()] = &n;
 
-  events.push_back(meta("process_name", gpu_pid, -1, (rank < 0 ? "GPU: " : fmt::format("GPU {}: ", rank)) + t.gpu));
+  events.push_back(meta("process_name", gpu_pid, -1,
+                        (rank < 0 ? "GPU: " : fmt::format("GPU {}: ", rank)) + t.gpu));
   events.push_back(meta("process_name", layer_pid, -1, "layers (NVTX, host)" + of_rank));
   events.push_back(meta("thread_name", layer_pid, 1, "rooflens"));
   events.push_back(meta("process_name", predicted_pid, -1, "predicted" + of_rank));
@@ -121,20 +139,25 @@ void measured_timeline(const json& r, const profiler::Trace& t, json& events, in
       args["layer"] = "(none: L2 flush or set-up)";
     }
     if (x.bytes) args["bytes"] = x.bytes;
-    events.push_back(slice(x.name, x.kind == profiler::GpuActivity::Kind::kernel ? "kernel" : "memory", gpu_pid,
-                           static_cast<int>(x.stream), us(x.start_ns), static_cast<double>(x.end_ns - x.start_ns) / 1e3, std::move(args)));
+    events.push_back(slice(x.name,
+                           x.kind == profiler::GpuActivity::Kind::kernel ? "kernel" : "memory",
+                           gpu_pid, static_cast<int>(x.stream), us(x.start_ns),
+                           static_cast<double>(x.end_ns - x.start_ns) / 1e3, std::move(args)));
     streams[x.stream] = true;
   }
-  for (auto& [s, _] : streams) events.push_back(meta("thread_name", gpu_pid, static_cast<int>(s), "stream " + std::to_string(s)));
+  for (auto& [s, _] : streams)
+    events.push_back(
+        meta("thread_name", gpu_pid, static_cast<int>(s), "stream " + std::to_string(s)));
   for (const auto& x : t.ranges)
-    events.push_back(slice(x.name, "nvtx", layer_pid, 1, us(x.start_ns), static_cast<double>(x.end_ns - x.start_ns) / 1e3,
+    events.push_back(slice(x.name, "nvtx", layer_pid, 1, us(x.start_ns),
+                           static_cast<double>(x.end_ns - x.start_ns) / 1e3,
                            {{"domain", x.domain}}));
   for (auto& [layer, start] : first_start) {
     auto n = by_index.find(layer);
     if (n == by_index.end() || !n->second->contains("predicted_s")) continue;
     const json& node = *n->second;
-    events.push_back(slice(node.at("name").get<std::string>(), "predicted", predicted_pid, kNodeTid, us(start),
-                           node.at("predicted_s").get<double>() * 1e6, node_args(node)));
+    events.push_back(slice(node.at("name").get<std::string>(), "predicted", predicted_pid, kNodeTid,
+                           us(start), node.at("predicted_s").get<double>() * 1e6, node_args(node)));
   }
 }
 
@@ -142,23 +165,29 @@ void measured_timeline(const json& r, const profiler::Trace& t, json& events, in
 
 void write_chrome_trace(std::ostream& out, const json& result, const profiler::Trace* measured) {
   json events = json::array();
-  if (measured) measured_timeline(result, *measured, events);
-  else predicted_timeline(result, events);
+  if (measured)
+    measured_timeline(result, *measured, events);
+  else
+    predicted_timeline(result, events);
   json other{{"tool", "rooflens"},
              {"model", result.at("model").at("name")},
              {"device", result.at("device").at("id")},
              {"timeline", measured ? "measured" : "predicted"},
              {"coverage", result.at("coverage").at("line")}};
   if (measured) other["gpu"] = measured->gpu;
-  json doc{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}, {"otherData", std::move(other)}};
+  json doc{{"traceEvents", std::move(events)},
+           {"displayTimeUnit", "ns"},
+           {"otherData", std::move(other)}};
   out << doc.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
 }
 
-void write_chrome_trace(std::ostream& out, const json& result, const std::vector<profiler::Trace>& ranks) {
+void write_chrome_trace(std::ostream& out, const json& result,
+                        const std::vector<profiler::Trace>& ranks) {
   json events = json::array();
   uint64_t t0 = UINT64_MAX;
   for (const profiler::Trace& t : ranks) t0 = std::min(t0, first_timestamp(t));
-  for (size_t r = 0; r < ranks.size(); ++r) measured_timeline(result, ranks[r], events, static_cast<int>(r), t0);
+  for (size_t r = 0; r < ranks.size(); ++r)
+    measured_timeline(result, ranks[r], events, static_cast<int>(r), t0);
   json other{{"tool", "rooflens"},
              {"model", result.at("model").at("name")},
              {"device", result.at("device").at("id")},
@@ -166,7 +195,9 @@ void write_chrome_trace(std::ostream& out, const json& result, const std::vector
              {"ranks", ranks.size()},
              {"coverage", result.at("coverage").at("line")}};
   if (!ranks.empty()) other["gpu"] = ranks.front().gpu;
-  json doc{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}, {"otherData", std::move(other)}};
+  json doc{{"traceEvents", std::move(events)},
+           {"displayTimeUnit", "ns"},
+           {"otherData", std::move(other)}};
   out << doc.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
 }
 

@@ -25,20 +25,41 @@ std::string cell(const json& v) {
   if (v.is_number()) return fmt::format("{:.6g}", v.get<double>());
   if (v.is_array()) {
     std::string s;
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + (v[i].is_string() ? v[i].get<std::string>() : v[i].dump());
+    for (size_t i = 0; i < v.size(); ++i)
+      s += (i ? " " : "") + (v[i].is_string() ? v[i].get<std::string>() : v[i].dump());
     return csv_field(s);
   }
   return csv_field(v.dump());
 }
 
-const char* kColumns[] = {"index", "name", "op", "family", "status", "precision", "input_shapes", "output_shapes", "flops", "macs",
-                          "dense_flops", "bytes_read_activations", "bytes_read_weights", "bytes_written", "params", "intensity",
-                          "unit", "predicted_s", "roof_fraction", "bound", "reason"};
+const char* kColumns[] = {"index",
+                          "name",
+                          "op",
+                          "family",
+                          "status",
+                          "precision",
+                          "input_shapes",
+                          "output_shapes",
+                          "flops",
+                          "macs",
+                          "dense_flops",
+                          "bytes_read_activations",
+                          "bytes_read_weights",
+                          "bytes_written",
+                          "params",
+                          "intensity",
+                          "unit",
+                          "predicted_s",
+                          "roof_fraction",
+                          "bound",
+                          "reason"};
 // --phase train: the node's share of the step (training.rows, same order as nodes).
-const char* kTraining[] = {"forward_s", "backward_s", "recompute_s", "forward_flops", "backward_flops", "recompute_flops",
-                           "gemm_dense_flops", "saved_bytes", "saved"};
-const char* kMeasured[] = {"status", "median_s", "q1_s", "q3_s", "samples", "kernels", "achieved_flops", "achieved_bytes_per_s",
-                           "bound", "error", "reason"};
+const char* kTraining[] = {"forward_s",        "backward_s",     "recompute_s",
+                           "forward_flops",    "backward_flops", "recompute_flops",
+                           "gemm_dense_flops", "saved_bytes",    "saved"};
+const char* kMeasured[] = {"status",  "median_s", "q1_s",           "q3_s",
+                           "samples", "kernels",  "achieved_flops", "achieved_bytes_per_s",
+                           "bound",   "error",    "reason"};
 
 }  // namespace
 
@@ -55,7 +76,9 @@ void write_csv_from_json(std::ostream& out, const json& result) {
   size_t index = 0;
   for (const json& n : result.at("nodes")) {
     std::string row;
-    for (const char* c : kColumns) row += std::string(row.empty() && c == kColumns[0] ? "" : ",") + (n.contains(c) ? cell(n.at(c)) : "");
+    for (const char* c : kColumns)
+      row += std::string(row.empty() && c == kColumns[0] ? "" : ",") +
+             (n.contains(c) ? cell(n.at(c)) : "");
     if (training) {
       const json& t = training->at(index);
       for (const char* c : kTraining) row += "," + (t.contains(c) ? cell(t.at(c)) : "");
@@ -69,6 +92,8 @@ void write_csv_from_json(std::ostream& out, const json& result) {
   }
 }
 
-void CsvSink::write(std::ostream& out, const Analysis& a) const { write_csv_from_json(out, result_json(a)); }
+void CsvSink::write(std::ostream& out, const Analysis& a) const {
+  write_csv_from_json(out, result_json(a));
+}
 
 }  // namespace rooflens::reports

@@ -41,11 +41,12 @@ std::string device_text(const json& r) {
           ? fmt::format("; --device {} picked {}", requested, d.at("id").get<std::string>())
           : "";
   // Which roofs: a measured profile (its file; the shipped one is the default) or the spec sheet.
-  std::string roofs = d.contains("profile") && d["profile"].is_string() && !d["profile"].get<std::string>().empty()
-                          ? fit(d["profile"].get<std::string>(), 70)
-                          : d.at("roofs").get<std::string>() + " roofs";
-  return fmt::format("{}: {} ({}{})", d.at("id").get<std::string>(), fit(d.at("name").get<std::string>(), 40), roofs,
-                     picked);
+  std::string roofs =
+      d.contains("profile") && d["profile"].is_string() && !d["profile"].get<std::string>().empty()
+          ? fit(d["profile"].get<std::string>(), 70)
+          : d.at("roofs").get<std::string>() + " roofs";
+  return fmt::format("{}: {} ({}{})", d.at("id").get<std::string>(),
+                     fit(d.at("name").get<std::string>(), 40), roofs, picked);
 }
 
 std::string precision_text(const json& r) {
@@ -56,7 +57,8 @@ std::string precision_text(const json& r) {
   }
   if (r.contains("transformer")) {
     const json& t = r["transformer"];
-    // A checkpoint's format by its own name (bitsandbytes nf4, hqq, ...), else --weights int4's group.
+    // A checkpoint's format by its own name (bitsandbytes nf4, hqq, ...), else --weights int4's
+    // group.
     std::string quant = t.contains("quantization") && t["quantization"].is_string()
                             ? fmt::format(" ({})", t["quantization"].get<std::string>())
                         : t.at("weights_dtype") == "int4"
@@ -137,7 +139,8 @@ std::string predicted_text(const json& r) {
   std::string h = predicted_time_text(r);
   if (c.at("not_costed").get<int>() == 0) return h;
   return fmt::format("{} [partial: {} of {} nodes costed; the time is a lower bound]", h,
-                     c.at("costed").get<int>() + c.at("folded").get<int>(), c.at("total").get<int>());
+                     c.at("costed").get<int>() + c.at("folded").get<int>(),
+                     c.at("total").get<int>());
 }
 
 std::string predicted_time_text(const json& r) {

@@ -44,7 +44,9 @@ std::string human_time(double s) {
   return fmt::format("{:.2f} s", s);
 }
 
-std::string human_rate(double r, const char* unit) { return human_count(r) + unit + "/s"; }
+std::string human_rate(double r, const char* unit) {
+  return human_count(r) + unit + "/s";
+}
 
 std::string with_commas(int64_t v) {
   std::string s = std::to_string(v < 0 ? -v : v), out;
@@ -65,7 +67,8 @@ namespace {
 
 // A layer number, or '*' where repeated layers were folded: what tells the part's row apart.
 bool has_digit(const std::string& s) {
-  return std::any_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) || c == '*'; });
+  return std::any_of(s.begin(), s.end(),
+                     [](unsigned char c) { return std::isdigit(c) || c == '*'; });
 }
 
 // "a/b.c/d" -> "a/", "b.c/", "d" when the name has '/', else split at '.'.
@@ -133,11 +136,17 @@ std::string fit_op(const std::string& op, size_t width) {
   std::string type = dot == std::string::npos ? op : op.substr(dot + 1);
   // Abbreviations a reader of ONNX Runtime's contrib ops knows, longest words first.
   static const std::pair<const char*, const char*> kShort[] = {
-      {"GroupQueryAttention", "GQAttention"}, {"MultiHeadAttention", "MHAttention"}, {"SimplifiedLayerNormalization", "SimplifiedLN"},
-      {"LayerNormalization", "LayerNorm"}, {"Normalization", "Norm"}, {"Embedding", "Emb"}, {"Simplified", "Simp"}};
+      {"GroupQueryAttention", "GQAttention"},
+      {"MultiHeadAttention", "MHAttention"},
+      {"SimplifiedLayerNormalization", "SimplifiedLN"},
+      {"LayerNormalization", "LayerNorm"},
+      {"Normalization", "Norm"},
+      {"Embedding", "Emb"},
+      {"Simplified", "Simp"}};
   for (const auto& [word, abbreviation] : kShort) {
     if (type.size() <= width) break;
-    if (size_t at = type.find(word); at != std::string::npos) type.replace(at, std::strlen(word), abbreviation);
+    if (size_t at = type.find(word); at != std::string::npos)
+      type.replace(at, std::strlen(word), abbreviation);
   }
   if (type.size() <= width) return type;
   return width <= 2 ? type.substr(0, width) : type.substr(0, width - 2) + "..";
@@ -150,7 +159,8 @@ std::string wrap(const std::string& label, const std::string& text, size_t width
     size_t space = text.find(' ', i);
     std::string word = text.substr(i, space == std::string::npos ? std::string::npos : space - i);
     i = space == std::string::npos ? text.size() : space + 1;
-    if (width > label.size() + 8 && word.size() > width - label.size()) word = fit(word, width - label.size());  // no overflow
+    if (width > label.size() + 8 && word.size() > width - label.size())
+      word = fit(word, width - label.size());  // no overflow
     bool first = line.size() == label.size();
     if (!first && line.size() + 1 + word.size() > width) {
       out += line + "\n";

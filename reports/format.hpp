@@ -6,16 +6,17 @@
 
 namespace rooflens::reports {
 
-std::string human_bytes(double bytes);   // "12.3 MiB"
-std::string human_count(double count);   // "8.18 G"
-std::string human_time(double seconds);  // "154 us"
+std::string human_bytes(double bytes);                        // "12.3 MiB"
+std::string human_count(double count);                        // "8.18 G"
+std::string human_time(double seconds);                       // "154 us"
 std::string human_rate(double per_second, const char* unit);  // "989 TFLOP/s"
-std::string with_commas(int64_t v);      // "25,557,032"
-std::string fit(const std::string& s, size_t width);  // truncate with a leading ellipsis
+std::string with_commas(int64_t v);                           // "25,557,032"
+std::string fit(const std::string& s, size_t width);          // truncate with a leading ellipsis
 // A node name cut to `width` so that what tells it apart survives: parts holding a number (the
 // block index, "h.3", "encoder_layer_0", "MatMul_1") and the last part stay; the others go first
 // from the left, then from the middle ("...layers.31.self_attn.q_proj", ".../h.3/.../c_proj").
-// A last part equal to `op` (exporters end names with the op type) is dropped: the op column says it.
+// A last part equal to `op` (exporters end names with the op type) is dropped: the op column says
+// it.
 std::string fit_name(const std::string& name, size_t width, const std::string& op = "");
 // An op name cut to `width`: the domain goes first ("com.microsoft.FusedMatMul" -> "FusedMatMul").
 std::string fit_op(const std::string& op, size_t width);

@@ -21,8 +21,10 @@ void write_html(std::ostream& out, const nlohmann::json& result) {
   std::string data = result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), safe;
   safe.reserve(data.size());
   for (size_t i = 0; i < data.size(); ++i) {
-    if (data[i] == '<' && i + 1 < data.size() && data[i + 1] == '/') safe += "<\\";
-    else safe += data[i];
+    if (data[i] == '<' && i + 1 < data.size() && data[i + 1] == '/')
+      safe += "<\\";
+    else
+      safe += data[i];
   }
   std::string page = kHtmlPage;
   replace(page, "/*ROOFLENS_CSS*/", kHtmlCss);
@@ -35,6 +37,8 @@ void write_html(std::ostream& out, const nlohmann::json& result) {
   out << page;
 }
 
-void HtmlSink::write(std::ostream& out, const Analysis& a) const { write_html(out, result_json(a)); }
+void HtmlSink::write(std::ostream& out, const Analysis& a) const {
+  write_html(out, result_json(a));
+}
 
 }  // namespace rooflens::reports

@@ -41,14 +41,17 @@ json device_with_spec(const Device& d, const std::string& requested) {
     j["profile"] = d.profile_source;
     j["measured_sm_clock_mhz"] = d.profile_sm_clock_mhz;
   }
-  if (d.perf) {  // which measured tables predictions could read, and how well they predicted held-out shapes
+  if (d.perf) {  // which measured tables predictions could read, and how well they predicted
+                 // held-out shapes
     json tables = json::object();
     for (const auto& [key, t] : d.perf->tables) {
       int points = 0;
       for (double s : t.seconds) points += s > 0;
       json e{{"axes", t.axes}, {"points", points}};
       if (auto v = d.perf->validation.find(key); v != d.perf->validation.end())
-        e["held_out"] = {{"shapes", v->second.shapes}, {"median_abs_error", v->second.median_abs}, {"p90_abs_error", v->second.p90_abs}};
+        e["held_out"] = {{"shapes", v->second.shapes},
+                         {"median_abs_error", v->second.median_abs},
+                         {"p90_abs_error", v->second.p90_abs}};
       tables[key] = e;
     }
     j["tables"] = tables;
@@ -106,28 +109,28 @@ namespace {
 json totals_json(const Analysis& a) {
   const Totals& t = a.totals;
   return json{{"flops", t.flops},
-  {"macs", t.macs},
-  {"dense_flops", t.dense_flops},
-  {"bytes_read_activations", t.read_act},
-  {"bytes_read_weights", t.read_weight},
-  {"bytes_written", t.written},
-  {"params", t.params},
-  {"buffers", t.buffers},
-  {"weight_bytes", t.weight_bytes},
-  {"constants", t.constants},
-  {"constant_bytes", t.constant_bytes},
-  {"predicted_s", t.predicted_s},
-  {"batch", t.batch},
-  {"batch_source", t.batch_source},
-  {"throughput_per_s", t.throughput},
-  {"throughput_unit", t.throughput_unit},
-  {"prediction_sources", t.prediction_sources},
-  // A node without a rule has no FLOP count, so the share of the graph's FLOPs it holds is
-  // unknown too: null, never a guessed zero (0 only when every node is costed).
-  {"partial", a.coverage.partial()},
-  {"nodes_costed", a.coverage.costed + a.coverage.folded},
-  {"nodes_total", a.coverage.total},
-  {"flops_unknown_share", a.coverage.partial() ? json(nullptr) : json(0.0)}};
+              {"macs", t.macs},
+              {"dense_flops", t.dense_flops},
+              {"bytes_read_activations", t.read_act},
+              {"bytes_read_weights", t.read_weight},
+              {"bytes_written", t.written},
+              {"params", t.params},
+              {"buffers", t.buffers},
+              {"weight_bytes", t.weight_bytes},
+              {"constants", t.constants},
+              {"constant_bytes", t.constant_bytes},
+              {"predicted_s", t.predicted_s},
+              {"batch", t.batch},
+              {"batch_source", t.batch_source},
+              {"throughput_per_s", t.throughput},
+              {"throughput_unit", t.throughput_unit},
+              {"prediction_sources", t.prediction_sources},
+              // A node without a rule has no FLOP count, so the share of the graph's FLOPs it holds
+              // is unknown too: null, never a guessed zero (0 only when every node is costed).
+              {"partial", a.coverage.partial()},
+              {"nodes_costed", a.coverage.costed + a.coverage.folded},
+              {"nodes_total", a.coverage.total},
+              {"flops_unknown_share", a.coverage.partial() ? json(nullptr) : json(0.0)}};
 }
 
 json memory_json(const Analysis& a) {
@@ -135,17 +138,17 @@ json memory_json(const Analysis& a) {
   for (size_t i = 0; i < a.memory.live_at_peak.size(); ++i)
     live.push_back({{"tensor", a.peak_tensor_names[i]}, {"bytes", a.memory.live_at_peak[i].bytes}});
   return json{{"weight_bytes", a.memory_total.weight_bytes},
-  {"kv_cache_bytes", a.memory_total.kv_cache_bytes},
-  {"activation_bytes", a.memory_total.activation_bytes},
-  {"peak_activation_bytes", a.memory.peak_bytes},
-  {"peak_node", a.peak_node_name},
-  {"peak_node_index", a.memory.peak_node},
-  {"live_at_peak", live},
-  {"total_bytes", a.memory_total.total_bytes},
-  {"device_memory_bytes", a.memory_total.device_bytes},
-  {"fits", a.memory_total.fits},
-  {"unknown_tensors", a.memory.unknown_tensors},
-  {"live_bytes_per_node", a.memory.live_bytes}};
+              {"kv_cache_bytes", a.memory_total.kv_cache_bytes},
+              {"activation_bytes", a.memory_total.activation_bytes},
+              {"peak_activation_bytes", a.memory.peak_bytes},
+              {"peak_node", a.peak_node_name},
+              {"peak_node_index", a.memory.peak_node},
+              {"live_at_peak", live},
+              {"total_bytes", a.memory_total.total_bytes},
+              {"device_memory_bytes", a.memory_total.device_bytes},
+              {"fits", a.memory_total.fits},
+              {"unknown_tensors", a.memory.unknown_tensors},
+              {"live_bytes_per_node", a.memory.live_bytes}};
 }
 
 }  // namespace
@@ -153,47 +156,67 @@ json memory_json(const Analysis& a) {
 json result_json(const Analysis& a) {
   json inputs = json::array();
   for (const auto& in : a.inputs)
-    inputs.push_back({{"name", in.name}, {"dtype", dtype_name(in.dtype)}, {"shape", in.shape}, {"kv_cache", in.kv_cache}});
+    inputs.push_back({{"name", in.name},
+                      {"dtype", dtype_name(in.dtype)},
+                      {"shape", in.shape},
+                      {"kv_cache", in.kv_cache}});
   json bound = json::object();
   for (auto& [k, v] : a.bound_dims) bound[k] = v;
   json nodes = json::array();
   for (const auto& n : a.nodes) nodes.push_back(node_json(n));
   json by_op = json::array();
   for (const auto& s : a.by_op)
-    by_op.push_back({{"op", s.op}, {"count", s.count}, {"predicted_s", s.predicted_s}, {"flops", s.flops}, {"bytes", s.bytes}});
+    by_op.push_back({{"op", s.op},
+                     {"count", s.count},
+                     {"predicted_s", s.predicted_s},
+                     {"flops", s.flops},
+                     {"bytes", s.bytes}});
   json by_family = json::object();
   for (auto& [f, s] : a.by_family) by_family[f] = s;
-  json j{
-      {"schema_version", kJsonSchemaVersion},
-      {"tool", {{"name", "rooflens"}, {"command", a.comparison ? "compare" : a.profile ? "profile" : "analyze"}}},
-      {"model",
-       {{"path", a.model}, {"name", a.model_name}, {"producer", a.producer}, {"opset", a.opset}, {"inputs", inputs},
-        {"bound_dims", bound}}},
-      {"device", device_with_spec(a.device, a.device_requested)},
-      {"dtype", a.dtype_label},
-      {"math", {{"mode", math_mode_name(a.math)}, {"tf32_nodes", a.tf32_nodes}}},
-      {"conventions",
-       {{"flop", "one multiply or one add; a GEMM M x K x N is 2*M*N*K FLOPs"},
-        {"attention", "causal attention counts executed (unmasked) scores; dense_flops keeps every score"},
-        {"bytes", "unfused: every node reads its inputs and writes its outputs through DRAM"},
-        {"latency_threshold", kLatencyThreshold}}},
-      {"nodes", nodes},
-      {"totals", totals_json(a)},
-      {"memory", memory_json(a)},
-      {"by_op", by_op},
-      {"by_family", by_family},
-      {"coverage",
-       {{"total", a.coverage.total},
-        {"costed", a.coverage.costed},
-        {"folded", a.coverage.folded},
-        {"not_costed", a.coverage.not_costed},
-        {"missing", a.coverage.missing},
-        {"line", a.coverage.line()}}},
-      {"notes", a.notes}};
+  json j{{"schema_version", kJsonSchemaVersion},
+         {"tool",
+          {{"name", "rooflens"},
+           {"command", a.comparison ? "compare"
+                       : a.profile  ? "profile"
+                                    : "analyze"}}},
+         {"model",
+          {{"path", a.model},
+           {"name", a.model_name},
+           {"producer", a.producer},
+           {"opset", a.opset},
+           {"inputs", inputs},
+           {"bound_dims", bound}}},
+         {"device", device_with_spec(a.device, a.device_requested)},
+         {"dtype", a.dtype_label},
+         {"math", {{"mode", math_mode_name(a.math)}, {"tf32_nodes", a.tf32_nodes}}},
+         {"conventions",
+          {{"flop", "one multiply or one add; a GEMM M x K x N is 2*M*N*K FLOPs"},
+           {"attention",
+            "causal attention counts executed (unmasked) scores; dense_flops keeps every score"},
+           {"bytes", "unfused: every node reads its inputs and writes its outputs through DRAM"},
+           {"latency_threshold", kLatencyThreshold}}},
+         {"nodes", nodes},
+         {"totals", totals_json(a)},
+         {"memory", memory_json(a)},
+         {"by_op", by_op},
+         {"by_family", by_family},
+         {"coverage",
+          {{"total", a.coverage.total},
+           {"costed", a.coverage.costed},
+           {"folded", a.coverage.folded},
+           {"not_costed", a.coverage.not_costed},
+           {"missing", a.coverage.missing},
+           {"line", a.coverage.line()}}},
+         {"notes", a.notes}};
   json blocks = json::array();
   for (const BlockRow& r : fold_blocks(a))
-    blocks.push_back({{"block", r.block}, {"op", r.op}, {"count", r.count}, {"flops", r.flops}, {"bytes", r.bytes},
-                      {"params", r.params}, {"predicted_s", r.predicted_s}});
+    blocks.push_back({{"block", r.block},
+                      {"op", r.op},
+                      {"count", r.count},
+                      {"flops", r.flops},
+                      {"bytes", r.bytes},
+                      {"params", r.params},
+                      {"predicted_s", r.predicted_s}});
   j["by_block"] = blocks;
   if (a.transformer) j["transformer"] = transformer_json(*a.transformer);
   if (a.training) j["training"] = training_json(*a.training, a);
@@ -206,6 +229,8 @@ void write_json(std::ostream& out, const json& result) {
   out << result.dump(1, ' ', false, json::error_handler_t::replace) << '\n';
 }
 
-void JsonSink::write(std::ostream& out, const Analysis& a) const { write_json(out, result_json(a)); }
+void JsonSink::write(std::ostream& out, const Analysis& a) const {
+  write_json(out, result_json(a));
+}
 
 }  // namespace rooflens::reports

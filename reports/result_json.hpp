@@ -31,5 +31,4 @@ void write_table(std::ostream& out, const nlohmann::json& result, const TableOpt
 // top `top_n` rows, folded nodes or (by_block) blocks, at 100 columns.
 void write_table(std::ostream& out, const nlohmann::json& result, int top_n, bool by_block);
 
-
 }  // namespace rooflens::reports

@@ -29,10 +29,12 @@ void write_html(std::ostream& out, const nlohmann::json& result);
 // track (FLOPs, bytes, bound in its args); a generate run's prefill and decode steps on a track of
 // their own. With a measurement: kernels on their stream tracks, NVTX layer ranges, and each
 // layer's predicted duration from where its first kernel started.
-void write_chrome_trace(std::ostream& out, const nlohmann::json& result, const profiler::Trace* measured = nullptr);
+void write_chrome_trace(std::ostream& out, const nlohmann::json& result,
+                        const profiler::Trace* measured = nullptr);
 // profile --tp N: every rank's records, each GPU's kernels, NVTX ranges and predictions on tracks
 // of their own, on one time axis.
-void write_chrome_trace(std::ostream& out, const nlohmann::json& result, const std::vector<profiler::Trace>& ranks);
+void write_chrome_trace(std::ostream& out, const nlohmann::json& result,
+                        const std::vector<profiler::Trace>& ranks);
 // `profile`'s call: the analysis as its result JSON, with the measured trace.
 void write_chrome_trace(std::ostream& out, const Analysis& a, const profiler::Trace& trace);
 

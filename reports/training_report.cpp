@@ -133,7 +133,6 @@ std::string gib(const json& v) {
   return human_bytes(v.get<double>());
 }
 
-
 // Nodes by forward + backward + recompute time; identical repeated layers folded into one row
 // (their count n; times summed over them) unless `fold` is off (--by layer).
 struct TrainingRow {
@@ -151,10 +150,13 @@ std::vector<TrainingRow> training_rows(const json& t, bool fold) {
   for (const json& row : t.at("rows")) {
     if (!row.at("costed").get<bool>()) continue;
     std::string name = row.at("node").get<std::string>();
-    double fwd = row.at("forward_s").get<double>(), bwd = row.at("backward_s").get<double>(), rec = row.at("recompute_s").get<double>();
+    double fwd = row.at("forward_s").get<double>(), bwd = row.at("backward_s").get<double>(),
+           rec = row.at("recompute_s").get<double>();
     if (fold) {
-      auto key = std::make_tuple(fold_layer_numbers(name), row.at("op").get<std::string>(), row.at("forward_flops").get<int64_t>(),
-                                 row.at("backward_flops").get<int64_t>(), row.at("saved_bytes").get<int64_t>());
+      auto key = std::make_tuple(fold_layer_numbers(name), row.at("op").get<std::string>(),
+                                 row.at("forward_flops").get<int64_t>(),
+                                 row.at("backward_flops").get<int64_t>(),
+                                 row.at("saved_bytes").get<int64_t>());
       auto [it, fresh] = seen.emplace(key, rows.size());
       if (!fresh) {
         Row& r = rows[it->second];
@@ -168,7 +170,8 @@ std::vector<TrainingRow> training_rows(const json& t, bool fold) {
     }
     rows.push_back({&row, name, 1, fwd, bwd, rec});
   }
-  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.total() > b.total(); });
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row& a, const Row& b) { return a.total() > b.total(); });
   return rows;
 }
 
@@ -185,7 +188,8 @@ void write_training_header(std::ostream& out, const json& t) {
 }
 
 // The node rows, then the loss's and the optimizer's.
-void write_training_table(std::ostream& out, const json& t, const std::vector<TrainingRow>& rows, int top_n, size_t width) {
+void write_training_table(std::ostream& out, const json& t, const std::vector<TrainingRow>& rows,
+                          int top_n, size_t width) {
   using Row = TrainingRow;
   const bool wide = width >= 100;
   double step = t.at("step_time_s").get<double>();
@@ -193,10 +197,11 @@ void write_training_table(std::ostream& out, const json& t, const std::vector<Tr
   // bytes are one node's; times are the row's.
   const size_t name_w = wide ? 24 : std::max<size_t>(16, width - 51);
   if (wide)
-    fmt::print(out, "{:<24} {:<10} {:>3} {:>7} {:>7} {:>9} {:>9} {:>9} {:>8} {:>5}\n", "node", "op", "n", "fwd FL", "bwd FL", "fwd",
-               "bwd", "recomp", "saved", "%");
+    fmt::print(out, "{:<24} {:<10} {:>3} {:>7} {:>7} {:>9} {:>9} {:>9} {:>8} {:>5}\n", "node", "op",
+               "n", "fwd FL", "bwd FL", "fwd", "bwd", "recomp", "saved", "%");
   else
-    fmt::print(out, "{:<{}} {:<10} {:>3} {:>9} {:>9} {:>9} {:>5}\n", "node", name_w, "op", "n", "fwd", "bwd", "recomp", "%");
+    fmt::print(out, "{:<{}} {:<10} {:>3} {:>9} {:>9} {:>9} {:>5}\n", "node", name_w, "op", "n",
+               "fwd", "bwd", "recomp", "%");
   for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(top_n); ++i) {
     const Row& row = rows[i];
     const json& x = *row.first;
@@ -204,23 +209,30 @@ void write_training_table(std::ostream& out, const json& t, const std::vector<Tr
     std::string recompute = row.recompute > 0 ? human_time(row.recompute) : std::string("-");
     double share = step > 0 ? 100 * row.total() / step : 0;
     if (wide)
-      fmt::print(out, "{:<24} {:<10} {:>3} {:>7} {:>7} {:>9} {:>9} {:>9} {:>8} {:>5.1f}\n", fit_name(row.name, 24, op), fit_op(op, 10),
-                 row.count, human_count(x.at("forward_flops").get<double>()), human_count(x.at("backward_flops").get<double>()),
-                 human_time(row.forward), human_time(row.backward), recompute, human_bytes(x.at("saved_bytes").get<double>()), share);
+      fmt::print(out, "{:<24} {:<10} {:>3} {:>7} {:>7} {:>9} {:>9} {:>9} {:>8} {:>5.1f}\n",
+                 fit_name(row.name, 24, op), fit_op(op, 10), row.count,
+                 human_count(x.at("forward_flops").get<double>()),
+                 human_count(x.at("backward_flops").get<double>()), human_time(row.forward),
+                 human_time(row.backward), recompute,
+                 human_bytes(x.at("saved_bytes").get<double>()), share);
     else
-      fmt::print(out, "{:<{}} {:<10} {:>3} {:>9} {:>9} {:>9} {:>5.1f}\n", fit_name(row.name, name_w, op), name_w, fit_op(op, 10),
-                 row.count, human_time(row.forward), human_time(row.backward), recompute, share);
+      fmt::print(out, "{:<{}} {:<10} {:>3} {:>9} {:>9} {:>9} {:>5.1f}\n",
+                 fit_name(row.name, name_w, op), name_w, fit_op(op, 10), row.count,
+                 human_time(row.forward), human_time(row.backward), recompute, share);
   }
   // The loss and the optimizer: rows of their own below the nodes.
   for (const json& s : t.at("steps")) {
     double share = step > 0 ? 100 * s.at("seconds").get<double>() / step : 0;
     if (wide)
-      fmt::print(out, "{:<39} {:>7} {:>7} {:>9} {:<28} {:>5.1f}\n", fit(s.at("name").get<std::string>(), 39),
-                 human_count(s.at("flops").get<double>()), "", human_time(s.at("seconds").get<double>()),
+      fmt::print(out, "{:<39} {:>7} {:>7} {:>9} {:<28} {:>5.1f}\n",
+                 fit(s.at("name").get<std::string>(), 39), human_count(s.at("flops").get<double>()),
+                 "", human_time(s.at("seconds").get<double>()),
                  fit(s.at("phase").get<std::string>(), 28), share);
     else
-      fmt::print(out, "{:<{}} {:>9} {:<19} {:>5.1f}\n", fit(s.at("name").get<std::string>(), name_w + 15), name_w + 15,
-                 human_time(s.at("seconds").get<double>()), fit(s.at("phase").get<std::string>(), 19), share);
+      fmt::print(out, "{:<{}} {:>9} {:<19} {:>5.1f}\n",
+                 fit(s.at("name").get<std::string>(), name_w + 15), name_w + 15,
+                 human_time(s.at("seconds").get<double>()),
+                 fit(s.at("phase").get<std::string>(), 19), share);
   }
 }
 
@@ -234,7 +246,8 @@ void write_training_summary(std::ostream& out, const json& t, size_t width) {
                                 human_time(t.at("gpu_busy_s").get<double>()),
                                 human_time(t.at("gpu_wait_s").get<double>()))
                   : fmt::format("{} = the kernels back to back (the host not modelled)",
-                                human_time(step)), width)
+                                human_time(step)),
+              width)
       << wrap("  kernels     ",
               fmt::format("{} = forward {} + backward {} + recompute {} + loss {} + optimizer {}{}",
                           human_time(t.at("gpu_busy_s").get<double>()),
@@ -245,31 +258,37 @@ void write_training_summary(std::ostream& out, const json& t, size_t width) {
                           human_time(t.at("optimizer_s").get<double>()),
                           t.at("communication_s").get<double>() > 0
                               ? " + comm " + human_time(t.at("communication_s").get<double>())
-                              : ""), width);
+                              : ""),
+              width);
   int64_t syncs = t.at("host_syncs").get<int64_t>();
-  out << wrap("  host        ",
-              t.at("host_modelled").get<bool>()
-                  ? fmt::format("eager PyTorch issues {} kernels in {}{} (the device profile's "
-                                "eager host costs)",
-                                with_commas(t.at("kernels").get<int64_t>()),
-                                human_time(t.at("host_s").get<double>()),
-                                syncs > 0 ? fmt::format(", waiting for the GPU {} times", syncs)
-                                          : "")
-                  : fmt::format("{} kernels; the host's time is not modelled (the device "
-                                "profile has no eager_host: calibrate, then "
-                                "scripts/eager_host_per_kernel.py)",
-                                with_commas(t.at("kernels").get<int64_t>())), width);
+  out << wrap(
+      "  host        ",
+      t.at("host_modelled").get<bool>()
+          ? fmt::format("eager PyTorch issues {} kernels in {}{} (the device profile's "
+                        "eager host costs)",
+                        with_commas(t.at("kernels").get<int64_t>()),
+                        human_time(t.at("host_s").get<double>()),
+                        syncs > 0 ? fmt::format(", waiting for the GPU {} times", syncs) : "")
+          : fmt::format("{} kernels; the host's time is not modelled (the device "
+                        "profile has no eager_host: calibrate, then "
+                        "scripts/eager_host_per_kernel.py)",
+                        with_commas(t.at("kernels").get<int64_t>())),
+      width);
   // An ONNX graph has samples, no sequence and no SDPA of its own (seq 0).
   bool graph = t.at("seq").get<int64_t>() == 0;
   out << wrap("  throughput  ",
-              graph ? fmt::format("{} samples a step, {:.0f} samples/s", with_commas(t.at("tokens_per_step").get<int64_t>()),
+              graph ? fmt::format("{} samples a step, {:.0f} samples/s",
+                                  with_commas(t.at("tokens_per_step").get<int64_t>()),
                                   t.at("tokens_per_s").get<double>())
                     : fmt::format("{} tokens a step, {:.0f} tokens/s; attention: SDPA {}",
-                                  with_commas(t.at("tokens_per_step").get<int64_t>()), t.at("tokens_per_s").get<double>(),
+                                  with_commas(t.at("tokens_per_step").get<int64_t>()),
+                                  t.at("tokens_per_s").get<double>(),
                                   t.at("attention_backend").get<std::string>()),
               width);
-  out << wrap("  FLOPs       ", fmt::format("{} executed; matrix (dense attention, FlopCounterMode's convention) {}",
-                                           human_count(t.at("flops").get<double>()), human_count(t.at("gemm_dense_flops").get<double>())),
+  out << wrap("  FLOPs       ",
+              fmt::format("{} executed; matrix (dense attention, FlopCounterMode's convention) {}",
+                          human_count(t.at("flops").get<double>()),
+                          human_count(t.at("gemm_dense_flops").get<double>())),
               width);
   out << wrap(
       "  model state ",
@@ -279,22 +298,25 @@ void write_training_summary(std::ostream& out, const json& t, size_t width) {
                   gib(t.at("model_state_bytes")),
                   t.at("autocast_copy_bytes").get<int64_t>() > 0
                       ? fmt::format("; autocast weight copies {}", gib(t.at("autocast_copy_bytes")))
-                      : ""), width);
-  out << wrap(
-      "  activations ",
-      fmt::format("saved at the loss {} (fp32 logits {} each){}",
-                  gib(t.at("saved_activation_bytes")), gib(t.at("logits_fp32_bytes")),
-                  graph ? std::string()
-                        : "; per layer, Korthikanti et al.'s figure " +
-                              gib(t.at("korthikanti_layer_bytes"))), width);
+                      : ""),
+      width);
+  out << wrap("  activations ",
+              fmt::format("saved at the loss {} (fp32 logits {} each){}",
+                          gib(t.at("saved_activation_bytes")), gib(t.at("logits_fp32_bytes")),
+                          graph ? std::string()
+                                : "; per layer, Korthikanti et al.'s figure " +
+                                      gib(t.at("korthikanti_layer_bytes"))),
+              width);
   out << wrap("  peak        ",
               fmt::format("{} at \"{}\" of {}: {}", gib(t.at("peak_memory_bytes")),
                           t.at("peak_moment").get<std::string>(), gib(t.at("device_memory_bytes")),
-                          t.at("fits").get<bool>() ? "fits" : "does NOT fit"), width);
-  out << wrap("  largest     ", graph ? fmt::format("batch {}", t.at("max_batch").get<int64_t>())
-                                         : fmt::format("batch {} at seq {}; seq {} at batch {}", t.at("max_batch").get<int64_t>(),
-                                                       t.at("seq").get<int64_t>(), t.at("max_seq").get<int64_t>(),
-                                                       t.at("batch").get<int64_t>()),
+                          t.at("fits").get<bool>() ? "fits" : "does NOT fit"),
+              width);
+  out << wrap("  largest     ",
+              graph ? fmt::format("batch {}", t.at("max_batch").get<int64_t>())
+                    : fmt::format("batch {} at seq {}; seq {} at batch {}",
+                                  t.at("max_batch").get<int64_t>(), t.at("seq").get<int64_t>(),
+                                  t.at("max_seq").get<int64_t>(), t.at("batch").get<int64_t>()),
               width);
 }
 
@@ -302,14 +324,17 @@ void write_training_summary(std::ostream& out, const json& t, size_t width) {
 void write_training_memory(std::ostream& out, const json& t, size_t width) {
   const bool wide = width >= 100;
   out << '\n'
-      << wrap("", fmt::format("Memory through the step (cuBLAS workspaces {} in every moment{})", gib(t.at("timeline").at(0).at("workspace")),
-                              wide ? "" : "; state: weights + grads + optimizer"),
+      << wrap("",
+              fmt::format("Memory through the step (cuBLAS workspaces {} in every moment{})",
+                          gib(t.at("timeline").at(0).at("workspace")),
+                          wide ? "" : "; state: weights + grads + optimizer"),
               width);
   if (wide)
-    fmt::print(out, "  {:<28}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n", "moment", "total", "weights", "grads", "optimizer",
-               "autocast", "saved", "transient");
+    fmt::print(out, "  {:<28}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n", "moment", "total",
+               "weights", "grads", "optimizer", "autocast", "saved", "transient");
   else  // compact: the model state in one column
-    fmt::print(out, "  {:<{}}{:>9}{:>9}{:>9}{:>9}{:>9}\n", "moment", width - 47, "total", "state", "autocast", "saved", "transient");
+    fmt::print(out, "  {:<{}}{:>9}{:>9}{:>9}{:>9}{:>9}\n", "moment", width - 47, "total", "state",
+               "autocast", "saved", "transient");
   // The step's edges, the first and last layer each way, and the peak.
   const json& tl = t.at("timeline");
   auto layer_of = [](const std::string& name) {
@@ -323,13 +348,17 @@ void write_training_memory(std::ostream& out, const json& t, size_t width) {
     int layer = layer_of(name);
     if (layer > 0 && layer < last && m.at("moment") != t.at("peak_moment")) continue;
     if (wide)
-      fmt::print(out, "  {:<28}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n", fit(name, 28), gib(m.at("total")),
-                 gib(m.at("weights")), gib(m.at("grads")), gib(m.at("optimizer_states")), gib(m.at("autocast_copies")),
+      fmt::print(out, "  {:<28}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n", fit(name, 28),
+                 gib(m.at("total")), gib(m.at("weights")), gib(m.at("grads")),
+                 gib(m.at("optimizer_states")), gib(m.at("autocast_copies")),
                  gib(m.at("saved_activations")), gib(m.at("transient")));
     else
-      fmt::print(out, "  {:<{}}{:>9}{:>9}{:>9}{:>9}{:>9}\n", fit(name, width - 47), width - 47, gib(m.at("total")),
-                 human_bytes(m.at("weights").get<double>() + m.at("grads").get<double>() + m.at("optimizer_states").get<double>()),
-                 gib(m.at("autocast_copies")), gib(m.at("saved_activations")), gib(m.at("transient")));
+      fmt::print(out, "  {:<{}}{:>9}{:>9}{:>9}{:>9}{:>9}\n", fit(name, width - 47), width - 47,
+                 gib(m.at("total")),
+                 human_bytes(m.at("weights").get<double>() + m.at("grads").get<double>() +
+                             m.at("optimizer_states").get<double>()),
+                 gib(m.at("autocast_copies")), gib(m.at("saved_activations")),
+                 gib(m.at("transient")));
   }
 }
 

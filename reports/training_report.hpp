@@ -13,6 +13,7 @@ nlohmann::json training_json(const TrainingSummary& t, const Analysis& a);
 // Terminal: the step's headline, the nodes by forward + backward time with both columns, the
 // memory timeline's main moments and the peak. `result` is the whole document.
 // Below 100 columns (`width`) the compact layout; `fold`: identical repeated layers in one row.
-void write_training(std::ostream& out, const nlohmann::json& result, int top_n, size_t width = 100, bool fold = true);
+void write_training(std::ostream& out, const nlohmann::json& result, int top_n, size_t width = 100,
+                    bool fold = true);
 
 }  // namespace rooflens::reports

@@ -16,7 +16,9 @@ namespace {
 // The precision a node computes in: --dtype if given, else its first float operand's dtype.
 Precision node_precision(const Graph& g, const Node& n, const std::optional<Precision>& forced) {
   if (forced) return *forced;
-  if (int t = n.input(0); t >= 0 && (g.tensors[t].dtype == DType::i8 || g.tensors[t].dtype == DType::u8)) return Precision::int8;
+  if (int t = n.input(0);
+      t >= 0 && (g.tensors[t].dtype == DType::i8 || g.tensors[t].dtype == DType::u8))
+    return Precision::int8;
   for (int t : n.inputs)
     if (t >= 0 && is_float(g.tensors[t].dtype)) return precision_of(g.tensors[t].dtype);
   for (int t : n.outputs)
@@ -45,11 +47,18 @@ std::vector<std::vector<int>> weight_origins(const Graph& g, const std::vector<b
 // the weight inputs of the quantized ops are parameters, in their stored dtype. Scales and zero
 // points (even per-channel float ones) are not parameters.
 void mark_quantized_weights(Graph& g) {
-  static const std::map<std::string, std::vector<size_t>> weight_inputs{
-      {"QLinearConv", {3, 8}}, {"QLinearMatMul", {3}}, {"ConvInteger", {1}}, {"MatMulInteger", {1}}, {"DequantizeLinear", {0}}};
+  static const std::map<std::string, std::vector<size_t>> weight_inputs{{"QLinearConv", {3, 8}},
+                                                                        {"QLinearMatMul", {3}},
+                                                                        {"ConvInteger", {1}},
+                                                                        {"MatMulInteger", {1}},
+                                                                        {"DequantizeLinear", {0}}};
   static const std::map<std::string, std::vector<size_t>> scale_inputs{
-      {"QLinearConv", {1, 2, 4, 5, 6, 7}}, {"QLinearMatMul", {1, 2, 4, 5, 6, 7}}, {"ConvInteger", {2, 3}},
-      {"MatMulInteger", {2, 3}},           {"DequantizeLinear", {1, 2}},        {"QuantizeLinear", {1, 2}}};
+      {"QLinearConv", {1, 2, 4, 5, 6, 7}},
+      {"QLinearMatMul", {1, 2, 4, 5, 6, 7}},
+      {"ConvInteger", {2, 3}},
+      {"MatMulInteger", {2, 3}},
+      {"DequantizeLinear", {1, 2}},
+      {"QuantizeLinear", {1, 2}}};
   for (const Node& n : g.nodes) {
     if (!n.domain.empty()) continue;
     if (auto it = weight_inputs.find(n.op_type); it != weight_inputs.end())
@@ -57,7 +66,8 @@ void mark_quantized_weights(Graph& g) {
         int t = n.input(i);
         if (t < 0) continue;
         Tensor& x = g.tensors[t];
-        if (x.role == TensorRole::constant && x.producer < 0 && !is_float(x.dtype) && x.shape && !x.shape->empty())
+        if (x.role == TensorRole::constant && x.producer < 0 && !is_float(x.dtype) && x.shape &&
+            !x.shape->empty())
           x.role = TensorRole::weight;
       }
     if (auto it = scale_inputs.find(n.op_type); it != scale_inputs.end())
@@ -80,9 +90,12 @@ Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* infer
 
 std::string_view status_name(NodeStatus s) {
   switch (s) {
-    case NodeStatus::costed: return "costed";
-    case NodeStatus::folded: return "folded";
-    case NodeStatus::not_costed: return "not costed";
+    case NodeStatus::costed:
+      return "costed";
+    case NodeStatus::folded:
+      return "folded";
+    case NodeStatus::not_costed:
+      return "not costed";
   }
   return "?";
 }
@@ -92,13 +105,17 @@ std::string Coverage::line() const {
   if (folded) s += fmt::format(" ({} folded before the run)", folded);
   if (missing.empty()) return s + "; every node costed";
   std::vector<std::pair<std::string, int>> items(missing.begin(), missing.end());
-  std::sort(items.begin(), items.end(), [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  std::sort(items.begin(), items.end(), [](auto& a, auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
   std::vector<std::string> parts;
   for (auto& [op, k] : items) parts.push_back(fmt::format("{} x{}", op, k));
   return s + "; not costed: " + fmt::format("{}", fmt::join(parts, ", "));
 }
 
-std::string Coverage::partial_line() const { return fmt::format("partial: {} of {} nodes costed", costed + folded, total); }
+std::string Coverage::partial_line() const {
+  return fmt::format("partial: {} of {} nodes costed", costed + folded, total);
+}
 
 std::string model_display_name(const std::string& path) {
   std::string p = path;
@@ -110,14 +127,18 @@ std::string model_display_name(const std::string& path) {
   return p.substr(parent == std::string::npos ? 0 : parent + 1);
 }
 
-MemoryTotal memory_total(int64_t weight_bytes, int64_t kv_cache_bytes, int64_t activation_bytes, int64_t device_bytes) {
+MemoryTotal memory_total(int64_t weight_bytes, int64_t kv_cache_bytes, int64_t activation_bytes,
+                         int64_t device_bytes) {
   MemoryTotal m{weight_bytes, kv_cache_bytes, activation_bytes, 0, device_bytes, false};
-  m.total_bytes = checked_add(checked_add(weight_bytes, kv_cache_bytes, "memory total"), activation_bytes, "memory total");
+  m.total_bytes = checked_add(checked_add(weight_bytes, kv_cache_bytes, "memory total"),
+                              activation_bytes, "memory total");
   m.fits = m.total_bytes <= device_bytes;
   return m;
 }
 
-Device resolve_device(const AnalysisOptions& o) { return o.calibrated ? *o.calibrated : find_device(o.device); }
+Device resolve_device(const AnalysisOptions& o) {
+  return o.calibrated ? *o.calibrated : find_device(o.device);
+}
 
 Analysis analyze_graph(Graph g, const AnalysisOptions& opt, Graph* inferred) {
   // Rules report bad input without knowing the file; name it here.
@@ -137,8 +158,7 @@ namespace {
 // counted, then the memory plan and the summaries.
 class GraphAnalysis {
  public:
-  GraphAnalysis(Graph& g, const AnalysisOptions& opt)
-      : g_(g), opt_(opt), rules_(builtin_rules()) {
+  GraphAnalysis(Graph& g, const AnalysisOptions& opt) : g_(g), opt_(opt), rules_(builtin_rules()) {
     a_.device = resolve_device(opt_);  // a bad --device before any work on the graph
     if (!opt_.calibrated) a_.device_requested = opt_.device;
     inf_ = infer_shapes(g_, rules_, foreign_node_shapes);
@@ -179,10 +199,12 @@ class GraphAnalysis {
     a_.bound_dims = g_.bound_dims;
     a_.notes = g_.notes;
     for (int t : g_.inputs)
-      a_.inputs.push_back({g_.tensors[t].name, g_.tensors[t].dtype, *g_.tensors[t].shape, g_.tensors[t].is_kv_cache});
+      a_.inputs.push_back({g_.tensors[t].name, g_.tensors[t].dtype, *g_.tensors[t].shape,
+                           g_.tensors[t].is_kv_cache});
     std::set<DType> file_floats;
     for (const Tensor& t : g_.tensors)
-      if (is_float(t.dtype) && (t.role == TensorRole::weight || t.role == TensorRole::input)) file_floats.insert(t.dtype);
+      if (is_float(t.dtype) && (t.role == TensorRole::weight || t.role == TensorRole::input))
+        file_floats.insert(t.dtype);
     std::vector<std::string> names;
     for (DType d : file_floats) names.emplace_back(dtype_name(d));
     a_.dtype_label = opt_.precision ? fmt::format("{} (--dtype)", precision_name(*opt_.precision))
@@ -198,7 +220,8 @@ class GraphAnalysis {
     if (!n.module_scopes.empty()) r.module = n.module_scopes.back().first;
     // The dynamo exporter names nodes by op and a counter (node_MatMul_36); its module path says
     // where they are, as a TorchScript export's names do: "m.transformer.h.0.attn/MatMul_36".
-    if (!r.module.empty() && n.name.rfind("node_", 0) == 0) r.name = r.module + "/" + n.name.substr(5);
+    if (!r.module.empty() && n.name.rfind("node_", 0) == 0)
+      r.name = r.module + "/" + n.name.substr(5);
     r.op = n.display_op();
     join_shapes(g_, n.inputs, r.input_shapes);
     join_shapes(g_, n.outputs, r.output_shapes);
@@ -207,12 +230,14 @@ class GraphAnalysis {
     is_view_[i] = rule && rule->family == OpFamily::view;
     r.precision = node_precision(g_, n, opt_.precision);
     if (rule) {
-      Precision p = math_precision(r.precision, rule->family == OpFamily::conv, rule->family == OpFamily::gemm,
-                                   opt_.math, a_.device.tensor_flops.count("tf32") > 0);
+      Precision p = math_precision(r.precision, rule->family == OpFamily::conv,
+                                   rule->family == OpFamily::gemm, opt_.math,
+                                   a_.device.tensor_flops.count("tf32") > 0);
       a_.tf32_nodes += p != r.precision;
       r.precision = p;
     }
-    bool inputs_known = std::all_of(n.inputs.begin(), n.inputs.end(), [&](int t) { return t < 0 || g_.tensors[t].shape; });
+    bool inputs_known = std::all_of(n.inputs.begin(), n.inputs.end(),
+                                    [&](int t) { return t < 0 || g_.tensors[t].shape; });
     if (inf_.folded[i]) {
       r.status = NodeStatus::folded;
     } else if (!inf_.unresolved[i].empty() || !rule) {
@@ -243,7 +268,8 @@ class GraphAnalysis {
     Totals& T = a_.totals;
     T.flops = checked_add(T.flops, r.cost.flops, "total FLOPs");
     T.macs = checked_add(T.macs, r.cost.macs.value_or(0), "total MACs");
-    T.dense_flops = checked_add(T.dense_flops, r.cost.dense_flops.value_or(r.cost.flops), "total FLOPs");
+    T.dense_flops =
+        checked_add(T.dense_flops, r.cost.dense_flops.value_or(r.cost.flops), "total FLOPs");
     T.read_act = checked_add(T.read_act, r.cost.read_act, "total bytes");
     T.read_weight = checked_add(T.read_weight, r.cost.read_weight, "total bytes");
     T.written = checked_add(T.written, r.cost.written, "total bytes");
@@ -262,8 +288,10 @@ class GraphAnalysis {
   void count_coverage(const NodeResult& r) {
     Coverage& c = a_.coverage;
     ++c.total;
-    if (r.status == NodeStatus::costed) ++c.costed;
-    else if (r.status == NodeStatus::folded) ++c.folded;
+    if (r.status == NodeStatus::costed)
+      ++c.costed;
+    else if (r.status == NodeStatus::folded)
+      ++c.folded;
     else {
       ++c.not_costed;
       ++c.missing[r.op];
@@ -276,8 +304,11 @@ class GraphAnalysis {
     for (size_t t = 0; t < g_.tensors.size(); ++t) {
       const Tensor& x = g_.tensors[t];
       if (x.role == TensorRole::weight) {
-        if (x.is_param) (buffers_.count(static_cast<int>(t)) ? T.buffers : T.params) += x.elements();
-        T.weight_bytes = checked_add(T.weight_bytes, storage_bytes(storage_ && is_float(x.dtype) ? *storage_ : x.dtype, x.elements()));
+        if (x.is_param)
+          (buffers_.count(static_cast<int>(t)) ? T.buffers : T.params) += x.elements();
+        T.weight_bytes = checked_add(
+            T.weight_bytes,
+            storage_bytes(storage_ && is_float(x.dtype) ? *storage_ : x.dtype, x.elements()));
       } else if (x.role == TensorRole::constant) {
         ++T.constants;
         T.constant_bytes += storage_bytes(x.dtype, x.elements());
@@ -294,17 +325,22 @@ class GraphAnalysis {
   void finish() {
     a_.math = opt_.math;
     if (a_.tf32_nodes > 0)
-      a_.dtype_label += fmt::format("; {} fp32 {} on TF32 (--math {}{})", a_.tf32_nodes,
-                                    opt_.math == MathMode::tf32 ? "convolutions and matmuls" : "convolutions",
-                                    math_mode_name(opt_.math), opt_.math == MathMode::tf32_conv ? ", PyTorch's default" : "");
+      a_.dtype_label += fmt::format(
+          "; {} fp32 {} on TF32 (--math {}{})", a_.tf32_nodes,
+          opt_.math == MathMode::tf32 ? "convolutions and matmuls" : "convolutions",
+          math_mode_name(opt_.math), opt_.math == MathMode::tf32_conv ? ", PyTorch's default" : "");
     a_.memory = plan_memory(g_, is_view_, storage_);
-    a_.memory_total = memory_total(a_.totals.weight_bytes, 0, a_.memory.peak_bytes, a_.device.memory_bytes);
+    a_.memory_total =
+        memory_total(a_.totals.weight_bytes, 0, a_.memory.peak_bytes, a_.device.memory_bytes);
     if (a_.memory.peak_node >= 0) a_.peak_node_name = g_.nodes[a_.memory.peak_node].name;
-    for (const LiveTensor& lt : a_.memory.live_at_peak) a_.peak_tensor_names.push_back(g_.tensors[lt.tensor].name);
+    for (const LiveTensor& lt : a_.memory.live_at_peak)
+      a_.peak_tensor_names.push_back(g_.tensors[lt.tensor].name);
     for (auto& [k, v] : by_op_) a_.by_op.push_back(v);
-    std::sort(a_.by_op.begin(), a_.by_op.end(), [](auto& x, auto& y) { return x.predicted_s > y.predicted_s; });
+    std::sort(a_.by_op.begin(), a_.by_op.end(),
+              [](auto& x, auto& y) { return x.predicted_s > y.predicted_s; });
     for (auto& [k, v] : by_family_) a_.by_family.emplace_back(k, v);
-    std::sort(a_.by_family.begin(), a_.by_family.end(), [](auto& x, auto& y) { return x.second > y.second; });
+    std::sort(a_.by_family.begin(), a_.by_family.end(),
+              [](auto& x, auto& y) { return x.second > y.second; });
   }
 
   Graph& g_;
@@ -328,7 +364,8 @@ Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* infer
   return a;
 }
 
-Analysis analyze_onnx(const std::string& path, const LoadOptions& load, const AnalysisOptions& options, Graph* inferred) {
+Analysis analyze_onnx(const std::string& path, const LoadOptions& load,
+                      const AnalysisOptions& options, Graph* inferred) {
   resolve_device(options);  // a bad --device fails before the model is read
   return analyze_graph(load_onnx(path, load), options, inferred);
 }

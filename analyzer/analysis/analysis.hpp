@@ -7,20 +7,21 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/analysis/measurement.hpp"
 #include "analyzer/core/cost.hpp"
 #include "analyzer/hw/device.hpp"
+#include "analyzer/hw/roofline.hpp"
 #include "analyzer/ir/graph.hpp"
 #include "analyzer/ir/liveness.hpp"
-#include "analyzer/analysis/measurement.hpp"
 #include "analyzer/onnx/loader.hpp"
-#include "analyzer/hw/roofline.hpp"
 
 namespace rooflens {
 
 struct AnalysisOptions {
   std::optional<Precision> precision;  // --dtype; nullopt: the file's dtypes
   std::string device = "H100-SXM";
-  std::shared_ptr<const Device> calibrated;  // when set, used instead of `device` (--device-profile)
+  std::shared_ptr<const Device>
+      calibrated;       // when set, used instead of `device` (--device-profile)
   bool strict = false;  // a node without a rule is an error
   // How fp32 convolutions and matmuls run (--math); the default is PyTorch's: TF32 convolutions.
   MathMode math = MathMode::tf32_conv;
@@ -38,7 +39,8 @@ std::string_view status_name(NodeStatus s);
 struct NodeResult {
   int index = 0;
   std::string name;
-  std::string module;  // the framework module it came from, where the file records it ("layer1.0.conv1")
+  std::string
+      module;  // the framework module it came from, where the file records it ("layer1.0.conv1")
   std::string op;  // display name, "com.microsoft.Attention" for other domains
   std::optional<OpFamily> family;
   NodeStatus status = NodeStatus::not_costed;
@@ -62,10 +64,10 @@ struct OpTypeSummary {
 struct Totals {
   int64_t flops = 0, macs = 0, dense_flops = 0;
   int64_t read_act = 0, read_weight = 0, written = 0;
-  int64_t params = 0;           // learnable float weights
-  int64_t buffers = 0;          // float non-learnable state (BatchNorm running mean/var)
-  int64_t weight_bytes = 0;     // params + buffers in the run dtype
-  int64_t constants = 0;    // non-parameter initializers: integer/bool tensors, float scalars
+  int64_t params = 0;        // learnable float weights
+  int64_t buffers = 0;       // float non-learnable state (BatchNorm running mean/var)
+  int64_t weight_bytes = 0;  // params + buffers in the run dtype
+  int64_t constants = 0;     // non-parameter initializers: integer/bool tensors, float scalars
   int64_t constant_bytes = 0;
   double predicted_s = 0;
   int64_t batch = 1;
@@ -79,10 +81,12 @@ struct Totals {
 // What the device must hold while the model runs, and whether it does: one formula for ONNX
 // models (no KV cache) and transformer configs.
 struct MemoryTotal {
-  int64_t weight_bytes = 0, kv_cache_bytes = 0, activation_bytes = 0, total_bytes = 0, device_bytes = 0;
+  int64_t weight_bytes = 0, kv_cache_bytes = 0, activation_bytes = 0, total_bytes = 0,
+          device_bytes = 0;
   bool fits = false;
 };
-MemoryTotal memory_total(int64_t weight_bytes, int64_t kv_cache_bytes, int64_t activation_bytes, int64_t device_bytes);
+MemoryTotal memory_total(int64_t weight_bytes, int64_t kv_cache_bytes, int64_t activation_bytes,
+                         int64_t device_bytes);
 
 struct Coverage {
   int total = 0, costed = 0, folded = 0, not_costed = 0;
@@ -124,13 +128,13 @@ struct Analysis {
   MemoryTotal memory_total;  // weights + KV cache + peak activations against the device
   std::vector<std::string> peak_tensor_names;  // matches memory.live_at_peak
   std::string peak_node_name;
-  std::vector<OpTypeSummary> by_op;   // sorted by predicted time
+  std::vector<OpTypeSummary> by_op;  // sorted by predicted time
   std::vector<std::pair<std::string, double>> by_family;
   Coverage coverage;
   std::vector<std::string> notes;
-  std::shared_ptr<const TransformerSummary> transformer;  // set for transformer configs
-  std::shared_ptr<const TrainingSummary> training;        // set by --phase train
-  std::shared_ptr<const ProfileSummary> profile;          // set by `rooflens profile`
+  std::shared_ptr<const TransformerSummary> transformer;           // set for transformer configs
+  std::shared_ptr<const TrainingSummary> training;                 // set by --phase train
+  std::shared_ptr<const ProfileSummary> profile;                   // set by `rooflens profile`
   std::shared_ptr<const profiler::TimelineComparison> comparison;  // set by `rooflens compare`
 };
 
@@ -141,7 +145,7 @@ std::string model_display_name(const std::string& path);
 
 // `inferred`, when given, receives the graph with every shape bound (for re-costing).
 Analysis analyze_graph(Graph graph, const AnalysisOptions& options, Graph* inferred = nullptr);
-Analysis analyze_onnx(const std::string& path, const LoadOptions& load, const AnalysisOptions& options,
-                      Graph* inferred = nullptr);
+Analysis analyze_onnx(const std::string& path, const LoadOptions& load,
+                      const AnalysisOptions& options, Graph* inferred = nullptr);
 
 }  // namespace rooflens

@@ -29,10 +29,14 @@ SampleStats summarize_samples(std::vector<double> samples) {
 
 std::string_view replay_status_name(ReplayStatus s) {
   switch (s) {
-    case ReplayStatus::measured: return "measured";
-    case ReplayStatus::not_replayed: return "not replayed";
-    case ReplayStatus::skipped: return "skipped";
-    case ReplayStatus::no_kernel: return "no kernel";
+    case ReplayStatus::measured:
+      return "measured";
+    case ReplayStatus::not_replayed:
+      return "not replayed";
+    case ReplayStatus::skipped:
+      return "skipped";
+    case ReplayStatus::no_kernel:
+      return "no kernel";
   }
   return "?";
 }

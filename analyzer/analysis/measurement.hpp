@@ -35,13 +35,13 @@ struct Measurement {
   int kernels = 0;                        // kernels per sample (split-K, workspace memsets count)
   std::vector<std::string> kernel_names;  // distinct, in launch order
   std::string replay;                     // what the plan asked for: "bf16 GEMM m=8 n=11008 k=4096"
-  std::string library;                    // what ran it: "cuBLASLt", "cuDNN", "rooflens" (our kernels)
-  std::string algorithm;                  // the algorithm, engine or kernel in that library
-  std::string choice;                     // how it was picked, or why the vendor library did not run it
+  std::string library;    // what ran it: "cuBLASLt", "cuDNN", "rooflens" (our kernels)
+  std::string algorithm;  // the algorithm, engine or kernel in that library
+  std::string choice;     // how it was picked, or why the vendor library did not run it
   double achieved_flops = 0, achieved_bytes_per_s = 0;
-  double roof_fraction = 0;               // achieved / the hardware's peak (spec roofs, as ncu reports)
+  double roof_fraction = 0;  // achieved / the hardware's peak (spec roofs, as ncu reports)
   Bound measured_class = Bound::none;
-  double error = 0;                       // (predicted - measured) / measured
+  double error = 0;  // (predicted - measured) / measured
 };
 
 struct ClassError {
@@ -53,26 +53,26 @@ struct ClassError {
 };
 
 struct ProfileSummary {
-  std::string gpu;                // the name the driver reports
-  std::string timing = "cupti";   // "cupti", or "cuda-events" when CUPTI could not subscribe
-  std::string timing_note;        // why the fallback was taken
-  std::string l2 = "cold";        // "cold": flushed before each sample, "hot": back to back
-  std::string roofs = "spec";     // "calibrated" when the device profile was measured here
+  std::string gpu;               // the name the driver reports
+  std::string timing = "cupti";  // "cupti", or "cuda-events" when CUPTI could not subscribe
+  std::string timing_note;       // why the fallback was taken
+  std::string l2 = "cold";       // "cold": flushed before each sample, "hot": back to back
+  std::string roofs = "spec";    // "calibrated" when the device profile was measured here
   double sm_clock_mhz = 0;
-  bool valid = true;              // false when CUPTI dropped records
+  bool valid = true;  // false when CUPTI dropped records
   std::string invalid_reason;
-  bool complete = true;           // false when interrupted
+  bool complete = true;  // false when interrupted
   uint64_t dropped_records = 0;
   int measured = 0, not_replayed = 0, skipped = 0, no_kernel = 0;
-  double predicted_s = 0, measured_s = 0;  // over measured layers only
-  double model_error = 0;                  // (sum predicted - sum measured) / sum measured
+  double predicted_s = 0, measured_s = 0;          // over measured layers only
+  double model_error = 0;                          // (sum predicted - sum measured) / sum measured
   double median_abs_error = 0, p90_abs_error = 0;  // per layer, all classes
   // The headline: sum over layers of |predicted - measured| / sum of measured. The median hides
   // where the time goes; this weighs each layer's error by its time.
   double time_weighted_error = 0;
   std::vector<ClassError> classes;
   double wall_s = 0;
-  std::string cudnn;              // "cuDNN 9.19.0 (path)" or why it was not available
+  std::string cudnn;  // "cuDNN 9.19.0 (path)" or why it was not available
 };
 
 }  // namespace rooflens

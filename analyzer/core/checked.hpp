@@ -30,6 +30,8 @@ inline int64_t checked_product(std::span<const int64_t> dims, std::string_view w
 }
 
 // For a >= 0, b > 0; safe for any b (no a + b overflow).
-inline int64_t ceil_div(int64_t a, int64_t b) { return a <= 0 ? 0 : (a - 1) / b + 1; }
+inline int64_t ceil_div(int64_t a, int64_t b) {
+  return a <= 0 ? 0 : (a - 1) / b + 1;
+}
 
 }  // namespace rooflens

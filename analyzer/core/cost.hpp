@@ -11,12 +11,34 @@
 namespace rooflens {
 
 // Kernel classes: the roofline picks the compute unit from this, and reports group by it.
-enum class OpFamily { gemm, conv, attention, elementwise, norm, softmax, reduce, pooling, data_movement, view, communication };
+enum class OpFamily {
+  gemm,
+  conv,
+  attention,
+  elementwise,
+  norm,
+  softmax,
+  reduce,
+  pooling,
+  data_movement,
+  view,
+  communication
+};
 std::string_view family_name(OpFamily f);
 
 // The class of a memory-bound node's kernel, for the measured performance tables
 // (analyzer/hw/perf_model.hpp): which of calibrate's memory sweeps predicts it.
-enum class MemoryKernel { none, elementwise, broadcast, norm, softmax, reduce, transpose, copy, gather };
+enum class MemoryKernel {
+  none,
+  elementwise,
+  broadcast,
+  norm,
+  softmax,
+  reduce,
+  transpose,
+  copy,
+  gather
+};
 
 // The dims of the kernel a rule priced, kept so the replay (replay/) runs exactly
 // what was predicted instead of re-deriving shapes. Only the heavy families fill one.
@@ -35,9 +57,9 @@ struct NodeCost {
   int64_t flops = 0;
   std::optional<int64_t> macs;         // GEMM and conv only
   std::optional<int64_t> dense_flops;  // attention: the figure without the causal skip
-  int64_t read_act = 0;     // bytes of activations read
-  int64_t read_weight = 0;  // bytes of weights/constants read
-  int64_t written = 0;      // bytes written
+  int64_t read_act = 0;                // bytes of activations read
+  int64_t read_weight = 0;             // bytes of weights/constants read
+  int64_t written = 0;                 // bytes written
   // Thread blocks a typical kernel for this node launches; below one wave the roofs are not
   // reachable. 0 means "derive from the bytes written".
   int64_t parallel_tiles = 0;
@@ -46,11 +68,12 @@ struct NodeCost {
   // attention): it pays the device's GEMM floor, not the plain launch floor.
   bool tiled = false;
   // Thread instructions the kernel issues where they are not about one per FLOP (issue-heavy
-  // kernels: tanh GELU, strided splits, pooling windows, depthwise convolutions); 0: from the FLOPs.
+  // kernels: tanh GELU, strided splits, pooling windows, depthwise convolutions); 0: from the
+  // FLOPs.
   double instructions = 0;
   int64_t collective_bytes = 0;  // a collective (all-reduce) over this many bytes per rank
   int64_t collective_ranks = 0;  // ... among this many GPUs
-  std::string note;           // e.g. "causal: executed half of the dense scores; fused traffic"
+  std::string note;              // e.g. "causal: executed half of the dense scores; fused traffic"
   KernelShape kernel;
 
   int64_t bytes() const { return read_act + read_weight + written; }

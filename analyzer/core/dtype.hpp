@@ -8,9 +8,30 @@
 namespace rooflens {
 
 enum class DType : int32_t {
-  undefined = 0, f32 = 1, u8 = 2, i8 = 3, u16 = 4, i16 = 5, i32 = 6, i64 = 7, string = 8,
-  boolean = 9, f16 = 10, f64 = 11, u32 = 12, u64 = 13, c64 = 14, c128 = 15, bf16 = 16,
-  f8e4m3fn = 17, f8e4m3fnuz = 18, f8e5m2 = 19, f8e5m2fnuz = 20, u4 = 21, i4 = 22, f4e2m1 = 23,
+  undefined = 0,
+  f32 = 1,
+  u8 = 2,
+  i8 = 3,
+  u16 = 4,
+  i16 = 5,
+  i32 = 6,
+  i64 = 7,
+  string = 8,
+  boolean = 9,
+  f16 = 10,
+  f64 = 11,
+  u32 = 12,
+  u64 = 13,
+  c64 = 14,
+  c128 = 15,
+  bf16 = 16,
+  f8e4m3fn = 17,
+  f8e4m3fnuz = 18,
+  f8e5m2 = 19,
+  f8e5m2fnuz = 20,
+  u4 = 21,
+  i4 = 22,
+  f4e2m1 = 23,
 };
 
 // Bits per element; 0 for undefined and string (their size is not a function of the shape).
@@ -40,6 +61,7 @@ std::string_view math_mode_name(MathMode m);  // "strict", "tf32-conv", "tf32"
 std::optional<MathMode> math_mode_from_name(std::string_view name);
 // The precision an fp32 convolution or matmul computes in under `m`, on a device with TF32
 // tensor cores; any other precision, or a device without TF32, stays as it is.
-Precision math_precision(Precision p, bool is_conv, bool is_matmul, MathMode m, bool device_has_tf32);
+Precision math_precision(Precision p, bool is_conv, bool is_matmul, MathMode m,
+                         bool device_has_tf32);
 
 }  // namespace rooflens

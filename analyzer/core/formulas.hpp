@@ -22,8 +22,8 @@ constexpr int64_t kGemvMaxRows = 8;
 
 // Direct convolution counted as its implicit GEMM: every output element of every output
 // channel takes (in_channels / groups) * kernel_elements MACs.
-int64_t conv_macs(int64_t batch, int64_t out_channels, int64_t out_spatial, int64_t in_channels_per_group,
-                  int64_t kernel_elements);
+int64_t conv_macs(int64_t batch, int64_t out_channels, int64_t out_spatial,
+                  int64_t in_channels_per_group, int64_t kernel_elements);
 
 // Convolution as the rule saw it (2-D spatial, or 1-D with width 1), for the replay harness.
 struct ConvDims {
@@ -103,8 +103,8 @@ struct LinearAttentionWork {
   int64_t flops = 0;
   int64_t matmul_flops = 0;  // the matrix products alone
 };
-LinearAttentionWork linear_attention_work(int64_t batch, int64_t heads, int64_t tokens, int64_t head_dim, int64_t block,
-                                          bool recurrent);
+LinearAttentionWork linear_attention_work(int64_t batch, int64_t heads, int64_t tokens,
+                                          int64_t head_dim, int64_t block, bool recurrent);
 
 // Expected number of distinct experts that `tokens` tokens touch when each picks `k` of `experts`
 // uniformly: E * (1 - (1 - k/E)^T). Decode reads only these experts' weights.
@@ -122,8 +122,8 @@ double roofline_seconds(double flops, double bytes, double compute_roof, double 
                         double wave_fraction = 1);
 
 // ---- what Nsight Compute sees (the bound class, hw/roofline classify) -------------------------
-// Counts read off Nsight Compute's SpeedOfLight of the replay on the H100 (tests/data/reference/ncu,
-// docs/profile.md); instruction counts are the kernels', not the GPU's.
+// Counts read off Nsight Compute's SpeedOfLight of the replay on the H100
+// (tests/data/reference/ncu, docs/profile.md); instruction counts are the kernels', not the GPU's.
 // Thread instructions per output element: tanh GELU (32.5 measured), a split copying strided parts
 // (30 per element written), a window kernel (max pool: 200 + 18 per window element fits 3x3 pools
 // at 367-376, and cuDNN's NCHW depthwise engines at 386 / 657 for 3x3 / 5x5).
@@ -132,8 +132,8 @@ inline constexpr double kStridedSplitInstructions = 30;
 inline constexpr double kWindowKernelInstructions = 200, kWindowInstructionsPerElement = 18;
 // A depthwise convolution as frameworks run it (a thread per output pixel, the window unrolled,
 // its weights in registers): 148 + 12.4 per window element, fitted to PyTorch's NCHW depthwise
-// kernels on MobileNetV3-small (b64 bf16, H100, 1.9% time-weighted) and checked on EfficientNet-B0's
-// sixteen (3.5%; tests/data/reference/h100-depthwise-torch.json).
+// kernels on MobileNetV3-small (b64 bf16, H100, 1.9% time-weighted) and checked on
+// EfficientNet-B0's sixteen (3.5%; tests/data/reference/h100-depthwise-torch.json).
 inline constexpr double kDepthwiseKernelInstructions = 148, kDepthwiseInstructionsPerElement = 12.4;
 // Elsewhere on the CUDA cores about one instruction per FLOP (an FFMA is two FLOPs, plus its loads
 // and address arithmetic: cuDNN's FFMA convolutions issue 1.2-2.7x the FLOP fraction).
@@ -150,7 +150,6 @@ inline constexpr double kClassMargin = 0.05;
 
 // Thread blocks of an element-wise style kernel: 2048 elements (256 threads x 8) per block.
 int64_t elementwise_tiles(int64_t elements);
-
 
 // ---- training (docs/training.md) ----------------------------------------------------------------
 
@@ -189,8 +188,8 @@ struct OptimizerWork {
   int64_t flops = 0, bytes = 0, state_bytes = 0, temporary_bytes = 0;
   int launches = 0;  // foreach kernels per step (one per list operation)
 };
-OptimizerWork optimizer_work(OptimizerKind kind, int64_t elements, int64_t rows, int64_t cols, int64_t param_bytes,
-                             int64_t state_bytes);
+OptimizerWork optimizer_work(OptimizerKind kind, int64_t elements, int64_t rows, int64_t cols,
+                             int64_t param_bytes, int64_t state_bytes);
 
 // ZeRO (Rajbhandari et al. 2020) per GPU among `ranks` data-parallel GPUs: stage 1 partitions the
 // optimizer states, stage 2 also the gradients, stage 3 also the weights.
@@ -204,7 +203,7 @@ ModelState zero_partition(const ModelState& whole, int stage, int64_t ranks);
 // of activations one GPT layer keeps in 16-bit training without recomputation: s*b*h*(34 +
 // 5*a*s/h); with tensor parallelism t: s*b*h*(10 + 24/t + 5*a*s/(h*t)); with sequence parallelism
 // too: s*b*h/t*(34 + 5*a*s/h); with selective recomputation the 5*a*s/h term is gone.
-int64_t korthikanti_layer_bytes(int64_t seq, int64_t batch, int64_t hidden, int64_t heads, int64_t tp, bool sp,
-                                bool selective);
+int64_t korthikanti_layer_bytes(int64_t seq, int64_t batch, int64_t hidden, int64_t heads,
+                                int64_t tp, bool sp, bool selective);
 
 }  // namespace rooflens

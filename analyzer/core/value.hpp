@@ -15,8 +15,8 @@ inline constexpr int64_t kMaxFoldedElements = 4096;
 
 struct Value {
   bool is_float = false;
-  std::vector<int64_t> ints;   // when !is_float
-  std::vector<double> reals;   // when is_float
+  std::vector<int64_t> ints;  // when !is_float
+  std::vector<double> reals;  // when is_float
 
   size_t size() const { return is_float ? reals.size() : ints.size(); }
   int64_t int_at(size_t i) const { return is_float ? static_cast<int64_t>(reals[i]) : ints[i]; }

@@ -6,8 +6,8 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
-#include "analyzer/hw/devices_json.hpp"
 #include "analyzer/core/errors.hpp"
+#include "analyzer/hw/devices_json.hpp"
 
 namespace rooflens {
 namespace {
@@ -29,7 +29,8 @@ std::vector<Device> parse_devices() {
     d.memory_bytes = j.at("memory_bytes");
     d.hbm_bandwidth = j.at("hbm_bandwidth");
     if (!j.at("l2_bytes").is_null()) d.l2_bytes = j.at("l2_bytes").get<int64_t>();
-    if (!j.at("nvlink_bandwidth").is_null()) d.nvlink_bandwidth = j.at("nvlink_bandwidth").get<double>();
+    if (!j.at("nvlink_bandwidth").is_null())
+      d.nvlink_bandwidth = j.at("nvlink_bandwidth").get<double>();
     if (!j.at("pcie_bandwidth").is_null()) d.pcie_bandwidth = j.at("pcie_bandwidth").get<double>();
     d.launch_floor_s = j.at("launch_floor_s");
     if (j.contains("boost_clock_hz")) d.boost_clock_hz = j.at("boost_clock_hz").get<double>();
@@ -57,7 +58,8 @@ const Device& find_device(const std::string& name) {
     for (const auto& a : d.aliases)
       if (lower(a) == want) return d;
   }
-  throw InputError(fmt::format("unknown device '{}'; known: {} (see `rooflens devices`)", name, fmt::join(ids, ", ")));
+  throw InputError(fmt::format("unknown device '{}'; known: {} (see `rooflens devices`)", name,
+                               fmt::join(ids, ", ")));
 }
 
 ComputeUnit compute_unit(const Device& d, Precision p, bool tensor_cores) {
@@ -65,7 +67,8 @@ ComputeUnit compute_unit(const Device& d, Precision p, bool tensor_cores) {
   if (tensor_cores && p != Precision::fp32) {
     auto it = d.tensor_flops.find(key);
     if (it == d.tensor_flops.end())
-      throw InputError(fmt::format("device {} has no {} tensor-core rate; choose another --dtype or device", d.id, key));
+      throw InputError(fmt::format(
+          "device {} has no {} tensor-core rate; choose another --dtype or device", d.id, key));
     return {"tensor " + key, it->second};
   }
   // CUDA cores: half types at their own rate where published; fp8/int8 element-wise work runs

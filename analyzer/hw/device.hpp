@@ -29,8 +29,8 @@ struct Device {
   std::vector<std::string> aliases;
   int64_t sm_count = 0;
   int64_t memory_bytes = 0;
-  double hbm_bandwidth = 0;             // bytes/s
-  std::optional<int64_t> l2_bytes;      // nullopt: not published
+  double hbm_bandwidth = 0;                // bytes/s
+  std::optional<int64_t> l2_bytes;         // nullopt: not published
   std::optional<double> nvlink_bandwidth;  // both directions together, as NVIDIA quotes it
   std::optional<double> pcie_bandwidth;    // per direction
   double launch_floor_s = 0;
@@ -41,12 +41,12 @@ struct Device {
   std::map<std::string, double> cuda_core_flops;  // fp64, fp32, fp16, bf16
   std::map<std::string, std::string> sources;
   std::string roofs = "spec";  // "spec", "calibrated" (measured) or "derived" (derived_profile.hpp)
-  std::optional<double> boost_clock_hz;    // the spec's max boost clock, where published
-  std::optional<double> l2_bandwidth;      // measured by `rooflens calibrate`; no spec figure exists
-  std::shared_ptr<const Device> spec;      // calibrated devices: the spec roofs they replace
-  std::string profile_gpu;                 // calibrated: the GPU name the driver reported
-  std::string profile_source;              // calibrated: the profile's file, or the shipped one's name
-  double profile_sm_clock_mhz = 0;         // calibrated: SM clock while measuring
+  std::optional<double> boost_clock_hz;  // the spec's max boost clock, where published
+  std::optional<double> l2_bandwidth;    // measured by `rooflens calibrate`; no spec figure exists
+  std::shared_ptr<const Device> spec;    // calibrated devices: the spec roofs they replace
+  std::string profile_gpu;               // calibrated: the GPU name the driver reported
+  std::string profile_source;       // calibrated: the profile's file, or the shipped one's name
+  double profile_sm_clock_mhz = 0;  // calibrated: SM clock while measuring
   // Calibrated: kernel times measured over shape grids (perf_model.hpp); predictions use them
   // where a node's shape lies inside one.
   std::shared_ptr<const PerfDatabase> perf;
@@ -79,19 +79,20 @@ struct DeviceProfile {
   double sm_clock_mhz = 0;
   double hbm_bandwidth = 0, l2_bandwidth = 0;
   std::map<std::string, double> tensor_flops, cuda_core_flops;  // only what was measured
-  double launch_floor_s = 0;       // shortest kernel on the timeline
-  double gemm_floor_s = 0;         // shortest tiled GEMM; 0 in profiles written before it was measured
-  double launch_interval_s = 0;    // back-to-back launches, per launch
+  double launch_floor_s = 0;                                    // shortest kernel on the timeline
+  double gemm_floor_s = 0;  // shortest tiled GEMM; 0 in profiles written before it was measured
+  double launch_interval_s = 0;               // back-to-back launches, per launch
   std::map<std::string, std::string> method;  // how each figure was measured
-  std::string provenance;  // the JSON object saying how the file was made (scripts, machine, dates), kept verbatim
-  PerfDatabase tables;                        // empty in profiles written before schema 2
-  std::optional<EagerHostCosts> eager_host;   // scripts/eager_host_per_kernel.py --pool adds it
+  std::string provenance;  // the JSON object saying how the file was made (scripts, machine,
+                           // dates), kept verbatim
+  PerfDatabase tables;     // empty in profiles written before schema 2
+  std::optional<EagerHostCosts> eager_host;     // scripts/eager_host_per_kernel.py --pool adds it
   std::vector<CollectiveCurveSet> collectives;  // calibrate --gpus N; one set per GPU count
-  std::string source;                         // the file it was read from
-  bool shipped = false;                       // one of data/profiles/, compiled in
-  std::string derived_from;                   // derive_profile: the measured device's id
+  std::string source;                           // the file it was read from
+  bool shipped = false;                         // one of data/profiles/, compiled in
+  std::string derived_from;                     // derive_profile: the measured device's id
 };
-std::string device_profile_json(const DeviceProfile& p);  // schema "rooflens-device-profile" 1
+std::string device_profile_json(const DeviceProfile& p);     // schema "rooflens-device-profile" 1
 DeviceProfile read_device_profile(const std::string& path);  // InputError on a bad file
 // The measured profile rooflens ships for a device id (data/profiles/), nullopt when none: the
 // default for that device, because measured roofs and tables beat the spec sheet.

@@ -4,13 +4,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <limits>
 #include <fstream>
-#include <sstream>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
-#include "analyzer/hw/device.hpp"
 #include "analyzer/core/errors.hpp"
+#include "analyzer/hw/device.hpp"
 #include "analyzer/hw/shipped_profiles.hpp"
 
 namespace rooflens {
@@ -28,26 +28,34 @@ nlohmann::json tables_json(const PerfDatabase& db) {
   for (const auto& [key, t] : db.tables) {
     nlohmann::json seconds = nlohmann::json::array();
     // Four significant digits: below the run-to-run spread of any kernel, and short in JSON.
-    for (double v : t.seconds) seconds.push_back(v > 0 ? nlohmann::json(std::stod(fmt::format("{:.4g}", v))) : nlohmann::json());
+    for (double v : t.seconds)
+      seconds.push_back(v > 0 ? nlohmann::json(std::stod(fmt::format("{:.4g}", v)))
+                              : nlohmann::json());
     tables[key] = {{"axes", t.axes}, {"grid", t.grid}, {"seconds", seconds}};
   }
   return tables;
 }
 
 // A table as stored; InputError naming the table and what is wrong with it.
-PerfTable table_from_json(const std::string& path, const std::string& key, const nlohmann::json& j) {
+PerfTable table_from_json(const std::string& path, const std::string& key,
+                          const nlohmann::json& j) {
   PerfTable t;
   t.axes = j.at("axes").get<std::vector<std::string>>();
   t.grid = j.at("grid").get<std::vector<std::vector<double>>>();
-  auto bad = [&](const std::string& what) { return InputError(fmt::format("{}: table {}: {}", path, key, what)); };
-  if (t.axes.empty() || t.axes.size() != t.grid.size() || t.axes.size() > 6) throw bad("axes and grid disagree");
+  auto bad = [&](const std::string& what) {
+    return InputError(fmt::format("{}: table {}: {}", path, key, what));
+  };
+  if (t.axes.empty() || t.axes.size() != t.grid.size() || t.axes.size() > 6)
+    throw bad("axes and grid disagree");
   for (const auto& g : t.grid) {
     if (g.empty()) throw bad("an axis without values");
     for (size_t i = 0; i < g.size(); ++i)
-      if (!(g[i] > 0) || !std::isfinite(g[i]) || (i > 0 && !(g[i] > g[i - 1]))) throw bad("axis values must be positive and ascending");
+      if (!(g[i] > 0) || !std::isfinite(g[i]) || (i > 0 && !(g[i] > g[i - 1])))
+        throw bad("axis values must be positive and ascending");
   }
   const nlohmann::json& s = j.at("seconds");
-  if (!s.is_array() || s.size() != t.size()) throw bad(fmt::format("{} times for a grid of {}", s.size(), t.size()));
+  if (!s.is_array() || s.size() != t.size())
+    throw bad(fmt::format("{} times for a grid of {}", s.size(), t.size()));
   t.seconds.reserve(s.size());
   for (const auto& v : s) {
     if (v.is_null()) {
@@ -55,7 +63,8 @@ PerfTable table_from_json(const std::string& path, const std::string& key, const
       continue;
     }
     double x = v.get<double>();
-    if (!(x > 0) || !std::isfinite(x) || x > 100) throw bad(fmt::format("time {} is not a measured kernel time", x));
+    if (!(x > 0) || !std::isfinite(x) || x > 100)
+      throw bad(fmt::format("time {} is not a measured kernel time", x));
     t.seconds.push_back(x);
   }
   return t;
@@ -68,18 +77,30 @@ std::optional<Device> device_for_gpu_name(const std::string& gpu_name, int64_t s
   // "NVIDIA H200", "NVIDIA A100-SXM4-80GB", "NVIDIA L4", "NVIDIA GeForce RTX 4090".
   auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
   const char* id = nullptr;
-  if (has("h200")) id = "H200";
-  else if (has("h100")) id = has("pcie") || sm_count == 114 ? "H100-PCIe" : "H100-SXM";
-  else if (has(" h20")) id = "H20";
-  else if (has("a100")) id = has("40gb") || has("pcie") ? "A100-PCIe-40GB" : "A100-SXM-80GB";
-  else if (has(" a30")) id = "A30";
-  else if (has("l40s")) id = "L40S";
-  else if (has(" l4")) id = "L4";
-  else if (has("4090")) id = "RTX4090";
-  else if (has("gb200")) id = "GB200";
-  else if (has("b200")) id = "B200";
-  else if (has("b300")) id = "B300";
-  else if (has("rtx pro 6000")) id = has("server") ? "RTXPRO6000-SE" : "RTXPRO6000-WS";
+  if (has("h200"))
+    id = "H200";
+  else if (has("h100"))
+    id = has("pcie") || sm_count == 114 ? "H100-PCIe" : "H100-SXM";
+  else if (has(" h20"))
+    id = "H20";
+  else if (has("a100"))
+    id = has("40gb") || has("pcie") ? "A100-PCIe-40GB" : "A100-SXM-80GB";
+  else if (has(" a30"))
+    id = "A30";
+  else if (has("l40s"))
+    id = "L40S";
+  else if (has(" l4"))
+    id = "L4";
+  else if (has("4090"))
+    id = "RTX4090";
+  else if (has("gb200"))
+    id = "GB200";
+  else if (has("b200"))
+    id = "B200";
+  else if (has("b300"))
+    id = "B300";
+  else if (has("rtx pro 6000"))
+    id = has("server") ? "RTXPRO6000-SE" : "RTXPRO6000-WS";
   if (!id) return std::nullopt;
   return find_device(id);
 }
@@ -100,12 +121,15 @@ std::string device_profile_json(const DeviceProfile& p) {
   j["launch_interval_s"] = p.launch_interval_s;
   j["method"] = p.method;
   if (!p.provenance.empty()) j["provenance"] = nlohmann::json::parse(p.provenance);
-  if (!p.derived_from.empty()) j["derived_from"] = p.derived_from;  // its roofs stay labelled derived
+  if (!p.derived_from.empty())
+    j["derived_from"] = p.derived_from;  // its roofs stay labelled derived
   if (!p.tables.empty()) {
     j["tables"] = tables_json(p.tables);
     nlohmann::json v = nlohmann::json::object();
     for (const auto& [k, val] : p.tables.validation)
-      v[k] = {{"shapes", val.shapes}, {"median_abs_error", val.median_abs}, {"p90_abs_error", val.p90_abs}};
+      v[k] = {{"shapes", val.shapes},
+              {"median_abs_error", val.median_abs},
+              {"p90_abs_error", val.p90_abs}};
     j["validation"] = v;
   }
   if (p.eager_host) {
@@ -132,10 +156,13 @@ DeviceProfile parse_device_profile(std::istream& in, const std::string& path) {
   try {
     auto j = nlohmann::json::parse(in);
     if (j.value("schema", "") != "rooflens-device-profile")
-      throw InputError(fmt::format("{}: not a rooflens device profile (schema \"rooflens-device-profile\")", path));
+      throw InputError(fmt::format(
+          "{}: not a rooflens device profile (schema \"rooflens-device-profile\")", path));
     int version = j.at("schema_version").get<int>();
     if (version < 1 || version > kProfileSchema)
-      throw InputError(fmt::format("{}: device profile schema version {} (this rooflens reads 1 to {})", path, version, kProfileSchema));
+      throw InputError(
+          fmt::format("{}: device profile schema version {} (this rooflens reads 1 to {})", path,
+                      version, kProfileSchema));
     DeviceProfile p;
     p.base_device = j.at("base_device").get<std::string>();
     p.gpu = j.at("gpu").get<std::string>();
@@ -147,22 +174,28 @@ DeviceProfile parse_device_profile(std::istream& in, const std::string& path) {
     p.launch_floor_s = j.at("launch_floor_s").get<double>();
     p.launch_interval_s = j.value("launch_interval_s", 0.0);
     p.gemm_floor_s = j.value("gemm_floor_s", 0.0);
-    if (!(p.gemm_floor_s >= 0) || p.gemm_floor_s > 1) throw InputError(fmt::format("{}: gemm_floor_s must be a positive figure", path));
+    if (!(p.gemm_floor_s >= 0) || p.gemm_floor_s > 1)
+      throw InputError(fmt::format("{}: gemm_floor_s must be a positive figure", path));
     p.method = j.value("method", std::map<std::string, std::string>{});
-    if (j.contains("provenance")) p.provenance = j.at("provenance").dump();  // calibrate --add-to keeps it
+    if (j.contains("provenance"))
+      p.provenance = j.at("provenance").dump();  // calibrate --add-to keeps it
     p.derived_from = j.value("derived_from", "");
     auto positive = [&](double v, const char* what) {
-      if (!(v > 0) || v > 1e18) throw InputError(fmt::format("{}: {} must be a positive figure", path, what));
+      if (!(v > 0) || v > 1e18)
+        throw InputError(fmt::format("{}: {} must be a positive figure", path, what));
     };
     positive(p.hbm_bandwidth, "hbm_bandwidth");
     positive(p.launch_floor_s, "launch_floor_s");
     for (const auto* m : {&p.tensor_flops, &p.cuda_core_flops})
       for (const auto& [k, v] : *m) positive(v, k.c_str());
     if (j.contains("tables"))
-      for (const auto& [key, t] : j.at("tables").items()) p.tables.tables[key] = table_from_json(path, key, t);
+      for (const auto& [key, t] : j.at("tables").items())
+        p.tables.tables[key] = table_from_json(path, key, t);
     if (j.contains("validation"))
       for (const auto& [key, v] : j.at("validation").items())
-        p.tables.validation[key] = {v.at("shapes").get<int>(), v.at("median_abs_error").get<double>(), v.at("p90_abs_error").get<double>()};
+        p.tables.validation[key] = {v.at("shapes").get<int>(),
+                                    v.at("median_abs_error").get<double>(),
+                                    v.at("p90_abs_error").get<double>()};
     if (j.contains("eager_host")) {
       const auto& e = j.at("eager_host");
       EagerHostCosts h;
@@ -178,12 +211,14 @@ DeviceProfile parse_device_profile(std::istream& in, const std::string& path) {
       for (auto [field, key] : fields) {
         *field = e.at(key).get<double>();
         if (!(*field >= 0) || *field > 1)
-          throw InputError(fmt::format("{}: eager_host.{} must be seconds between 0 and 1", path, key));
+          throw InputError(
+              fmt::format("{}: eager_host.{} must be seconds between 0 and 1", path, key));
       }
       h.source = e.value("source", "");
       p.eager_host = h;
     }
-    if (j.contains("collectives")) p.collectives = collective_curves_from_json(j.at("collectives"), path);
+    if (j.contains("collectives"))
+      p.collectives = collective_curves_from_json(j.at("collectives"), path);
     find_device(p.base_device);  // must exist
     p.source = path;
     return p;
@@ -231,13 +266,14 @@ Device calibrated_device(const DeviceProfile& p) {
   d.gemm_floor_s = p.gemm_floor_s;
   d.profile_gpu = p.gpu;
   d.profile_source = !p.derived_from.empty() ? p.source
-                     : p.shipped           ? "measured profile " + p.source + ", shipped"
-                                           : "measured profile " + p.source;
+                     : p.shipped             ? "measured profile " + p.source + ", shipped"
+                                             : "measured profile " + p.source;
   d.profile_sm_clock_mhz = p.sm_clock_mhz;
   for (const auto& [k, v] : p.method) d.sources[k] = "measured: " + v;
   if (!p.tables.empty()) d.perf = std::make_shared<const PerfDatabase>(p.tables);
   d.eager_host = p.eager_host;
-  if (!p.collectives.empty()) d.collective_curves = std::make_shared<const std::vector<CollectiveCurveSet>>(p.collectives);
+  if (!p.collectives.empty())
+    d.collective_curves = std::make_shared<const std::vector<CollectiveCurveSet>>(p.collectives);
   return d;
 }
 

@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "analyzer/hw/collectives_json.hpp"
 #include "analyzer/core/errors.hpp"
+#include "analyzer/hw/collectives_json.hpp"
 
 namespace rooflens {
 namespace {
@@ -80,7 +80,8 @@ double link_per_direction(const Device& d, Fabric f) {
   throw InputError(fmt::format("device {} lists no GPU-to-GPU link bandwidth", d.id));
 }
 
-const std::vector<CollectivePoint>* curve_in(const CollectiveCurveSet& set, Collective c, int64_t ranks) {
+const std::vector<CollectivePoint>* curve_in(const CollectiveCurveSet& set, Collective c,
+                                             int64_t ranks) {
   if (set.gpus != ranks) return nullptr;
   auto it = set.curves.find(std::string(collective_name(c)));
   return it != set.curves.end() && !it->second.empty() ? &it->second : nullptr;
@@ -159,7 +160,8 @@ CollectivePrice price_collective(Collective c, int64_t bytes, int64_t ranks, con
   // at each size, in place of the ring and tree modelled from published bus bandwidths.
   if (const std::vector<CollectivePoint>* curve = measured_curve(d, c, ranks)) {
     best = {*curve_seconds(*curve, bytes), "NCCL, measured", 0};
-    if (engine_kernels && c == Collective::all_reduce && f != Fabric::pcie && bytes <= data.custom_max_bytes) {
+    if (engine_kernels && c == Collective::all_reduce && f != Fabric::pcie &&
+        bytes <= data.custom_max_bytes) {
       consider("one-shot", 2, (n - 1) * s, link);
       consider("two-shot", 4, 2 * (n - 1) / n * s, link);
     }

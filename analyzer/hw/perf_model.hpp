@@ -12,14 +12,15 @@
 //                                                      pixels = batch * output pixels
 //   mem.<elementwise|broadcast|transpose|copy|gather>  bytes
 //   mem.<norm|softmax|reduce>   align, rows, cols      cols in bf16 elements (wider dtypes scaled);
-//                                                      align 8: rows of whole 16-byte vectors, else 1
+//                                                      align 8: rows of whole 16-byte vectors, else
+//                                                      1
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "analyzer/core/cost.hpp"
-#include "analyzer/hw/device.hpp"
 #include "analyzer/core/dtype.hpp"
+#include "analyzer/hw/device.hpp"
 
 namespace rooflens {
 
@@ -67,6 +68,7 @@ std::vector<TableGrid> calibration_grids(bool quick);
 std::vector<TableGrid> selected_grids(bool quick, const std::vector<std::string>& prefixes);
 // Whether calibrate times this point: its estimated run on `d` fits the budget (seconds per run)
 // and its buffers fit in `memory_bytes`.
-bool grid_point_wanted(const std::string& table, const std::vector<double>& x, const Device& d, double budget_s, int64_t memory_bytes);
+bool grid_point_wanted(const std::string& table, const std::vector<double>& x, const Device& d,
+                       double budget_s, int64_t memory_bytes);
 
 }  // namespace rooflens

@@ -27,7 +27,8 @@ std::optional<double> PerfTable::lookup(const std::vector<double>& x) const {
   for (size_t a = 0; a < grid.size(); ++a) {
     const std::vector<double>& g = grid[a];
     double v = x[a];
-    if (!(v > 0) || v < g.front() * (1 - kTolerance) || v > g.back() * (1 + kTolerance)) return std::nullopt;
+    if (!(v > 0) || v < g.front() * (1 - kTolerance) || v > g.back() * (1 + kTolerance))
+      return std::nullopt;
     if (g.size() == 1) {
       lo[a] = 0;
       w[a] = 0;
@@ -36,7 +37,8 @@ std::optional<double> PerfTable::lookup(const std::vector<double>& x) const {
     size_t i = static_cast<size_t>(std::upper_bound(g.begin(), g.end(), v) - g.begin());
     i = std::clamp<size_t>(i, 1, g.size() - 1) - 1;  // g[i] <= v <= g[i + 1]
     lo[a] = i;
-    w[a] = std::clamp((std::log(v) - std::log(g[i])) / (std::log(g[i + 1]) - std::log(g[i])), 0.0, 1.0);
+    w[a] = std::clamp((std::log(v) - std::log(g[i])) / (std::log(g[i + 1]) - std::log(g[i])), 0.0,
+                      1.0);
   }
   double log_t = 0;
   std::vector<size_t> idx(grid.size());
@@ -61,12 +63,14 @@ std::optional<double> PerfTable::lookup(const std::vector<double>& x) const {
 
 std::vector<double> PerfTable::clamp(const std::vector<double>& x) const {
   std::vector<double> c(x);
-  for (size_t a = 0; a < grid.size() && a < c.size(); ++a) c[a] = std::clamp(c[a], grid[a].front(), grid[a].back());
+  for (size_t a = 0; a < grid.size() && a < c.size(); ++a)
+    c[a] = std::clamp(c[a], grid[a].front(), grid[a].back());
   return c;
 }
 
-std::optional<double> PerfTable::extrapolate(const std::vector<double>& x,
-                                             const std::function<double(const std::vector<double>&)>& work) const {
+std::optional<double> PerfTable::extrapolate(
+    const std::vector<double>& x,
+    const std::function<double(const std::vector<double>&)>& work) const {
   std::vector<double> edge = clamp(x);
   auto at_edge = lookup(edge);
   if (!at_edge) {

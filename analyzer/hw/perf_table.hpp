@@ -13,9 +13,9 @@
 namespace rooflens {
 
 struct PerfTable {
-  std::vector<std::string> axes;           // coordinate names, e.g. {"align", "m", "n", "k"}
-  std::vector<std::vector<double>> grid;   // per axis, ascending, > 0
-  std::vector<double> seconds;             // row-major over the grid; NaN where not measured
+  std::vector<std::string> axes;          // coordinate names, e.g. {"align", "m", "n", "k"}
+  std::vector<std::vector<double>> grid;  // per axis, ascending, > 0
+  std::vector<double> seconds;            // row-major over the grid; NaN where not measured
 
   size_t size() const;  // product of the axis lengths
   size_t flat_index(const std::vector<size_t>& index) const;
@@ -32,8 +32,9 @@ struct PerfTable {
   // the clamped point (or, unmeasured, the nearest measured one) scaled by work(x) / work(that
   // point), `work` being any quantity the time is proportional to (the roofline's ideal time,
   // elements). nullopt when no point was measured or the work there is not positive.
-  std::optional<double> extrapolate(const std::vector<double>& x,
-                                    const std::function<double(const std::vector<double>&)>& work) const;
+  std::optional<double> extrapolate(
+      const std::vector<double>& x,
+      const std::function<double(const std::vector<double>&)>& work) const;
   // The same table without one measured point (leave-one-out validation).
   PerfTable without(size_t flat) const;
 };

@@ -14,20 +14,28 @@ namespace rooflens {
 
 std::string_view bound_name(Bound b) {
   switch (b) {
-    case Bound::compute: return "compute";
-    case Bound::memory: return "memory";
-    case Bound::latency: return "latency";
-    case Bound::communication: return "comm";
-    case Bound::none: return "-";
+    case Bound::compute:
+      return "compute";
+    case Bound::memory:
+      return "memory";
+    case Bound::latency:
+      return "latency";
+    case Bound::communication:
+      return "comm";
+    case Bound::none:
+      return "-";
   }
   return "-";
 }
 
 std::string_view source_name(PredictionSource s) {
   switch (s) {
-    case PredictionSource::measured_table: return "measured table";
-    case PredictionSource::fitted: return "fitted";
-    case PredictionSource::roofline: return "roofline";
+    case PredictionSource::measured_table:
+      return "measured table";
+    case PredictionSource::fitted:
+      return "fitted";
+    case PredictionSource::roofline:
+      return "roofline";
   }
   return "roofline";
 }
@@ -40,7 +48,8 @@ double link_bandwidth(const Device& d) {
 
 namespace {
 
-std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const Device& d, std::string& table, PredictionSource& source) {
+std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const Device& d,
+                                          std::string& table, PredictionSource& source) {
   if (!d.perf) return std::nullopt;
   auto q = perf_query(c, p);
   if (!q) return std::nullopt;
@@ -58,7 +67,8 @@ std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const 
   const PerfTable& t = it->second;
   for (size_t a = 0; a < t.axes.size(); ++a)
     if (t.axes[a] == "align" && q->x[a] < t.grid[a].front()) return std::nullopt;
-  auto fitted = t.extrapolate(q->x, [&](const std::vector<double>& x) { return ideal_seconds(grid_work(q->table, x), d); });
+  auto fitted = t.extrapolate(
+      q->x, [&](const std::vector<double>& x) { return ideal_seconds(grid_work(q->table, x), d); });
   if (!fitted) return std::nullopt;
   table = q->table;
   source = PredictionSource::fitted;
@@ -76,22 +86,29 @@ BoundClass classify(const NodeCost& c, Precision p, double seconds, const Device
   BoundClass out;
   if (!(seconds > 0)) return out;
   const Device& peak = d.spec ? *d.spec : d;  // what Nsight Compute reports against
-  auto reads = static_cast<double>(c.read_act + c.read_weight), written = static_cast<double>(c.written);
-  if (peak.l2_bytes) written = std::max(0.0, written - kL2WriteBackShare * static_cast<double>(*peak.l2_bytes));
+  auto reads = static_cast<double>(c.read_act + c.read_weight),
+       written = static_cast<double>(c.written);
+  if (peak.l2_bytes)
+    written = std::max(0.0, written - kL2WriteBackShare * static_cast<double>(*peak.l2_bytes));
   out.memory_fraction = (reads + written) / (seconds * peak.hbm_bandwidth);
   auto flops = static_cast<double>(c.flops);
   ComputeUnit unit = compute_unit(peak, p, c.tensor_cores);
   if (unit.name.rfind("tensor", 0) == 0) {
     out.compute_fraction = flops / (seconds * unit.flops) * kTensorIssueOverhead;
   } else {
-    double instructions = c.instructions > 0 ? c.instructions : flops * kInstructionsPerCudaCoreFlop;
+    double instructions =
+        c.instructions > 0 ? c.instructions : flops * kInstructionsPerCudaCoreFlop;
     out.compute_fraction = instructions / (seconds * issue_rate(peak));
   }
-  double hi = std::max(out.compute_fraction, out.memory_fraction), lo = std::min(out.compute_fraction, out.memory_fraction);
+  double hi = std::max(out.compute_fraction, out.memory_fraction),
+         lo = std::min(out.compute_fraction, out.memory_fraction);
   out.roof_fraction = hi;
-  if (hi < kLatencyThreshold) out.bound = Bound::latency;
-  else out.bound = out.compute_fraction >= out.memory_fraction ? Bound::compute : Bound::memory;
-  out.uncertain = std::abs(hi - kLatencyThreshold) < kClassMargin || (lo >= kLatencyThreshold && hi - lo < kClassMargin);
+  if (hi < kLatencyThreshold)
+    out.bound = Bound::latency;
+  else
+    out.bound = out.compute_fraction >= out.memory_fraction ? Bound::compute : Bound::memory;
+  out.uncertain = std::abs(hi - kLatencyThreshold) < kClassMargin ||
+                  (lo >= kLatencyThreshold && hi - lo < kClassMargin);
   return out;
 }
 
@@ -99,7 +116,8 @@ RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d)
   RooflinePoint r;
   if (c.collective_ranks > 1) {
     r.unit = d.nvlink_bandwidth ? "nvlink" : "pcie";
-    r.predicted = collective_seconds(Collective::all_reduce, c.collective_bytes, c.collective_ranks, d, d.engine_collectives);
+    r.predicted = collective_seconds(Collective::all_reduce, c.collective_bytes, c.collective_ranks,
+                                     d, d.engine_collectives);
     r.roof_fraction = 1;
     r.bound = Bound::communication;
     return r;
@@ -115,12 +133,12 @@ RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d)
   // strided splits) are bound by the instructions the SMs issue; a calibrated FP32 rate carries
   // the issue efficiency the GPU reached (ResNet-50 b32's max pool: 92.8 us predicted, 93-95 us
   // measured; MobileNetV3 and EfficientNet-B0's depthwise convolutions: docs/profile.md).
-  double t_issue = c.instructions > 0 && unit.name.rfind("tensor", 0) != 0
-                       ? c.instructions / issue_rate(d)
-                       : 0;
+  double t_issue =
+      c.instructions > 0 && unit.name.rfind("tensor", 0) != 0 ? c.instructions / issue_rate(d) : 0;
   r.t_compute = std::max(r.t_compute, t_issue);
   r.t_memory = static_cast<double>(bytes) / d.hbm_bandwidth;
-  int64_t tiles = c.parallel_tiles > 0 ? c.parallel_tiles : elementwise_tiles(std::max<int64_t>(c.written / 2, 1));
+  int64_t tiles = c.parallel_tiles > 0 ? c.parallel_tiles
+                                       : elementwise_tiles(std::max<int64_t>(c.written / 2, 1));
   r.wave_fraction = std::min(1.0, static_cast<double>(tiles) / static_cast<double>(d.sm_count));
   // The floor adds to the roofline time rather than bounding it: every kernel pays its launch,
   // first-byte latency and drain once, whatever it streams (the latency + bytes/bandwidth model
@@ -129,8 +147,8 @@ RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d)
   // time is not scaled. Both choices fitted the H100 timeline better (docs/profile.md).
   // A tiled kernel's floor also holds its first tile loads before any MMA and its epilogue.
   double floor = c.tiled && d.gemm_floor_s > 0 ? d.gemm_floor_s : d.launch_floor_s;
-  r.predicted = std::max(roofline_seconds(static_cast<double>(c.flops), static_cast<double>(bytes), unit.flops,
-                                          d.hbm_bandwidth, r.wave_fraction),
+  r.predicted = std::max(roofline_seconds(static_cast<double>(c.flops), static_cast<double>(bytes),
+                                          unit.flops, d.hbm_bandwidth, r.wave_fraction),
                          t_issue / r.wave_fraction) +
                 floor;
   if (auto measured = predict_from_tables(c, p, d, r.table, r.source)) r.predicted = *measured;

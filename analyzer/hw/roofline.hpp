@@ -20,18 +20,19 @@ std::string_view source_name(PredictionSource s);  // "measured table", "fitted"
 inline constexpr double kLatencyThreshold = 0.6;
 
 struct RooflinePoint {
-  double compute_roof = 0;  // FLOP/s of the unit the node runs on
-  std::string unit;         // e.g. "tensor bf16", "cuda fp32"
-  double t_compute = 0;     // FLOPs / compute roof, whole chip
-  double t_memory = 0;      // bytes / HBM bandwidth, whole chip
-  double wave_fraction = 1; // thread blocks / SMs, capped at 1: below one wave the roofs shrink
-  double predicted = 0;     // max(t_compute, t_memory) / wave_fraction, at least the launch floor
-  double roof_fraction = 0; // the fraction of the hardware's peak (spec) the predicted time implies
-  bool uncertain = false;   // the class is within kClassMargin of another
-  double intensity = 0;     // FLOPs per byte
+  double compute_roof = 0;   // FLOP/s of the unit the node runs on
+  std::string unit;          // e.g. "tensor bf16", "cuda fp32"
+  double t_compute = 0;      // FLOPs / compute roof, whole chip
+  double t_memory = 0;       // bytes / HBM bandwidth, whole chip
+  double wave_fraction = 1;  // thread blocks / SMs, capped at 1: below one wave the roofs shrink
+  double predicted = 0;      // max(t_compute, t_memory) / wave_fraction, at least the launch floor
+  double roof_fraction =
+      0;                   // the fraction of the hardware's peak (spec) the predicted time implies
+  bool uncertain = false;  // the class is within kClassMargin of another
+  double intensity = 0;    // FLOPs per byte
   Bound bound = Bound::none;
   PredictionSource source = PredictionSource::roofline;
-  std::string table;        // the table's key, for measured-table and fitted predictions
+  std::string table;  // the table's key, for measured-table and fitted predictions
 };
 
 RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d);
@@ -47,7 +48,7 @@ struct BoundClass {
   double compute_fraction = 0, memory_fraction = 0;
   double roof_fraction = 0;  // the larger
   Bound bound = Bound::none;
-  bool uncertain = false;    // within kClassMargin of the line, or of the other roof
+  bool uncertain = false;  // within kClassMargin of the line, or of the other roof
 };
 BoundClass classify(const NodeCost& c, Precision p, double seconds, const Device& d);
 

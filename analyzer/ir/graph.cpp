@@ -15,7 +15,9 @@ const Value* Graph::value(int t) {
   return x.value ? &*x.value : nullptr;
 }
 
-int64_t Tensor::elements() const { return checked_product(*shape, "tensor '" + name + "' size"); }
+int64_t Tensor::elements() const {
+  return checked_product(*shape, "tensor '" + name + "' size");
+}
 
 const Attribute* Node::attr(const std::string& key) const {
   auto it = attrs.find(key);
@@ -26,15 +28,24 @@ namespace {
 
 std::string_view kind_name(Attribute::Kind k) {
   switch (k) {
-    case Attribute::Kind::i: return "an int";
-    case Attribute::Kind::f: return "a float";
-    case Attribute::Kind::s: return "a string";
-    case Attribute::Kind::ints: return "ints";
-    case Attribute::Kind::floats: return "floats";
-    case Attribute::Kind::strings: return "strings";
-    case Attribute::Kind::tensor: return "a tensor";
-    case Attribute::Kind::graph: return "a graph";
-    case Attribute::Kind::other: return "an unsupported kind";
+    case Attribute::Kind::i:
+      return "an int";
+    case Attribute::Kind::f:
+      return "a float";
+    case Attribute::Kind::s:
+      return "a string";
+    case Attribute::Kind::ints:
+      return "ints";
+    case Attribute::Kind::floats:
+      return "floats";
+    case Attribute::Kind::strings:
+      return "strings";
+    case Attribute::Kind::tensor:
+      return "a tensor";
+    case Attribute::Kind::graph:
+      return "a graph";
+    case Attribute::Kind::other:
+      return "an unsupported kind";
   }
   return "?";
 }
@@ -47,8 +58,8 @@ const Attribute* Node::typed_attr(const std::string& key, Attribute::Kind want) 
   const Node& n = *this;
   const Attribute* a = n.attr(key);
   if (a && a->kind != want)
-    throw InputError(fmt::format("node '{}' ({}): attribute '{}' must be {}, not {}", n.name, n.display_op(), key,
-                                 kind_name(want), kind_name(a->kind)));
+    throw InputError(fmt::format("node '{}' ({}): attribute '{}' must be {}, not {}", n.name,
+                                 n.display_op(), key, kind_name(want), kind_name(a->kind)));
   return a;
 }
 
@@ -96,6 +107,8 @@ int64_t Graph::default_opset() const {
   return it == opsets.end() ? 0 : it->second;
 }
 
-std::string shape_string(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ",")); }
+std::string shape_string(const Shape& s) {
+  return fmt::format("[{}]", fmt::join(s, ","));
+}
 
 }  // namespace rooflens

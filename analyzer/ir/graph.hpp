@@ -63,8 +63,8 @@ enum class NodeRole { none, bias_add, residual_add };
 struct Node {
   std::string name;
   std::string op_type;
-  std::string domain;  // "" for the default ONNX domain
-  int64_t opset = 0;   // version of `domain` the model imports
+  std::string domain;        // "" for the default ONNX domain
+  int64_t opset = 0;         // version of `domain` the model imports
   std::vector<int> inputs;   // tensor indices; -1 for an omitted optional input
   std::vector<int> outputs;  // tensor indices; -1 for an omitted optional output
   std::map<std::string, Attribute> attrs;
@@ -101,11 +101,11 @@ struct Graph {
   std::map<std::string, int64_t> opsets;  // domain -> version
   std::vector<Tensor> tensors;
   std::vector<Node> nodes;  // topological order once loaded
-  std::vector<int> inputs;   // fed graph inputs (not initializers)
+  std::vector<int> inputs;  // fed graph inputs (not initializers)
   std::vector<int> outputs;
   std::vector<std::pair<std::string, int64_t>> bound_dims;  // symbolic dims that were bound
-  std::vector<std::string> notes;  // loader remarks carried to the report
-  std::shared_ptr<const StoredContents> stored;  // for tensors with value_in_file
+  std::vector<std::string> notes;                           // loader remarks carried to the report
+  std::shared_ptr<const StoredContents> stored;             // for tensors with value_in_file
 
   // The known contents of tensor `t` (nullptr: unknown or t < 0); an initializer's are read from
   // the model file the first time they are asked for.

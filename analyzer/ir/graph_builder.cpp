@@ -57,8 +57,10 @@ int GraphBuilder::float_constant(const std::string& name, DType dtype, double va
   return g_.add_tensor(std::move(t));
 }
 
-std::vector<int> GraphBuilder::node(const std::string& op, const std::string& name, std::vector<int> inputs,
-                                    size_t outputs, std::map<std::string, Attribute> attrs, const std::string& domain) {
+std::vector<int> GraphBuilder::node(const std::string& op, const std::string& name,
+                                    std::vector<int> inputs, size_t outputs,
+                                    std::map<std::string, Attribute> attrs,
+                                    const std::string& domain) {
   Node n;
   n.name = name;
   n.op_type = op;
@@ -70,7 +72,8 @@ std::vector<int> GraphBuilder::node(const std::string& op, const std::string& na
   for (size_t i = 0; i < outputs; ++i) {
     Tensor t;
     t.name = outputs == 1 ? name : fmt::format("{}:{}", name, i);
-    if (g_.find(t.name) >= 0) throw std::logic_error("lowering produced tensor '" + t.name + "' twice");
+    if (g_.find(t.name) >= 0)
+      throw std::logic_error("lowering produced tensor '" + t.name + "' twice");
     t.producer = index;
     n.outputs.push_back(g_.add_tensor(std::move(t)));
   }

@@ -22,8 +22,9 @@ class GraphBuilder {
 
   // Adds a node named `name`; returns its output tensors ("<name>" for one output, else
   // "<name>:<i>"). An input of -1 is an omitted optional input.
-  std::vector<int> node(const std::string& op, const std::string& name, std::vector<int> inputs, size_t outputs = 1,
-                        std::map<std::string, Attribute> attrs = {}, const std::string& domain = "");
+  std::vector<int> node(const std::string& op, const std::string& name, std::vector<int> inputs,
+                        size_t outputs = 1, std::map<std::string, Attribute> attrs = {},
+                        const std::string& domain = "");
   int op(const std::string& op, const std::string& name, std::vector<int> inputs,
          std::map<std::string, Attribute> attrs = {}, const std::string& domain = "") {
     return node(op, name, std::move(inputs), 1, std::move(attrs), domain)[0];

@@ -7,7 +7,8 @@
 
 namespace rooflens {
 
-MemoryPlan plan_memory(const Graph& g, const std::vector<bool>& is_view, std::optional<DType> float_override) {
+MemoryPlan plan_memory(const Graph& g, const std::vector<bool>& is_view,
+                       std::optional<DType> float_override) {
   MemoryPlan plan;
   const int n = static_cast<int>(g.nodes.size());
   const int last_step = std::max(n - 1, 0);
@@ -24,7 +25,9 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<bool>& is_view, std::op
   std::vector<int64_t> size(count, 0);
   for (size_t t = 0; t < count; ++t) {
     const Tensor& x = g.tensors[t];
-    if (x.is_static || x.is_kv_cache || x.role == TensorRole::weight || x.role == TensorRole::constant) continue;
+    if (x.is_static || x.is_kv_cache || x.role == TensorRole::weight ||
+        x.role == TensorRole::constant)
+      continue;
     if (x.producer < 0 && x.role != TensorRole::input) continue;
     if (!x.shape) {
       ++plan.unknown_tensors;

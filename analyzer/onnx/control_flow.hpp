@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
-#include "analyzer/onnx/load_options.hpp"
 #include "analyzer/core/value.hpp"
+#include "analyzer/onnx/load_options.hpp"
 
 namespace rooflens {
 

@@ -16,7 +16,8 @@ namespace rooflens {
 // opset or domain, unbound symbolic dim, overflowing dims).
 Graph load_onnx(const std::string& path, const LoadOptions& options);
 // The same from bytes in memory; `name` stands for the file in messages.
-Graph load_onnx_bytes(const std::string& bytes, const std::string& name, const LoadOptions& options);
+Graph load_onnx_bytes(const std::string& bytes, const std::string& name,
+                      const LoadOptions& options);
 
 // Shapes of a node no rooflens rule covers, from the ONNX library's inference of that one node
 // with its (already concrete) input shapes, after the library's checker accepts the node.

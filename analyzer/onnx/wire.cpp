@@ -14,9 +14,9 @@
 namespace rooflens::onnx_wire {
 namespace {
 
+using google::protobuf::internal::WireFormatLite;
 using google::protobuf::io::CodedInputStream;
 using google::protobuf::io::CodedOutputStream;
-using google::protobuf::internal::WireFormatLite;
 
 // Field numbers in onnx.proto.
 constexpr int kModelGraph = 7;
@@ -25,10 +25,14 @@ constexpr int kNodeOpType = 4, kNodeAttribute = 5, kNodeDomain = 7;
 constexpr int kAttrTensor = 5, kAttrGraph = 6, kAttrTensors = 10, kAttrGraphs = 11;
 constexpr int kTensorDims = 1;
 
-// raw_data and the typed repeated fields; string_data stays in the graph (rooflens folds no strings).
-bool is_data_field(int number) { return number == 4 || number == 5 || number == 7 || number == 9 || number == 10 || number == 11; }
+// raw_data and the typed repeated fields; string_data stays in the graph (rooflens folds no
+// strings).
+bool is_data_field(int number) {
+  return number == 4 || number == 5 || number == 7 || number == 9 || number == 10 || number == 11;
+}
 
-// Subgraphs nest at most this deep: protobuf's own parser stops at 100 nested messages, three a level.
+// Subgraphs nest at most this deep: protobuf's own parser stops at 100 nested messages, three a
+// level.
 constexpr int kMaxGraphDepth = 32;
 
 struct Field {
@@ -59,8 +63,10 @@ class Stripper {
   StrippedModel run(size_t size) {
     StrippedModel m;
     each(0, size, [&](const Field& f) {
-      if (f.number == kModelGraph && f.delimited()) put_message(m.bytes, f.number, graph(f, 1, true));
-      else copy(m.bytes, f);
+      if (f.number == kModelGraph && f.delimited())
+        put_message(m.bytes, f.number, graph(f, 1, true));
+      else
+        copy(m.bytes, f);
     });
     m.initializers = std::move(initializers_);
     m.skipped_bytes = skipped_;
@@ -68,7 +74,8 @@ class Stripper {
   }
 
  private:
-  // Calls `visit` with each field of the message in [begin, end), checking the wire format as it goes.
+  // Calls `visit` with each field of the message in [begin, end), checking the wire format as it
+  // goes.
   template <typename Visit>
   void each(size_t begin, size_t end, Visit&& visit) const {
     CodedInputStream in(base_ + begin, static_cast<int>(end - begin));
@@ -96,10 +103,13 @@ class Stripper {
   }
 
   [[noreturn]] void bad() const {
-    throw InputError(fmt::format("{}: not a valid ONNX model (protobuf parse failed: truncated or not ONNX)", name_));
+    throw InputError(fmt::format(
+        "{}: not a valid ONNX model (protobuf parse failed: truncated or not ONNX)", name_));
   }
 
-  void copy(std::string& out, const Field& f) const { out.append(reinterpret_cast<const char*>(base_ + f.start), f.end - f.start); }
+  void copy(std::string& out, const Field& f) const {
+    out.append(reinterpret_cast<const char*>(base_ + f.start), f.end - f.start);
+  }
 
   std::string_view text(const Field& f) const {
     return {reinterpret_cast<const char*>(base_ + f.content), f.end - f.content};
@@ -129,12 +139,15 @@ class Stripper {
     bool nested = false;
     each(n.content, n.end, [&](const Field& f) {
       if (!f.delimited()) return;
-      if (f.number == kNodeOpType) op = text(f);
-      else if (f.number == kNodeDomain) domain = text(f);
+      if (f.number == kNodeOpType)
+        op = text(f);
+      else if (f.number == kNodeDomain)
+        domain = text(f);
       else if (f.number == kNodeAttribute)
         each(f.content, f.end, [&](const Field& a) {
-          nested = nested || (a.delimited() && (a.number == kAttrTensor || a.number == kAttrTensors ||
-                                                a.number == kAttrGraph || a.number == kAttrGraphs));
+          nested =
+              nested || (a.delimited() && (a.number == kAttrTensor || a.number == kAttrTensors ||
+                                           a.number == kAttrGraph || a.number == kAttrGraphs));
         });
     });
     if (!nested) return copy(out, n);
@@ -145,9 +158,12 @@ class Stripper {
       if (f.number != kNodeAttribute || !f.delimited()) return copy(content, f);
       std::string attribute;
       each(f.content, f.end, [&](const Field& a) {
-        if (a.delimited() && (a.number == kAttrGraph || a.number == kAttrGraphs)) put_message(attribute, a.number, graph(a, depth + 1, false));
-        else if (constant && a.delimited() && (a.number == kAttrTensor || a.number == kAttrTensors)) tensor(a, attribute, false);
-        else copy(attribute, a);
+        if (a.delimited() && (a.number == kAttrGraph || a.number == kAttrGraphs))
+          put_message(attribute, a.number, graph(a, depth + 1, false));
+        else if (constant && a.delimited() && (a.number == kAttrTensor || a.number == kAttrTensors))
+          tensor(a, attribute, false);
+        else
+          copy(attribute, a);
       });
       put_message(content, f.number, attribute);
     });
@@ -183,7 +199,8 @@ class Stripper {
     return p;
   }
 
-  // Multiplies `count` by the dims in field `f` (packed or not); false on a negative dim or overflow.
+  // Multiplies `count` by the dims in field `f` (packed or not); false on a negative dim or
+  // overflow.
   bool multiply_dims(const Field& f, int64_t& count) const {
     auto times = [&](uint64_t raw) {
       auto d = static_cast<int64_t>(raw);
@@ -242,7 +259,8 @@ float bf16_to_float(uint16_t b) {
 // Appends `count` elements: from raw_data (stored as Raw) when present, else from the typed
 // repeated field. False when raw_data is too short.
 template <typename Raw, typename Repeated, typename Convert, typename Out>
-bool append_elements(const onnx::TensorProto& t, int64_t count, const Repeated& typed, Convert convert, Out& out) {
+bool append_elements(const onnx::TensorProto& t, int64_t count, const Repeated& typed,
+                     Convert convert, Out& out) {
   if (!t.has_raw_data()) {
     for (auto x : typed) out.push_back(convert(static_cast<Raw>(x)));
     return true;
@@ -272,25 +290,52 @@ std::optional<Value> decode_tensor(const onnx::TensorProto& t, DType dtype, int6
   auto integer = [](auto x) { return static_cast<int64_t>(x); };
   bool ok;
   switch (dtype) {
-    case DType::f32: ok = append_elements<float>(t, count, t.float_data(), real, v.reals); break;
-    case DType::f64: ok = append_elements<double>(t, count, t.double_data(), real, v.reals); break;
-    case DType::f16: ok = append_elements<uint16_t>(t, count, t.int32_data(), half_to_float, v.reals); break;
-    case DType::bf16: ok = append_elements<uint16_t>(t, count, t.int32_data(), bf16_to_float, v.reals); break;
-    case DType::i64: ok = append_elements<int64_t>(t, count, t.int64_data(), integer, v.ints); break;
-    case DType::i32: ok = append_elements<int32_t>(t, count, t.int32_data(), integer, v.ints); break;
-    case DType::i16: ok = append_elements<int16_t>(t, count, t.int32_data(), integer, v.ints); break;
-    case DType::u16: ok = append_elements<uint16_t>(t, count, t.int32_data(), integer, v.ints); break;
-    case DType::i8: ok = append_elements<int8_t>(t, count, t.int32_data(), integer, v.ints); break;
-    case DType::u8: case DType::boolean: ok = append_elements<uint8_t>(t, count, t.int32_data(), integer, v.ints); break;
-    case DType::u32: ok = append_elements<uint32_t>(t, count, t.uint64_data(), integer, v.ints); break;
-    case DType::u64: ok = append_elements<uint64_t>(t, count, t.uint64_data(), integer, v.ints); break;
-    default: return std::nullopt;
+    case DType::f32:
+      ok = append_elements<float>(t, count, t.float_data(), real, v.reals);
+      break;
+    case DType::f64:
+      ok = append_elements<double>(t, count, t.double_data(), real, v.reals);
+      break;
+    case DType::f16:
+      ok = append_elements<uint16_t>(t, count, t.int32_data(), half_to_float, v.reals);
+      break;
+    case DType::bf16:
+      ok = append_elements<uint16_t>(t, count, t.int32_data(), bf16_to_float, v.reals);
+      break;
+    case DType::i64:
+      ok = append_elements<int64_t>(t, count, t.int64_data(), integer, v.ints);
+      break;
+    case DType::i32:
+      ok = append_elements<int32_t>(t, count, t.int32_data(), integer, v.ints);
+      break;
+    case DType::i16:
+      ok = append_elements<int16_t>(t, count, t.int32_data(), integer, v.ints);
+      break;
+    case DType::u16:
+      ok = append_elements<uint16_t>(t, count, t.int32_data(), integer, v.ints);
+      break;
+    case DType::i8:
+      ok = append_elements<int8_t>(t, count, t.int32_data(), integer, v.ints);
+      break;
+    case DType::u8:
+    case DType::boolean:
+      ok = append_elements<uint8_t>(t, count, t.int32_data(), integer, v.ints);
+      break;
+    case DType::u32:
+      ok = append_elements<uint32_t>(t, count, t.uint64_data(), integer, v.ints);
+      break;
+    case DType::u64:
+      ok = append_elements<uint64_t>(t, count, t.uint64_data(), integer, v.ints);
+      break;
+    default:
+      return std::nullopt;
   }
   if (!ok || static_cast<int64_t>(v.size()) != count) return std::nullopt;
   return v;
 }
 
-std::optional<Value> read_payload(const uint8_t* file, const Payload& p, DType dtype, int64_t count) {
+std::optional<Value> read_payload(const uint8_t* file, const Payload& p, DType dtype,
+                                  int64_t count) {
   if (count > kMaxFoldedElements) return std::nullopt;
   // Unpacked repeated fields spend at most 11 bytes an element (tag and varint): a longer span
   // holds something else, and is not parsed.

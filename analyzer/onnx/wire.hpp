@@ -40,7 +40,8 @@ StrippedModel strip_payloads(const uint8_t* data, size_t size, const std::string
 
 // The contents of an initializer whose payload `p` lies in `file`; nullopt when the data do not
 // hold `count` elements of `dtype` or the dtype is one rooflens does not fold.
-std::optional<Value> read_payload(const uint8_t* file, const Payload& p, DType dtype, int64_t count);
+std::optional<Value> read_payload(const uint8_t* file, const Payload& p, DType dtype,
+                                  int64_t count);
 
 // Contents of a small inline tensor (a Constant node's value, a payload read back); nullopt
 // when larger than kMaxFoldedElements, external, short, or of a dtype rooflens does not fold.

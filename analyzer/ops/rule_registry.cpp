@@ -25,9 +25,13 @@ const Shape& InferContext::shape(size_t i) const {
   return *t.shape;
 }
 
-DType InferContext::dtype(size_t i) const { return input(i).dtype; }
+DType InferContext::dtype(size_t i) const {
+  return input(i).dtype;
+}
 
-const Value* InferContext::value(size_t i) const { return g_.value(n_.input(i)); }
+const Value* InferContext::value(size_t i) const {
+  return g_.value(n_.input(i));
+}
 
 const Value& InferContext::required_value(size_t i, const char* what) const {
   const Value* v = value(i);
@@ -42,16 +46,21 @@ void InferContext::set_output(size_t i, DType dtype, Shape shape, std::optional<
     if (d < 0) fail(fmt::format("output {} would have a negative dim", i));
   Tensor& x = g_.tensors[t];
   if (static_cast<int64_t>(shape.size()) > limits::kMaxRank)
-    fail(fmt::format("output {} would have rank {}, beyond the limit {}", i, shape.size(), limits::kMaxRank));
-  int64_t count = checked_product(shape, fmt::format("node '{}' output '{}' size", n_.name, x.name));
+    fail(fmt::format("output {} would have rank {}, beyond the limit {}", i, shape.size(),
+                     limits::kMaxRank));
+  int64_t count =
+      checked_product(shape, fmt::format("node '{}' output '{}' size", n_.name, x.name));
   x.dtype = dtype;
   x.shape = std::move(shape);
-  if (value && static_cast<int64_t>(value->size()) == count) x.value = std::move(value);
-  else x.value.reset();
+  if (value && static_cast<int64_t>(value->size()) == count)
+    x.value = std::move(value);
+  else
+    x.value.reset();
 }
 
 void InferContext::fail(const std::string& message) const {
-  throw InputError(fmt::format("{}: node '{}' ({}): {}", g_.source, n_.name, n_.display_op(), message));
+  throw InputError(
+      fmt::format("{}: node '{}' ({}): {}", g_.source, n_.name, n_.display_op(), message));
 }
 
 int64_t InferContext::axis(int64_t a, int64_t r) const {
@@ -63,7 +72,9 @@ DType CostContext::run_dtype(const Tensor& t) const {
   return override_ && is_float(t.dtype) ? *override_ : t.dtype;
 }
 
-int64_t CostContext::bytes_of(const Tensor& t) const { return storage_bytes(run_dtype(t), t.elements()); }
+int64_t CostContext::bytes_of(const Tensor& t) const {
+  return storage_bytes(run_dtype(t), t.elements());
+}
 
 int64_t CostContext::bytes_of(const Tensor& t, int64_t elements) const {
   return storage_bytes(run_dtype(t), elements);

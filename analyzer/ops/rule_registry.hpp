@@ -26,10 +26,10 @@ class InferContext {
   size_t num_outputs() const { return n_.outputs.size(); }
   bool has_input(size_t i) const { return n_.input(i) >= 0; }
   bool has_output(size_t i) const { return n_.output(i) >= 0; }
-  const Tensor& input(size_t i) const;    // throws NotInferable when absent
-  const Shape& shape(size_t i) const;     // throws NotInferable when unknown
+  const Tensor& input(size_t i) const;  // throws NotInferable when absent
+  const Shape& shape(size_t i) const;   // throws NotInferable when unknown
   DType dtype(size_t i) const;
-  const Value* value(size_t i) const;     // nullptr when unknown or absent
+  const Value* value(size_t i) const;                             // nullptr when unknown or absent
   const Value& required_value(size_t i, const char* what) const;  // NotInferable when unknown
   int64_t rank(size_t i) const { return static_cast<int64_t>(shape(i).size()); }
   void set_output(size_t i, DType dtype, Shape shape, std::optional<Value> value = std::nullopt);
@@ -76,7 +76,7 @@ struct OpRule {
   std::string domain;  // "" for the default ONNX domain
   std::string op_type;
   OpFamily family;
-  std::function<void(InferContext&)> infer;                    // may be empty: ONNX library shapes
+  std::function<void(InferContext&)> infer;  // may be empty: ONNX library shapes
   std::function<NodeCost(const CostContext&)> cost;
 };
 

@@ -6,8 +6,8 @@ namespace rooflens {
 namespace {
 
 bool is_random(const std::string& op) {
-  static const std::set<std::string> ops{"RandomNormal", "RandomUniform", "RandomNormalLike",
-                                         "RandomUniformLike", "Multinomial", "Bernoulli"};
+  static const std::set<std::string> ops{"RandomNormal",      "RandomUniform", "RandomNormalLike",
+                                         "RandomUniformLike", "Multinomial",   "Bernoulli"};
   return ops.count(op) > 0;
 }
 
@@ -28,9 +28,12 @@ InferenceResult infer_shapes(Graph& g, const RuleRegistry& rules, const ForeignS
     const OpRule* rule = rules.find(n.domain, n.op_type);
     if (has_subgraph(n)) {
       // The loader splices in an If or Loop it can resolve; one left here needs a flag.
-      r.unresolved[i] = n.op_type == "If"     ? "control flow: the condition is not a constant; --if-branch then|else picks the branch"
-                        : n.op_type == "Loop" ? "control flow: the trip count is not a constant; --loop-trips N sets it"
-                                              : "control flow with a subgraph is not resolved";
+      r.unresolved[i] =
+          n.op_type == "If" ? "control flow: the condition is not a constant; --if-branch "
+                              "then|else picks the branch"
+          : n.op_type == "Loop"
+              ? "control flow: the trip count is not a constant; --loop-trips N sets it"
+              : "control flow with a subgraph is not resolved";
     } else if (rule && rule->infer) {
       InferContext ctx(g, n);
       try {

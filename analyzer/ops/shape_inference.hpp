@@ -19,6 +19,7 @@ struct InferenceResult {
 // inference for ONNX graphs): passed in, so that the op rules know no file format.
 using ForeignShapes = std::function<bool(Graph&, Node&)>;
 
-InferenceResult infer_shapes(Graph& g, const RuleRegistry& rules, const ForeignShapes& foreign = {});
+InferenceResult infer_shapes(Graph& g, const RuleRegistry& rules,
+                             const ForeignShapes& foreign = {});
 
 }  // namespace rooflens

@@ -310,8 +310,9 @@ ServingStats run_point(const ServeOptions& o, const SchedulerKnobs& k, const Ste
                        int64_t concurrency, double rate, bool keep_timeline, ServeResult& r) {
   const int64_t engines = o.pp * o.dp;
   if (concurrency > kMaxServeRequests)
-    throw InputError(fmt::format("serve: concurrency {} exceeds the simulation's limit of {} requests",
-                                 concurrency, kMaxServeRequests));
+    throw InputError(
+        fmt::format("serve: concurrency {} exceeds the simulation's limit of {} requests",
+                    concurrency, kMaxServeRequests));
   int64_t n = o.num_requests > 0 ? o.num_requests
               : rate > 0         ? 256
                                  : std::max<int64_t>(32, 8 * concurrency);
@@ -388,7 +389,8 @@ ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
   r.knobs = knobs;
   Deployment d{model, o, c, storage_bytes(o.lowering.activations, 1)};
   StepSeconds f = [&d](const StepShape& s) { return d.step_seconds(s); };
-  if (o.concurrency > 0 || o.rate > 0) r.stats = run_point(o, knobs, f, o.concurrency, o.rate, true, r);
+  if (o.concurrency > 0 || o.rate > 0)
+    r.stats = run_point(o, knobs, f, o.concurrency, o.rate, true, r);
   for (int64_t n : o.sweep) {
     if (n <= 0)
       throw InputError(fmt::format("--sweep-concurrency {}: concurrencies must be positive", n));

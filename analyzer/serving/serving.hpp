@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "analyzer/hw/device.hpp"
-#include "analyzer/transformers/lowering.hpp"
 #include "analyzer/serving/engines.hpp"
 #include "analyzer/serving/scheduler.hpp"
 #include "analyzer/transformers/config.hpp"
+#include "analyzer/transformers/lowering.hpp"
 
 namespace rooflens {
 

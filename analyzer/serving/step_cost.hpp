@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "analyzer/hw/device.hpp"
-#include "analyzer/transformers/lowering.hpp"
 #include "analyzer/transformers/config.hpp"
+#include "analyzer/transformers/lowering.hpp"
 
 namespace rooflens {
 

@@ -43,10 +43,12 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
     r.backward_s = node.back.seconds;
     r.backward_flops = node.back.flops;
     r.backward_bytes = node.back.bytes;
-    if (k.replaces) r.backward_flops = checked_mul(c.flops, kBackwardMemoryFactor, "backward FLOPs");
+    if (k.replaces)
+      r.backward_flops = checked_mul(c.flops, kBackwardMemoryFactor, "backward FLOPs");
     bool attention = rule && rule->selective_recompute;
-    bool recompute = r.layer >= 0 && ((full && saved.recomputed[i]) ||
-                                      (selective && attention && s.attention_backend == AttentionBackend::math));
+    bool recompute =
+        r.layer >= 0 && ((full && saved.recomputed[i]) ||
+                         (selective && attention && s.attention_backend == AttentionBackend::math));
     if (recompute) {
       r.recompute_s = r.forward_s;
       r.recompute_flops = r.forward_flops;

@@ -25,7 +25,9 @@ int64_t SaveContext::rows(int t) const {
   return sh.empty() ? 1 : elements(t) / std::max<int64_t>(1, sh.back());
 }
 
-int64_t SaveContext::bytes(int t) const { return runtime.bytes[runtime.base[t]]; }
+int64_t SaveContext::bytes(int t) const {
+  return runtime.bytes[runtime.base[t]];
+}
 
 bool SaveContext::last_dim_is_hidden(int t) const {
   return t >= 0 && graph.tensors[t].shape && !graph.tensors[t].shape->empty() &&
@@ -110,9 +112,9 @@ NodeCost scaled_memory_cost(const NodeCost& f, int64_t flops_factor) {
 
 NodeCost batched_gemm_cost(const GemmDims& g, int64_t element_bytes, bool tensor_cores) {
   NodeCost c = gemm_cost(g, tensor_cores);
-  c.read_act = checked_mul(
-      checked_mul(g.batch, checked_add(checked_mul(g.m, g.k), checked_mul(g.k, g.n))),
-      element_bytes, "attention bytes");
+  c.read_act =
+      checked_mul(checked_mul(g.batch, checked_add(checked_mul(g.m, g.k), checked_mul(g.k, g.n))),
+                  element_bytes, "attention bytes");
   c.written = checked_mul(checked_mul(g.batch, checked_mul(g.m, g.n)), element_bytes);
   return c;
 }
@@ -159,8 +161,7 @@ std::map<std::string, TrainingRule> build_registry() {
   std::map<std::string, TrainingRule> by_op;
   for (const TrainingRule& r : all)
     for (const std::string& op : r.ops)
-      if (!by_op.emplace(op, r).second)
-        throw std::logic_error("two training rules for " + op);
+      if (!by_op.emplace(op, r).second) throw std::logic_error("two training rules for " + op);
   return by_op;
 }
 

@@ -59,9 +59,9 @@ class SaveContext {
   const NodeCost& cost() const { return step.forward.nodes[index].cost; }
 
   int64_t elements(int t) const;
-  int64_t rows(int t) const;         // elements over the last dimension
-  int64_t bytes(int t) const;        // per element, of the storage t views
-  SavedItem tensor(int t, const char* what) const;                           // t's storage
+  int64_t rows(int t) const;                        // elements over the last dimension
+  int64_t bytes(int t) const;                       // per element, of the storage t views
+  SavedItem tensor(int t, const char* what) const;  // t's storage
   SavedItem extra(int like, int64_t bytes_per_element, const char* what) const;  // a new tensor
   // Whether `what` is asked for the first time this step (tensors computed once and shared).
   bool first_time(const std::string& what) { return once_.emplace(what, true).second; }
@@ -80,7 +80,8 @@ class SaveContext {
 // shapes.
 class EagerContext {
  public:
-  EagerContext(const StepContext& s, RuntimeDtypes r) : step(s), graph(s.graph), runtime(std::move(r)) {}
+  EagerContext(const StepContext& s, RuntimeDtypes r)
+      : step(s), graph(s.graph), runtime(std::move(r)) {}
   const StepContext& step;
   const Graph& graph;
   const RuntimeDtypes runtime;
@@ -134,7 +135,7 @@ struct TrainingRule {
   // Bytes per element of the node's float outputs (0: each keeps its own). Empty: type
   // promotion, the widest float input.
   std::function<int64_t(const DtypeQuery&)> output_bytes;
-  bool view = false;  // its outputs view input 0's storage (no copy)
+  bool view = false;                  // its outputs view input 0's storage (no copy)
   std::vector<size_t> buffer_inputs;  // weights it reads that are buffers, not learned
   // What autograd keeps for the node's backward. Empty: its float activation inputs (the generic
   // rule, which the report names).

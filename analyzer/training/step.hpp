@@ -37,12 +37,12 @@ struct SavedActivations {
   // layer saved is saved again: a GEMM that only saves its input is not run again when it is
   // the layer's last saver. Per node: whether the recomputed forward runs it.
   std::vector<bool> recomputed;
-  std::vector<int64_t> layer_bytes;             // per decoder layer
-  std::vector<int64_t> layer_input_bytes;       // what a checkpointed layer keeps: its input
-  std::vector<int64_t> layer_recompute_only;    // selective recompute: bytes it drops per layer
-  std::vector<int64_t> layer_transient;         // the backward's transient buffers in that layer
-  std::vector<int64_t> layer_copy_bytes;        // autocast weight copies its GEMMs use
-  std::vector<int64_t> layer_param_bytes;       // its weights' gradients
+  std::vector<int64_t> layer_bytes;           // per decoder layer
+  std::vector<int64_t> layer_input_bytes;     // what a checkpointed layer keeps: its input
+  std::vector<int64_t> layer_recompute_only;  // selective recompute: bytes it drops per layer
+  std::vector<int64_t> layer_transient;       // the backward's transient buffers in that layer
+  std::vector<int64_t> layer_copy_bytes;      // autocast weight copies its GEMMs use
+  std::vector<int64_t> layer_param_bytes;     // its weights' gradients
   // Per node: its weights' gradients, and the gradients of its output and activation input (the
   // backward's transients while it runs); the timeline of a graph without layers walks them.
   std::vector<int64_t> node_param_bytes, node_grad_bytes;

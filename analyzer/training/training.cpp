@@ -1,5 +1,6 @@
 // A training step from the forward's analysis: backward and recomputed work per node, the loss
-// and optimizer rows, the step's time (backward.cpp: each node's backward), and (memory.cpp) its memory.
+// and optimizer rows, the step's time (backward.cpp: each node's backward), and (memory.cpp) its
+// memory.
 #include "analyzer/training/training.hpp"
 
 #include <fmt/format.h>
@@ -57,10 +58,14 @@ std::string_view optimizer_name(OptimizerKind k) {
 
 std::string_view attention_backend_name(AttentionBackend b) {
   switch (b) {
-    case AttentionBackend::none: return "";
-    case AttentionBackend::flash: return "flash";
-    case AttentionBackend::efficient: return "efficient";
-    case AttentionBackend::math: return "math";
+    case AttentionBackend::none:
+      return "";
+    case AttentionBackend::flash:
+      return "flash";
+    case AttentionBackend::efficient:
+      return "efficient";
+    case AttentionBackend::math:
+      return "math";
   }
   return "";
 }
@@ -108,8 +113,10 @@ void validate(const TransformerConfig& c, const TransformerOptions& o, const Tra
     throw InputError(fmt::format("--sp: --seq {} is not divisible by --tp {}", l.seq, l.tp));
   if (c.layers <= 0) throw InputError(fmt::format("{}: no layers to train", c.path));
   if (c.encdec)
-    throw InputError(fmt::format("{}: --phase train is not modelled for an encoder-decoder ({}); --phase prefill and decode are",
-                                 c.path, c.model_type));
+    throw InputError(
+        fmt::format("{}: --phase train is not modelled for an encoder-decoder ({}); --phase "
+                    "prefill and decode are",
+                    c.path, c.model_type));
 }
 
 LoweringOptions lowering_for(const TransformerOptions& o, const TrainingOptions& t) {
@@ -170,7 +177,6 @@ NodeCost elementwise_cost(int64_t elements, int64_t flops_per_element, int64_t r
   return c;
 }
 
-
 void loss_rows(const StepContext& s, const Device& device, int64_t logits, TrainingSummary& out) {
   auto add = [&](const char* name, const char* phase, const NodeCost& c, const char* note) {
     out.steps.push_back(StepRow{name, phase, c.flops, c.bytes(),
@@ -222,9 +228,9 @@ void optimizer_rows(const StepContext& s, const Device& device, TrainingSummary&
   c.kernel.memory = MemoryKernel::elementwise;
   // PyTorch's multi_tensor_apply cuts each list operation into launches of at most 110 tensors
   // and 320 blocks of 65536 elements; a large model's list ops are many launches each.
-  int64_t per_op = std::max<int64_t>(
-      {1, ceil_div(ceil_div(tensors, ranks), kForeachTensorsPerLaunch),
-       ceil_div(ceil_div(chunks, ranks), kForeachChunksPerLaunch)});
+  int64_t per_op =
+      std::max<int64_t>({1, ceil_div(ceil_div(tensors, ranks), kForeachTensorsPerLaunch),
+                         ceil_div(ceil_div(chunks, ranks), kForeachChunksPerLaunch)});
   int64_t kernels = checked_mul(per_op, launches);
   double seconds = place_on_roofline(c, Precision::fp32, device).predicted +
                    static_cast<double>(kernels - 1) * device.launch_floor_s;
@@ -232,8 +238,8 @@ void optimizer_rows(const StepContext& s, const Device& device, TrainingSummary&
   if (device.eager_host) {
     const EagerHostCosts& e = *device.eager_host;
     bool sgd = s.train.optimizer == OptimizerKind::sgd;  // Adafactor: taken at AdamW's cost
-    host = (sgd ? e.sgd_fixed_s : e.adamw_fixed_s) +
-           static_cast<double>(ceil_div(tensors, ranks)) * (sgd ? e.sgd_tensor_s : e.adamw_tensor_s);
+    host = (sgd ? e.sgd_fixed_s : e.adamw_fixed_s) + static_cast<double>(ceil_div(tensors, ranks)) *
+                                                         (sgd ? e.sgd_tensor_s : e.adamw_tensor_s);
   }
   out.steps.push_back(StepRow{
       fmt::format("optimizer.{}", optimizer_name(s.train.optimizer)), "optimizer", c.flops,
@@ -250,10 +256,15 @@ void optimizer_rows(const StepContext& s, const Device& device, TrainingSummary&
     double seconds;
     std::string how;
     if (s.train.zero >= 3) {
-      int64_t gathered = checked_mul(out.params, std::max<int64_t>(s.gemm_bytes, 2));  // fp8 GEMMs cast after the gather
-      seconds = static_cast<double>(micro) * (2 * collective_seconds(Collective::all_gather, gathered, dp, device) +
-                                              collective_seconds(Collective::reduce_scatter, grads, dp, device));
-      how = fmt::format("per micro-batch ({}): weights all-gathered twice, gradients reduce-scattered; not overlapped", micro);
+      int64_t gathered = checked_mul(
+          out.params, std::max<int64_t>(s.gemm_bytes, 2));  // fp8 GEMMs cast after the gather
+      seconds = static_cast<double>(micro) *
+                (2 * collective_seconds(Collective::all_gather, gathered, dp, device) +
+                 collective_seconds(Collective::reduce_scatter, grads, dp, device));
+      how = fmt::format(
+          "per micro-batch ({}): weights all-gathered twice, gradients reduce-scattered; not "
+          "overlapped",
+          micro);
     } else if (s.train.zero == 2) {
       seconds = collective_seconds(Collective::reduce_scatter, grads, dp, device) +
                 collective_seconds(Collective::all_gather, grads, dp, device);
@@ -283,8 +294,8 @@ Lowered forward_of(const TransformerConfig& c, const TransformerOptions& o,
 
 StepContext context_for(const TransformerConfig& c, const TrainingOptions& t,
                         const LoweringOptions& l, const Lowered& fwd) {
-  StepContext s{c, t, l,     fwd.graph, fwd.analysis, layers_of(fwd.graph, c), 4, 4, 4,
-                4, 4, false, AttentionBackend::none};
+  StepContext s{c, t, l, fwd.graph, fwd.analysis, layers_of(fwd.graph, c), 4,
+                4, 4, 4, 4,         false,        AttentionBackend::none};
   bool bf16 = t.precision == TrainPrecision::bf16;
   s.param_bytes = s.state_bytes = bf16 ? 2 : 4;
   s.stream_bytes = bf16 ? 2 : 4;
@@ -319,10 +330,10 @@ void largest_batch(int64_t peak_at_double, TrainingSummary& out) {
   int64_t per = peak_at_double - p1;
   if (per <= 0) return;
   int64_t base = p1 - per;  // the peak at batch 0
-  out.max_batch = device > base ? static_cast<int64_t>(static_cast<double>(device - base) /
-                                                       static_cast<double>(per) *
-                                                       static_cast<double>(b))
-                                : 0;
+  out.max_batch = device > base
+                      ? static_cast<int64_t>(static_cast<double>(device - base) /
+                                             static_cast<double>(per) * static_cast<double>(b))
+                      : 0;
 }
 
 void largest_fit(const TransformerConfig& c, const TransformerOptions& o, const TrainingOptions& t,
@@ -399,8 +410,8 @@ std::shared_ptr<TrainingSummary> step_of(const StepContext& s, const Device& dev
     if (r.phase == "optimizer") out->flops = checked_add(out->flops, r.flops);
   out->gemm_dense_flops = checked_mul(gemm, t.grad_accum, "FLOPs");
   step_timeline(s, saved, launches, device, *out);
-  out->tokens_per_step = checked_mul(checked_mul(s.lowering.batch, s.lowering.seq),
-                                     t.grad_accum * t.dp, "tokens");
+  out->tokens_per_step =
+      checked_mul(checked_mul(s.lowering.batch, s.lowering.seq), t.grad_accum * t.dp, "tokens");
   out->tokens_per_s =
       out->step_time_s > 0 ? static_cast<double>(out->tokens_per_step) / out->step_time_s : 0;
   if (!saved.generic_ops.empty()) {
@@ -430,8 +441,9 @@ void note_fit(TrainingSummary& out) {
       "does not fit: the step peaks at {:.2f} GiB ({}) on a {:.2f} GiB device; largest batch {}{}",
       static_cast<double>(out.peak_memory_bytes) / (1 << 30), out.peak_moment,
       static_cast<double>(out.device_bytes) / (1 << 30), out.max_batch,
-      out.max_seq > 0 ? fmt::format(" at this sequence, largest sequence {} at this batch", out.max_seq)
-                      : std::string()));
+      out.max_seq > 0
+          ? fmt::format(" at this sequence, largest sequence {} at this batch", out.max_seq)
+          : std::string()));
 }
 
 Analysis with_training(Analysis a, const std::shared_ptr<TrainingSummary>& out) {
@@ -526,15 +538,19 @@ Analysis analyze_training_onnx(const std::string& path, const LoadOptions& load,
   };
   Lowered fwd = forward_at(std::nullopt);
   std::vector<bool> trainable = trainable_weights(fwd.graph);
-  if (std::find(trainable.begin(), trainable.end(), true) == trainable.end()) throw InputError(fmt::format("{}: no float parameters to train", path));
+  if (std::find(trainable.begin(), trainable.end(), true) == trainable.end())
+    throw InputError(fmt::format("{}: no float parameters to train", path));
   std::shared_ptr<TrainingSummary> out = summary_at(fwd);
   out->seq = 0;  // samples: tokens_per_step (batch x 1) counts them already
   if (batch_norm_folded(fwd.graph))
     out->notes.push_back(
-        "no BatchNormalization, and every convolution has a bias: if the network trains with BatchNorm, this is an "
-        "inference export with BatchNorm folded into the convolutions, and the step lacks BatchNorm's work and saved "
+        "no BatchNormalization, and every convolution has a bias: if the network trains with "
+        "BatchNorm, this is an "
+        "inference export with BatchNorm folded into the convolutions, and the step lacks "
+        "BatchNorm's work and saved "
         "activations; export for training with BatchNorm kept "
-        "(torch.onnx.export(..., training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False))");
+        "(torch.onnx.export(..., training=torch.onnx.TrainingMode.TRAINING, "
+        "do_constant_folding=False))");
   try {
     largest_batch(summary_at(forward_at(2 * out->batch))->peak_memory_bytes, *out);
   } catch (const InputError&) {

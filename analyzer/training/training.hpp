@@ -91,7 +91,8 @@ std::string_view attention_backend_name(AttentionBackend b);  // "flash", ...; "
 struct TrainingSummary {
   TrainingOptions options;
   int64_t batch = 1, seq = 1, tp = 1, tokens_per_step = 0;
-  AttentionBackend attention_backend = AttentionBackend::none;  // as SDPA would pick on this precision
+  AttentionBackend attention_backend =
+      AttentionBackend::none;  // as SDPA would pick on this precision
   std::vector<TrainingRow> rows;
   std::vector<StepRow> steps;  // loss and optimizer rows
   int64_t params = 0;          // learnable, this GPU's shard before ZeRO

@@ -9,9 +9,9 @@
 #include <tuple>
 
 #include "analyzer/core/checked.hpp"
-#include "analyzer/transformers/checkpoint_index.hpp"
 #include "analyzer/core/errors.hpp"
 #include "analyzer/ops/rule_registry.hpp"
+#include "analyzer/transformers/checkpoint_index.hpp"
 
 namespace rooflens {
 namespace {
@@ -22,7 +22,8 @@ struct Lowered {
   LoweredModel model;
 };
 
-Lowered lower_and_analyze(const TransformerConfig& c, const LoweringOptions& lo, const TransformerOptions& o) {
+Lowered lower_and_analyze(const TransformerConfig& c, const LoweringOptions& lo,
+                          const TransformerOptions& o) {
   Lowered l;
   l.model = lower_transformer(c, lo);
   AnalysisOptions ao;
@@ -33,7 +34,8 @@ Lowered lower_and_analyze(const TransformerConfig& c, const LoweringOptions& lo,
   return l;
 }
 
-// Parameters an MoE layer does not use for a given token: (E - k)/E of its expert weights and biases.
+// Parameters an MoE layer does not use for a given token: (E - k)/E of its expert weights and
+// biases.
 int64_t inactive_expert_params(const Graph& g) {
   int64_t inactive = 0;
   for (const Node& n : g.nodes) {
@@ -54,11 +56,13 @@ int64_t inactive_expert_params(const Graph& g) {
 // MLP or experts) attend alike: one of each kind is re-costed and multiplied by their count.
 class DecodeSweep {
  public:
-  DecodeSweep(Lowered& step, const TransformerConfig& c, const Device& device) : l_(step), c_(c), device_(device) {
+  DecodeSweep(Lowered& step, const TransformerConfig& c, const Device& device)
+      : l_(step), c_(c), device_(device) {
     std::map<std::tuple<int, int64_t, int64_t, bool, bool, bool>, size_t> kinds;
     for (int64_t i = 0; i < c.layers; ++i) {
       const LayerSpec& s = c.layer_specs[static_cast<size_t>(i)];
-      auto key = std::make_tuple(static_cast<int>(s.mixer), s.window, s.chunk, s.rope, s.moe, s.mlp);
+      auto key =
+          std::make_tuple(static_cast<int>(s.mixer), s.window, s.chunk, s.rope, s.moe, s.mlp);
       auto [it, fresh] = kinds.emplace(key, groups_.size());
       if (fresh) groups_.push_back(Group{static_cast<int>(i), 0, {}, {}});
       ++groups_[it->second].count;
@@ -71,7 +75,8 @@ class DecodeSweep {
     for (auto [t, axis] : l_.model.cache_inputs) {
       const auto& users = l_.graph.tensors[t].consumers;
       if (users.empty()) continue;
-      if (auto it = group_of_rep.find(layer_of(users[0])); it != group_of_rep.end()) groups_[it->second].cache.emplace_back(t, axis);
+      if (auto it = group_of_rep.find(layer_of(users[0])); it != group_of_rep.end())
+        groups_[it->second].cache.emplace_back(t, axis);
     }
     base_s_ = l_.analysis.totals.predicted_s;
     for (const Group& g : groups_) {
@@ -84,7 +89,8 @@ class DecodeSweep {
   // Seconds of one decode step after `seen` tokens (the new token attends to what is cached).
   double step_seconds(int64_t seen) {
     double total = base_s_;
-    for (const Group& g : groups_) total += layer_seconds(g, cached_tokens(c_, g.rep, seen)) * static_cast<double>(g.count);
+    for (const Group& g : groups_)
+      total += layer_seconds(g, cached_tokens(c_, g.rep, seen)) * static_cast<double>(g.count);
     return total;
   }
 
@@ -119,7 +125,8 @@ class DecodeSweep {
       InferContext ictx(l_.graph, n);
       rule->infer(ictx);
       for (size_t k = 0; k < n.outputs.size(); ++k)
-        if (n.outputs[k] >= 0 && *l_.graph.tensors[n.outputs[k]].shape != before[k]) changed.insert(n.outputs[k]);
+        if (n.outputs[k] >= 0 && *l_.graph.tensors[n.outputs[k]].shape != before[k])
+          changed.insert(n.outputs[k]);
       CostContext cctx(l_.graph, n, std::nullopt);
       layer_s += place_on_roofline(rule->cost(cctx), r.precision, device_).predicted;
     }
@@ -140,9 +147,12 @@ class DecodeSweep {
 int64_t sequence_tokens(const TransformerConfig& c, const TransformerOptions& o) {
   if (c.encdec && o.workload == Workload::prefill) return 1;
   switch (o.workload) {
-    case Workload::prefill: return o.lowering.seq;
-    case Workload::decode: return o.lowering.context + 1;
-    case Workload::generate: return o.prompt + o.gen;
+    case Workload::prefill:
+      return o.lowering.seq;
+    case Workload::decode:
+      return o.lowering.context + 1;
+    case Workload::generate:
+      return o.prompt + o.gen;
   }
   return 0;
 }
@@ -153,8 +163,9 @@ int64_t most_cached(const TransformerConfig& c, int64_t tokens) {
   return most;
 }
 
-MemoryFit fit_memory(const TransformerConfig& c, const TransformerOptions& o, const LoweringOptions& lo, const Analysis& a,
-                     int64_t weight_bytes, int64_t activation_peak, std::vector<std::string>& notes) {
+MemoryFit fit_memory(const TransformerConfig& c, const TransformerOptions& o,
+                     const LoweringOptions& lo, const Analysis& a, int64_t weight_bytes,
+                     int64_t activation_peak, std::vector<std::string>& notes) {
   MemoryFit m;
   int64_t batch = lo.batch, tokens = sequence_tokens(c, o);
   m.cached_tokens = most_cached(c, tokens);
@@ -162,7 +173,8 @@ MemoryFit fit_memory(const TransformerConfig& c, const TransformerOptions& o, co
   m.weight_bytes = weight_bytes;
   m.kv_cache_bytes = checked_mul(kv_per_seq, batch, "KV cache size");
   m.activation_bytes = activation_peak;
-  MemoryTotal total = memory_total(m.weight_bytes, m.kv_cache_bytes, m.activation_bytes, a.device.memory_bytes);
+  MemoryTotal total =
+      memory_total(m.weight_bytes, m.kv_cache_bytes, m.activation_bytes, a.device.memory_bytes);
   m.total_bytes = total.total_bytes;
   m.device_bytes = total.device_bytes;
   m.fits = total.fits;
@@ -174,18 +186,20 @@ MemoryFit fit_memory(const TransformerConfig& c, const TransformerOptions& o, co
   m.max_context = for_kv > 0 ? longest_context(c, lo, for_kv / batch) : 0;
   m.context_limit = c.context_limit();
   if (m.context_limit > 0 && (m.max_context < 0 || m.max_context > m.context_limit)) {
-    notes.push_back(fmt::format("largest context capped at the model's stated limit {} (memory alone would allow {})", m.context_limit,
-                                m.max_context < 0 ? std::string("any") : std::to_string(m.max_context)));
+    notes.push_back(fmt::format(
+        "largest context capped at the model's stated limit {} (memory alone would allow {})",
+        m.context_limit, m.max_context < 0 ? std::string("any") : std::to_string(m.max_context)));
     m.max_context = m.context_limit;
   } else if (m.max_context < 0) {
-    notes.push_back("the cache stops growing (windowed or recurrent layers) and no context limit is stated");
+    notes.push_back(
+        "the cache stops growing (windowed or recurrent layers) and no context limit is stated");
   }
   return m;
 }
 
 // The checkpoint's own account of its weights against the lowered model's.
-void cross_check(const CheckpointIndex& ck, const TransformerConfig& c, int64_t params, int64_t weight_bytes,
-                 std::vector<std::string>& notes) {
+void cross_check(const CheckpointIndex& ck, const TransformerConfig& c, int64_t params,
+                 int64_t weight_bytes, std::vector<std::string>& notes) {
   int64_t ck_bytes = ck.total_bytes;
   if (ck.header_elements > 0) {
     double b = 0;
@@ -195,27 +209,37 @@ void cross_check(const CheckpointIndex& ck, const TransformerConfig& c, int64_t 
   std::string line = fmt::format("checkpoint: {} tensors", ck.tensors);
   if (ck_bytes > 0) {
     double diff = static_cast<double>(ck_bytes - weight_bytes) / static_cast<double>(ck_bytes);
-    line += fmt::format(", {:.3f} GB; rooflens' weights {:.3f} GB", ck_bytes / 1e9, weight_bytes / 1e9);
-    line += std::fabs(diff) <= 0.01 ? " (agree)" : fmt::format(" (MISMATCH {:+.1f}%: check the dtype and quantization)", -100 * diff);
+    line +=
+        fmt::format(", {:.3f} GB; rooflens' weights {:.3f} GB", ck_bytes / 1e9, weight_bytes / 1e9);
+    line +=
+        std::fabs(diff) <= 0.01
+            ? " (agree)"
+            : fmt::format(" (MISMATCH {:+.1f}%: check the dtype and quantization)", -100 * diff);
   }
   notes.push_back(line);
   if (ck.header_elements > 0 && ck.shards_missing == 0 && !c.quantization) {
-    double diff = static_cast<double>(ck.header_elements - params) / static_cast<double>(ck.header_elements);
+    double diff =
+        static_cast<double>(ck.header_elements - params) / static_cast<double>(ck.header_elements);
     if (std::fabs(diff) > 0.001)
-      notes.push_back(fmt::format("checkpoint: {} weight elements, config: {} params (MISMATCH {:+.2f}%)", ck.header_elements, params,
-                                  -100 * diff));
+      notes.push_back(
+          fmt::format("checkpoint: {} weight elements, config: {} params (MISMATCH {:+.2f}%)",
+                      ck.header_elements, params, -100 * diff));
     std::string dominant;
     int64_t most = 0;
     for (auto& [d, n] : ck.dtype_elements)
       if (n > most) most = n, dominant = d;
-    static const std::map<std::string, std::string> names{{"BF16", "bfloat16"}, {"F16", "float16"}, {"F32", "float32"}};
+    static const std::map<std::string, std::string> names{
+        {"BF16", "bfloat16"}, {"F16", "float16"}, {"F32", "float32"}};
     auto it = names.find(dominant);
     if (it != names.end() && !c.dtype.empty() && it->second != c.dtype)
-      notes.push_back(fmt::format("checkpoint weights are {} but the config's dtype is {} (MISMATCH)", it->second, c.dtype));
+      notes.push_back(
+          fmt::format("checkpoint weights are {} but the config's dtype is {} (MISMATCH)",
+                      it->second, c.dtype));
   }
   if (ck.shards_missing > 0 && ck.header_elements > 0)
-    notes.push_back(fmt::format("checkpoint: {} of {} shards present; headers of the present ones read", ck.shards_read,
-                                ck.shards_read + ck.shards_missing));
+    notes.push_back(
+        fmt::format("checkpoint: {} of {} shards present; headers of the present ones read",
+                    ck.shards_read, ck.shards_read + ck.shards_missing));
 }
 
 // Weight bytes as a checkpoint stores them: the graph's weights without the rope tables.
@@ -227,32 +251,44 @@ int64_t checkpoint_bytes(const Graph& g) {
   return total;
 }
 
-void check_context(const TransformerConfig& c, const TransformerOptions& o, std::vector<std::string>& notes) {
+void check_context(const TransformerConfig& c, const TransformerOptions& o,
+                   std::vector<std::string>& notes) {
   int64_t limit = c.context_limit(), tokens = sequence_tokens(c, o);
   if (limit <= 0 || tokens <= limit) return;
-  std::string what = c.rope_stated_limit > c.max_positions ? "the rope scaling's stated limit" : "max_position_embeddings";
-  std::string line = fmt::format("{} tokens exceed {} {} ({})", tokens, what, limit,
-                                 c.positions == PositionKind::learned ? "learned table: costed as if longer"
-                                                                      : "beyond the trained context");
+  std::string what = c.rope_stated_limit > c.max_positions ? "the rope scaling's stated limit"
+                                                           : "max_position_embeddings";
+  std::string line =
+      fmt::format("{} tokens exceed {} {} ({})", tokens, what, limit,
+                  c.positions == PositionKind::learned ? "learned table: costed as if longer"
+                                                       : "beyond the trained context");
   if (o.strict) throw InputError(fmt::format("{}: --strict: {}", c.path, line));
   notes.push_back(line);
 }
 
 // What the encoder-decoder phases cover, and a source longer than BART's learned table.
-void encoder_decoder_notes(const TransformerConfig& c, const LoweringOptions& lo, std::vector<std::string>& notes) {
+void encoder_decoder_notes(const TransformerConfig& c, const LoweringOptions& lo,
+                           std::vector<std::string>& notes) {
   const EncoderDecoderSpec& e = *c.encdec;
   int64_t source = e.source_tokens(lo.seq);
   if (e.kind == EncoderDecoderKind::whisper)
-    notes.push_back(fmt::format("Whisper's encoder takes {} mel frames ({} positions after its stride-2 convolution); --seq does not "
-                                "apply", 2 * source, source));
+    notes.push_back(
+        fmt::format("Whisper's encoder takes {} mel frames ({} positions after its stride-2 "
+                    "convolution); --seq does not "
+                    "apply",
+                    2 * source, source));
   if (e.kind == EncoderDecoderKind::bart && source > e.source_positions)
-    notes.push_back(fmt::format("{} source tokens exceed max_position_embeddings {} (learned table: costed as if longer)", source,
-                                e.source_positions));
+    notes.push_back(fmt::format(
+        "{} source tokens exceed max_position_embeddings {} (learned table: costed as if longer)",
+        source, e.source_positions));
   notes.push_back(lo.phase == Phase::prefill
-                      ? fmt::format("encoder over {} source tokens, then the decoder's first token (its cross-attention projects the "
-                                    "encoder's K/V, cached for decode)", source)
-                      : fmt::format("one decoder token: self-attention over {} cached tokens, cross-attention over the {} cached "
-                                    "encoder K/V", lo.context, source));
+                      ? fmt::format("encoder over {} source tokens, then the decoder's first token "
+                                    "(its cross-attention projects the "
+                                    "encoder's K/V, cached for decode)",
+                                    source)
+                      : fmt::format("one decoder token: self-attention over {} cached tokens, "
+                                    "cross-attention over the {} cached "
+                                    "encoder K/V",
+                                    lo.context, source));
 }
 
 std::string weights_label(const LoweringOptions& lo) {
@@ -265,9 +301,12 @@ std::string weights_label(const LoweringOptions& lo) {
 
 std::string_view workload_name(Workload w) {
   switch (w) {
-    case Workload::prefill: return "prefill";
-    case Workload::decode: return "decode";
-    case Workload::generate: return "generate";
+    case Workload::prefill:
+      return "prefill";
+    case Workload::decode:
+      return "decode";
+    case Workload::generate:
+      return "generate";
   }
   return "?";
 }
@@ -276,22 +315,29 @@ namespace {
 
 void check_transformer_options(const TransformerConfig& c, const TransformerOptions& o) {
   if (o.strict && !c.verified)
-    throw InputError(fmt::format("{}: --strict: model_type {} is not verified (generic decoder lowering)", c.path, c.model_type));
+    throw InputError(
+        fmt::format("{}: --strict: model_type {} is not verified (generic decoder lowering)",
+                    c.path, c.model_type));
   if (o.strict && c.has_unknown_keys)
     for (const std::string& w : c.warnings)
       if (w.find("not read") != std::string::npos)
         throw InputError(fmt::format("--strict: {}: {}", c.path, w));
   if (c.encdec && o.workload == Workload::generate)
-    throw InputError(fmt::format("{}: --phase generate is not modelled for an encoder-decoder ({}): use --phase prefill (encoder and the "
-                                 "decoder's first token) and --phase decode (one decoder step)", c.path, c.model_type));
+    throw InputError(
+        fmt::format("{}: --phase generate is not modelled for an encoder-decoder ({}): use --phase "
+                    "prefill (encoder and the "
+                    "decoder's first token) and --phase decode (one decoder step)",
+                    c.path, c.model_type));
 }
 
 // The lowering of the workload's main graph: a generation's prompt as a prefill.
 LoweringOptions main_lowering(const TransformerConfig& c, const TransformerOptions& o) {
   LoweringOptions lo = o.lowering;
-  if (c.encdec && c.encdec->kind == EncoderDecoderKind::whisper) lo.seq = c.encdec->source_positions;  // fixed by the stem
+  if (c.encdec && c.encdec->kind == EncoderDecoderKind::whisper)
+    lo.seq = c.encdec->source_positions;  // fixed by the stem
   if (o.workload == Workload::generate) {
-    if (o.prompt <= 0 || o.gen <= 0) throw InputError(fmt::format("{}: --prompt and --gen must be positive", c.path));
+    if (o.prompt <= 0 || o.gen <= 0)
+      throw InputError(fmt::format("{}: --prompt and --gen must be positive", c.path));
     lo.phase = Phase::prefill;
     lo.seq = o.prompt;
   } else {
@@ -303,8 +349,9 @@ LoweringOptions main_lowering(const TransformerConfig& c, const TransformerOptio
 // The model's parameters (per GPU, total, active) and checkpoint cross-check. Returns the weight
 // bytes that stay resident: an encoder-decoder's decode step runs only the decoder, but its
 // encoder stays in memory for the next request's prefill.
-int64_t model_size(const TransformerConfig& c, const TransformerOptions& o, const LoweringOptions& lo,
-                   const Lowered& main, TransformerSummary& summary, std::vector<std::string>& notes) {
+int64_t model_size(const TransformerConfig& c, const TransformerOptions& o,
+                   const LoweringOptions& lo, const Lowered& main, TransformerSummary& summary,
+                   std::vector<std::string>& notes) {
   summary.params_per_gpu = main.analysis.totals.params;
   int64_t whole_bytes;
   int64_t resident_weight_bytes = main.analysis.totals.weight_bytes;
@@ -337,8 +384,9 @@ int64_t model_size(const TransformerConfig& c, const TransformerOptions& o, cons
 
 // --phase generate: the prompt's prefill (the main graph) then a decode step per token as the
 // context grows. Returns the decode step's activation peak.
-int64_t generation_sweep(const TransformerConfig& c, const TransformerOptions& o, const LoweringOptions& lo,
-                         const Lowered& main, const Device& device, TransformerSummary& summary) {
+int64_t generation_sweep(const TransformerConfig& c, const TransformerOptions& o,
+                         const LoweringOptions& lo, const Lowered& main, const Device& device,
+                         TransformerSummary& summary) {
   LoweringOptions dl = lo;
   dl.phase = Phase::decode;
   dl.context = o.prompt;
@@ -366,7 +414,8 @@ int64_t generation_sweep(const TransformerConfig& c, const TransformerOptions& o
 
 }  // namespace
 
-Analysis analyze_transformer(const TransformerConfig& c, const TransformerOptions& o, Graph* inferred) {
+Analysis analyze_transformer(const TransformerConfig& c, const TransformerOptions& o,
+                             Graph* inferred) {
   check_transformer_options(c, o);
   const Device device = o.calibrated ? *o.calibrated : find_device(o.device);
   LoweringOptions lo = main_lowering(c, o);
@@ -391,13 +440,16 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
     activation_peak = std::max(activation_peak, generation_sweep(c, o, lo, main, device, *summary));
   summary->kv_bytes_per_sequence = kv_cache_bytes(c, lo, sequence_tokens(c, o));
   summary->kv_bytes_batch = checked_mul(summary->kv_bytes_per_sequence, lo.batch);
-  summary->memory = fit_memory(c, o, lo, main.analysis, resident_weight_bytes, activation_peak, notes);
+  summary->memory =
+      fit_memory(c, o, lo, main.analysis, resident_weight_bytes, activation_peak, notes);
   main.analysis.notes.insert(main.analysis.notes.end(), notes.begin(), notes.end());
   const MemoryFit& fit = summary->memory;
-  main.analysis.memory_total = memory_total(fit.weight_bytes, fit.kv_cache_bytes, fit.activation_bytes, fit.device_bytes);
+  main.analysis.memory_total =
+      memory_total(fit.weight_bytes, fit.kv_cache_bytes, fit.activation_bytes, fit.device_bytes);
   // Throughput in tokens: a prefill's prompt tokens, or a decode step's one token a sequence.
   Totals& totals = main.analysis.totals;
-  double tokens = static_cast<double>(lo.batch) * static_cast<double>(lo.phase == Phase::prefill ? lo.seq : 1);
+  double tokens =
+      static_cast<double>(lo.batch) * static_cast<double>(lo.phase == Phase::prefill ? lo.seq : 1);
   totals.throughput = totals.predicted_s > 0 ? tokens / totals.predicted_s : 0;
   totals.throughput_unit = "tokens/s";
   main.analysis.transformer = summary;

@@ -15,8 +15,8 @@ namespace rooflens {
 struct CheckpointIndex {
   std::string path;
   int64_t tensors = 0;
-  int64_t total_bytes = 0;           // metadata.total_size; 0 when absent
-  int64_t header_elements = 0;       // from the shards' headers; 0 when no shard was read
+  int64_t total_bytes = 0;      // metadata.total_size; 0 when absent
+  int64_t header_elements = 0;  // from the shards' headers; 0 when no shard was read
   std::vector<std::pair<std::string, int64_t>> dtype_elements;  // safetensors dtype -> elements
   int shards_read = 0, shards_missing = 0;
 };

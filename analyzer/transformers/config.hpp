@@ -12,7 +12,8 @@ namespace rooflens {
 // throws InputError with the file and key on any problem.
 // A multimodal wrapper yields its language model (part text) or vision tower (part vision); a
 // plain config refuses part vision.
-TransformerConfig load_transformer_config(const std::string& path, ConfigPart part = ConfigPart::text);
+TransformerConfig load_transformer_config(const std::string& path,
+                                          ConfigPart part = ConfigPart::text);
 TransformerConfig parse_transformer_config(const std::string& json_text, const std::string& path,
                                            ConfigPart part = ConfigPart::text);
 

@@ -11,7 +11,8 @@ namespace rooflens {
 
 using nlohmann::json;
 
-ConfigReader::ConfigReader(const json& object, std::string where) : j_(object), where_(std::move(where)) {}
+ConfigReader::ConfigReader(const json& object, std::string where)
+    : j_(object), where_(std::move(where)) {}
 
 void ConfigReader::fail(const std::string& key, const std::string& problem) const {
   throw InputError(fmt::format("{}: key '{}' {}", where_, key, problem));
@@ -22,7 +23,9 @@ bool ConfigReader::has(const std::string& key) {
   return j_.contains(key) && !j_.at(key).is_null();
 }
 
-bool ConfigReader::is_string(const std::string& key) { return has(key) && j_.at(key).is_string(); }
+bool ConfigReader::is_string(const std::string& key) {
+  return has(key) && j_.at(key).is_string();
+}
 
 std::optional<std::string> ConfigReader::first_of(std::initializer_list<const char*> keys) {
   std::optional<std::string> found;
@@ -33,16 +36,24 @@ std::optional<std::string> ConfigReader::first_of(std::initializer_list<const ch
 
 int64_t ConfigReader::checked_integer(const std::string& key, int64_t limit) const {
   const json& v = j_.at(key);
-  auto not_integer = [&] { return InputError(fmt::format("{}: key '{}' must be an integer, got {}", where_, key, v.dump().substr(0, 40))); };
+  auto not_integer = [&] {
+    return InputError(fmt::format("{}: key '{}' must be an integer, got {}", where_, key,
+                                  v.dump().substr(0, 40)));
+  };
   double as_double;
-  if (v.is_number_unsigned()) as_double = static_cast<double>(v.get<uint64_t>());
-  else if (v.is_number_integer()) as_double = static_cast<double>(v.get<int64_t>());
-  else if (v.is_number_float()) as_double = v.get<double>();
-  else throw not_integer();
+  if (v.is_number_unsigned())
+    as_double = static_cast<double>(v.get<uint64_t>());
+  else if (v.is_number_integer())
+    as_double = static_cast<double>(v.get<int64_t>());
+  else if (v.is_number_float())
+    as_double = v.get<double>();
+  else
+    throw not_integer();
   // Range first: converting a double beyond int64 is undefined (found by fuzz_config).
   if (!std::isfinite(as_double) || as_double != std::floor(as_double)) throw not_integer();
   if (as_double < 0) fail(key, fmt::format("is {}; it must not be negative", v.dump()));
-  if (as_double > static_cast<double>(limit)) fail(key, fmt::format("is {}, beyond the limit {}", v.dump().substr(0, 40), limit));
+  if (as_double > static_cast<double>(limit))
+    fail(key, fmt::format("is {}, beyond the limit {}", v.dump().substr(0, 40), limit));
   return v.is_number_float() ? static_cast<int64_t>(as_double) : v.get<int64_t>();
 }
 
@@ -99,9 +110,12 @@ std::vector<int64_t> ConfigReader::integers(const std::string& key, int64_t limi
   const json& v = j_.at(key);
   if (!v.is_array()) fail(key, "must be a list of integers");
   for (const json& e : v) {
-    bool ok = (e.is_number_integer() || e.is_number_unsigned()) && e.get<int64_t>() >= 0 && e.get<int64_t>() <= limit;
+    bool ok = (e.is_number_integer() || e.is_number_unsigned()) && e.get<int64_t>() >= 0 &&
+              e.get<int64_t>() <= limit;
     if (e.is_boolean()) ok = true;  // no_rope_layers may be written as booleans
-    if (!ok) fail(key, fmt::format("must be a list of integers in [0, {}], has {}", limit, e.dump().substr(0, 20)));
+    if (!ok)
+      fail(key, fmt::format("must be a list of integers in [0, {}], has {}", limit,
+                            e.dump().substr(0, 20)));
     out.push_back(e.is_boolean() ? (e.get<bool>() ? 1 : 0) : e.get<int64_t>());
   }
   return out;
@@ -114,7 +128,9 @@ const json* ConfigReader::object(const std::string& key) {
   return &v;
 }
 
-void ConfigReader::ignore(const std::set<std::string>& keys) { read_.insert(keys.begin(), keys.end()); }
+void ConfigReader::ignore(const std::set<std::string>& keys) {
+  read_.insert(keys.begin(), keys.end());
+}
 
 std::vector<std::string> ConfigReader::unread() const {
   std::vector<std::string> out;
@@ -131,7 +147,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      cur[j] =
+          std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
     std::swap(prev, cur);
   }
   return prev[b.size()];

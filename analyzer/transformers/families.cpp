@@ -22,9 +22,13 @@ void qkv_bias_only(TransformerConfig& c, ConfigReader&) {
   c.o_bias = false;
 }
 
-void per_head_qk_norm(TransformerConfig& c) { c.qk_norm = true; }
+void per_head_qk_norm(TransformerConfig& c) {
+  c.qk_norm = true;
+}
 
-void scaled_embeddings(TransformerConfig& c) { c.embed_scale = std::sqrt(static_cast<double>(c.hidden)); }
+void scaled_embeddings(TransformerConfig& c) {
+  c.embed_scale = std::sqrt(static_cast<double>(c.hidden));
+}
 
 void sandwich(TransformerConfig& c) {
   c.block = BlockKind::sandwich;
@@ -52,7 +56,8 @@ void families_detail::plain_mlp(TransformerConfig& c, const char* up, const char
 
 namespace families_detail {
 
-void model_names(TransformerConfig& c, const char* embed, const char* layers, const char* final_norm) {
+void model_names(TransformerConfig& c, const char* embed, const char* layers,
+                 const char* final_norm) {
   c.names.embed = embed;
   c.names.layers = layers;
   c.names.final_norm = final_norm;
@@ -95,7 +100,8 @@ void gpt2_names(TransformerConfig& c) {
 void gpt2_keys(TransformerConfig& c, ConfigReader& r) {
   c.activation = r.string_or("activation_function", c.activation);
   if (!r.has("n_inner")) c.intermediate = 4 * c.hidden;
-  if (c.model_type == "gpt2") c.tie_embeddings = true;  // GPT2LMHeadModel always ties lm_head to wte
+  if (c.model_type == "gpt2")
+    c.tie_embeddings = true;  // GPT2LMHeadModel always ties lm_head to wte
 }
 
 void qwen2_moe_keys(TransformerConfig& c, ConfigReader& r) {
@@ -167,8 +173,10 @@ void falcon_keys(TransformerConfig& c, ConfigReader& r) {
   c.activation = r.string_or("activation", c.activation);
   bool new_arch = r.boolean_or("new_decoder_architecture", false);
   bool multi_query = r.boolean_or("multi_query", true);
-  if (new_arch) c.kv_heads = r.integer_or("num_kv_heads", c.heads, kWidth);
-  else c.kv_heads = multi_query ? 1 : c.heads;
+  if (new_arch)
+    c.kv_heads = r.integer_or("num_kv_heads", c.heads, kWidth);
+  else
+    c.kv_heads = multi_query ? 1 : c.heads;
   if (r.boolean_or("alibi", false)) c.positions = PositionKind::alibi;
   bool parallel = new_arch || r.boolean_or("parallel_attn", true);
   if (parallel) {
@@ -201,7 +209,9 @@ void parallel_residual(TransformerConfig& c, ConfigReader& r, int norms) {
   if (norms == 1) c.names.norm_mlp = "";
 }
 
-void neox_keys(TransformerConfig& c, ConfigReader& r) { parallel_residual(c, r, 2); }
+void neox_keys(TransformerConfig& c, ConfigReader& r) {
+  parallel_residual(c, r, 2);
+}
 
 void gptj_names(TransformerConfig& c) {
   model_names(c, "transformer.wte", "transformer.h", "transformer.ln_f");
@@ -264,7 +274,9 @@ void cohere_keys(TransformerConfig& c, ConfigReader& r) {
   c.qk_norm_full_width = true;
 }
 
-void glm_names(TransformerConfig& c) { c.names.gate_up = "mlp.gate_up_proj"; }
+void glm_names(TransformerConfig& c) {
+  c.names.gate_up = "mlp.gate_up_proj";
+}
 
 void glm_keys(TransformerConfig& c, ConfigReader& r) {
   c.qkv_bias = r.boolean_or("attention_bias", true);
@@ -277,7 +289,8 @@ void bigcode_keys(TransformerConfig& c, ConfigReader& r) {
 }
 
 void opt_names(TransformerConfig& c) {
-  model_names(c, "model.decoder.embed_tokens", "model.decoder.layers", "model.decoder.final_layer_norm");
+  model_names(c, "model.decoder.embed_tokens", "model.decoder.layers",
+              "model.decoder.final_layer_norm");
   c.names.positions = "model.decoder.embed_positions";
   c.names.o = "self_attn.out_proj";
   c.names.norm_attn = "self_attn_layer_norm";
@@ -298,7 +311,8 @@ void opt_keys(TransformerConfig& c, ConfigReader& r) {
   if (!r.boolean_or("do_layer_norm_before", true)) c.block = BlockKind::post_norm;
   // The final norm exists only with pre-norm layers (OPT-350m has none).
   c.final_norm = c.block == BlockKind::pre_norm && !r.boolean_or("_remove_final_layer_norm", false);
-  if (!r.boolean_or("layer_norm_elementwise_affine", true)) r.fail("layer_norm_elementwise_affine", "false is not supported");
+  if (!r.boolean_or("layer_norm_elementwise_affine", true))
+    r.fail("layer_norm_elementwise_affine", "false is not supported");
   int64_t proj = r.integer_or("word_embed_proj_dim", c.hidden, kWidth);
   if (proj != c.hidden) {
     c.embed_proj = proj;
@@ -319,7 +333,9 @@ void bloom_names(TransformerConfig& c) {
   c.tie_embeddings = true;
 }
 
-void bloom_keys(TransformerConfig& c, ConfigReader&) { c.intermediate = 4 * c.hidden; }
+void bloom_keys(TransformerConfig& c, ConfigReader&) {
+  c.intermediate = 4 * c.hidden;
+}
 
 void llama4_names(TransformerConfig& c) {
   feed_forward_names(c);
@@ -355,7 +371,8 @@ void ernie_keys(TransformerConfig& c, ConfigReader& r) {
 }
 
 void exaone4_keys(TransformerConfig& c, ConfigReader& r) {
-  // EXAONE 4 rotates q/k only on sliding layers when the model has any (its global layers are NoPE).
+  // EXAONE 4 rotates q/k only on sliding layers when the model has any (its global layers are
+  // NoPE).
   if (r.has("sliding_window"))
     for (LayerSpec& l : c.layer_specs)
       if (l.window == 0 && l.mixer == MixerKind::attention) l.rope = false;
@@ -426,9 +443,14 @@ const std::vector<Family>& families() {
       {"qwen2_moe", nothing, qwen2_moe_keys},
       {"qwen3", per_head_qk_norm, no_keys},
       {"qwen3_moe", per_head_qk_norm, no_keys},
-      {"gemma", [](TransformerConfig& c) { c.tie_embeddings = true; }, [](TransformerConfig& c, ConfigReader&) { scaled_embeddings(c); }},
+      {"gemma", [](TransformerConfig& c) { c.tie_embeddings = true; },
+       [](TransformerConfig& c, ConfigReader&) { scaled_embeddings(c); }},
       {"gemma2", sandwich, [](TransformerConfig& c, ConfigReader&) { scaled_embeddings(c); }},
-      {"gemma3_text", [](TransformerConfig& c) { sandwich(c); c.qk_norm = true; },
+      {"gemma3_text",
+       [](TransformerConfig& c) {
+         sandwich(c);
+         c.qk_norm = true;
+       },
        [](TransformerConfig& c, ConfigReader&) { scaled_embeddings(c); }},
       {"phi", phi_names, phi_keys},
       {"phi3", phi3_names, no_keys},
@@ -451,7 +473,12 @@ const std::vector<Family>& families() {
       {"gpt_oss", gpt_oss_names, no_keys},
       {"smollm3", [](TransformerConfig& c) { c.tie_embeddings = true; }, no_keys},
       {"ernie4_5", [](TransformerConfig& c) { c.tie_embeddings = true; }, ernie_keys},
-      {"exaone4", [](TransformerConfig& c) { post_sublayer(c); c.qk_norm = true; }, exaone4_keys},
+      {"exaone4",
+       [](TransformerConfig& c) {
+         post_sublayer(c);
+         c.qk_norm = true;
+       },
+       exaone4_keys},
       {"seed_oss", nothing, seed_oss_keys},
       {"apertus", apertus_names, no_keys},
       {"minimax", minimax_names, minimax_keys},
@@ -475,29 +502,111 @@ const Family* find_family(const std::string& model_type) {
 const std::vector<std::string>& ignored_config_keys() {
   static const std::vector<std::string> keys{
       // Every PretrainedConfig: bookkeeping, token ids, outputs, generation and training switches.
-      "architectures", "transformers_version", "_name_or_path", "auto_map", "model_type", "use_cache", "return_dict",
-      "output_hidden_states", "output_attentions", "torchscript", "chunk_size_feed_forward", "is_encoder_decoder",
-      "is_decoder", "add_cross_attention", "cross_attention_hidden_size", "tie_encoder_decoder", "pruned_heads",
-      "id2label", "label2id", "problem_type", "finetuning_task", "task_specific_params", "tokenizer_class", "prefix",
-      "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id", "eod_token_id",
-      "tf_legacy_loss", "use_bfloat16", "output_router_logits", "router_aux_loss_coef", "router_z_loss_coef",
-      "router_jitter_noise", "moe_aux_loss_coef", "aux_loss_alpha", "seq_aux", "num_labels", "classifier_dropout",
-      "keys_to_ignore_at_inference", "gradient_checkpointing", "pretraining_tp", "use_return_dict",
-      "cache_implementation", "attn_implementation", "_attn_implementation_autoset",
+      "architectures",
+      "transformers_version",
+      "_name_or_path",
+      "auto_map",
+      "model_type",
+      "use_cache",
+      "return_dict",
+      "output_hidden_states",
+      "output_attentions",
+      "torchscript",
+      "chunk_size_feed_forward",
+      "is_encoder_decoder",
+      "is_decoder",
+      "add_cross_attention",
+      "cross_attention_hidden_size",
+      "tie_encoder_decoder",
+      "pruned_heads",
+      "id2label",
+      "label2id",
+      "problem_type",
+      "finetuning_task",
+      "task_specific_params",
+      "tokenizer_class",
+      "prefix",
+      "bos_token_id",
+      "eos_token_id",
+      "pad_token_id",
+      "sep_token_id",
+      "decoder_start_token_id",
+      "eod_token_id",
+      "tf_legacy_loss",
+      "use_bfloat16",
+      "output_router_logits",
+      "router_aux_loss_coef",
+      "router_z_loss_coef",
+      "router_jitter_noise",
+      "moe_aux_loss_coef",
+      "aux_loss_alpha",
+      "seq_aux",
+      "num_labels",
+      "classifier_dropout",
+      "keys_to_ignore_at_inference",
+      "gradient_checkpointing",
+      "pretraining_tp",
+      "use_return_dict",
+      "cache_implementation",
+      "attn_implementation",
+      "_attn_implementation_autoset",
       // Numerics that change no FLOP or byte: norm epsilons, initialisation, dropout.
-      "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_eps", "norm_epsilon", "initializer_range",
-      "init_std", "initializer_factor", "attention_dropout", "hidden_dropout", "hidden_dropout_prob",
-      "attention_probs_dropout_prob", "attn_pdrop", "embd_pdrop", "resid_pdrop", "summary_first_dropout", "dropout",
-      "activation_dropout", "embedding_dropout", "residual_dropout", "emb_pdrop", "layerdrop", "embed_dropout",
-      "attention_softmax_in_fp32", "scale_attention_softmax_in_fp32", "scale_attn_weights",
-      "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "rescale_prenorm_residual", "residual_in_fp32",
-      "query_pre_attn_scalar", "use_bidirectional_attention", "rope_interleave", "norm_topk_prob",
-      "routed_scaling_factor", "topk_method", "n_group", "topk_group", "scoring_func", "num_nextn_predict_layers",
-      "ep_size", "time_step_min", "time_step_max", "time_step_floor", "time_step_init_scheme",
-      "time_step_scale", "use_mambapy", "use_associative_scan", "use_mamba_kernels",
-      "slow_but_exact", "no_rope_layer_interval",
+      "rms_norm_eps",
+      "layer_norm_eps",
+      "layer_norm_epsilon",
+      "norm_eps",
+      "norm_epsilon",
+      "initializer_range",
+      "init_std",
+      "initializer_factor",
+      "attention_dropout",
+      "hidden_dropout",
+      "hidden_dropout_prob",
+      "attention_probs_dropout_prob",
+      "attn_pdrop",
+      "embd_pdrop",
+      "resid_pdrop",
+      "summary_first_dropout",
+      "dropout",
+      "activation_dropout",
+      "embedding_dropout",
+      "residual_dropout",
+      "emb_pdrop",
+      "layerdrop",
+      "embed_dropout",
+      "attention_softmax_in_fp32",
+      "scale_attention_softmax_in_fp32",
+      "scale_attn_weights",
+      "scale_attn_by_inverse_layer_idx",
+      "reorder_and_upcast_attn",
+      "rescale_prenorm_residual",
+      "residual_in_fp32",
+      "query_pre_attn_scalar",
+      "use_bidirectional_attention",
+      "rope_interleave",
+      "norm_topk_prob",
+      "routed_scaling_factor",
+      "topk_method",
+      "n_group",
+      "topk_group",
+      "scoring_func",
+      "num_nextn_predict_layers",
+      "ep_size",
+      "time_step_min",
+      "time_step_max",
+      "time_step_floor",
+      "time_step_init_scheme",
+      "time_step_scale",
+      "use_mambapy",
+      "use_associative_scan",
+      "use_mamba_kernels",
+      "slow_but_exact",
+      "no_rope_layer_interval",
       // GPT-2's sequence-summary head (not part of GPT2LMHeadModel).
-      "summary_activation", "summary_proj_to_labels", "summary_type", "summary_use_proj",
+      "summary_activation",
+      "summary_proj_to_labels",
+      "summary_type",
+      "summary_use_proj",
   };
   return keys;
 }

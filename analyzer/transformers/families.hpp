@@ -22,7 +22,8 @@ struct Family {
 // families_hybrid.cpp.
 namespace families_detail {
 // Model-level names: the embedding, the layers' list and the final norm.
-void model_names(TransformerConfig& c, const char* embed, const char* layers, const char* final_norm);
+void model_names(TransformerConfig& c, const char* embed, const char* layers,
+                 const char* final_norm);
 // A fused q/k/v projection and the output projection of the attention module `attn`.
 void fused_attention_names(TransformerConfig& c, const char* attn, const char* qkv, const char* o);
 // An ungated MLP: up, activation, down (GPT-2, BERT, CLIP's and SigLIP's towers).
@@ -30,8 +31,8 @@ void plain_mlp(TransformerConfig& c, const char* up, const char* down);
 // Llama 4 and Jamba: feed_forward.{gate,up,down}_proj, its router and experts.
 void feed_forward_names(TransformerConfig& c);
 // One warning per unread key of `r`'s object: a did-you-mean among `known` when one is near.
-void warn_unread(TransformerConfig& c, const ConfigReader& r, const std::vector<std::string>& unread,
-                 const std::vector<std::string>& known);
+void warn_unread(TransformerConfig& c, const ConfigReader& r,
+                 const std::vector<std::string>& unread, const std::vector<std::string>& known);
 
 void minimax_names(TransformerConfig& c);
 void minimax_keys(TransformerConfig& c, ConfigReader& r);

@@ -29,8 +29,9 @@ void minimax_names(TransformerConfig& c) {
 
 void minimax_keys(TransformerConfig& c, ConfigReader& r) {
   c.linear_block = r.integer_or("block_size", 256, kWidth);
-  for (const char* k : {"full_attn_alpha_factor", "full_attn_beta_factor", "linear_attn_alpha_factor",
-                        "linear_attn_beta_factor", "mlp_alpha_factor", "mlp_beta_factor"})
+  for (const char* k :
+       {"full_attn_alpha_factor", "full_attn_beta_factor", "linear_attn_alpha_factor",
+        "linear_attn_beta_factor", "mlp_alpha_factor", "mlp_beta_factor"})
     r.number_or(k, 1.0);  // multiplies on the residual terms, costed whatever their value
 }
 
@@ -123,8 +124,9 @@ void dbrx_keys(TransformerConfig& c, ConfigReader& r) {
   }
   f.integer_or("hidden_size", c.hidden, kWidth);
   f.ignore({"moe_jitter_eps", "moe_loss_weight", "moe_normalize_expert_weights", "model_type"});
-  warn_unread(c, f, f.unread(), {"ffn_hidden_size", "moe_num_experts", "moe_top_k", "ffn_act_fn", "hidden_size", "moe_jitter_eps",
-                                  "moe_loss_weight", "moe_normalize_expert_weights"});
+  warn_unread(c, f, f.unread(),
+              {"ffn_hidden_size", "moe_num_experts", "moe_top_k", "ffn_act_fn", "hidden_size",
+               "moe_jitter_eps", "moe_loss_weight", "moe_normalize_expert_weights"});
   for (LayerSpec& l : c.layer_specs) l.moe = true;
 }
 

@@ -14,7 +14,9 @@
 namespace rooflens {
 namespace lowering {
 
-bool is_wide_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
+bool is_wide_float(DType t) {
+  return t == DType::f32 || t == DType::bf16 || t == DType::f16;
+}
 
 namespace {
 
@@ -29,8 +31,14 @@ DType unquantized_dtype(const LoweringOptions& o) {
 }  // namespace
 
 Builder::Builder(const TransformerConfig& c, const LoweringOptions& o)
-    : c_(c), o_(o), b_(c.path), B_(o.batch), S_(o.phase == Phase::prefill ? o.seq : 1), act_(o.activations),
-      w_(o.weights), plain_(unquantized_dtype(o)) {
+    : c_(c),
+      o_(o),
+      b_(c.path),
+      B_(o.batch),
+      S_(o.phase == Phase::prefill ? o.seq : 1),
+      act_(o.activations),
+      w_(o.weights),
+      plain_(unquantized_dtype(o)) {
   s_.heads = c.heads / o.tp;
   s_.kv_heads = c.kv_heads >= o.tp ? c.kv_heads / o.tp : 1;  // fewer KV heads than GPUs: replicated
   s_.inter = c.intermediate / o.tp;
@@ -39,10 +47,13 @@ Builder::Builder(const TransformerConfig& c, const LoweringOptions& o)
   s_.dense_inter = (c.dense_intermediate > 0 ? c.dense_intermediate : c.intermediate) / o.tp;
   s_.vocab = ceil_div(c.vocab, o.tp);  // Megatron pads the vocabulary to a multiple of tp
   quant_ = o.quantization;
-  if (!quant_ && (o.weights == DType::i4 || o.weights == DType::i8)) quant_ = flag_quantization(o.weights, o.group_size);
+  if (!quant_ && (o.weights == DType::i4 || o.weights == DType::i8))
+    quant_ = flag_quantization(o.weights, o.group_size);
 }
 
-std::string Builder::layer_prefix(int64_t i) const { return fmt::format("{}.{}", c_.names.layers, i); }
+std::string Builder::layer_prefix(int64_t i) const {
+  return fmt::format("{}.{}", c_.names.layers, i);
+}
 
 std::string Builder::at(const std::string& prefix, const std::string& relative) const {
   return relative.empty() ? prefix : prefix + "." + relative;
@@ -75,15 +86,19 @@ int Builder::patch_embeddings() {
   const ModuleNames& n = c_.names;
   const VisionSpec& v = *c_.vision;
   int pixels = b_.input("pixel_values", plain_, {B_, v.channels, v.image_size, v.image_size});
-  int kernel = b_.weight(v.patch_embed + ".weight", plain_, {c_.hidden, v.channels, v.patch_size, v.patch_size});
+  int kernel = b_.weight(v.patch_embed + ".weight", plain_,
+                         {c_.hidden, v.channels, v.patch_size, v.patch_size});
   int bias = v.patch_bias ? b_.weight(v.patch_embed + ".bias", plain_, {c_.hidden}) : -1;
   int grid = b_.op("Conv", v.patch_embed, {pixels, kernel, bias},
-                   {{"kernel_shape", ints_attr({v.patch_size, v.patch_size})}, {"strides", ints_attr({v.patch_size, v.patch_size})}});
-  int x = b_.op("Transpose", v.patch_embed + ".to_tokens", {reshape(v.patch_embed + ".flatten", grid, {B_, c_.hidden, v.patches()})},
+                   {{"kernel_shape", ints_attr({v.patch_size, v.patch_size})},
+                    {"strides", ints_attr({v.patch_size, v.patch_size})}});
+  int x = b_.op("Transpose", v.patch_embed + ".to_tokens",
+                {reshape(v.patch_embed + ".flatten", grid, {B_, c_.hidden, v.patches()})},
                 {{"perm", ints_attr({0, 2, 1})}});
   if (v.class_token) {
     int cls = b_.weight(v.class_embed, plain_, {1, 1, c_.hidden});
-    int rows = b_.op("Expand", v.class_embed + ".expand", {cls, b_.int_constant(v.class_embed + ".shape", {B_, 1, c_.hidden})});
+    int rows = b_.op("Expand", v.class_embed + ".expand",
+                     {cls, b_.int_constant(v.class_embed + ".shape", {B_, 1, c_.hidden})});
     x = b_.op("Concat", v.class_embed + ".concat", {rows, x}, {{"axis", int_attr(1)}});
   }
   int table = b_.weight(n.positions + ".weight", plain_, {v.tokens(), c_.hidden});
@@ -105,14 +120,19 @@ int Builder::embeddings() {
   int x = all_reduce(n.embed + ".all_reduce", b_.op("Gather", n.embed, {embed_table_, ids}));
   if (c_.embed_proj > 0) x = linear(n.project_in, x, c_.embed_proj, c_.hidden, false, false);
   if (c_.positions == PositionKind::learned) {
-    int table = b_.weight(n.positions + ".weight", plain_, {c_.max_positions + c_.position_offset, c_.hidden});
-    std::string root = n.positions.substr(0, n.positions.rfind('.'));  // transformer.wpe -> transformer
-    x = b_.op("Add", root + ".embeddings_add", {x, b_.op("Gather", n.positions, {table, positions_})});
+    int table = b_.weight(n.positions + ".weight", plain_,
+                          {c_.max_positions + c_.position_offset, c_.hidden});
+    std::string root =
+        n.positions.substr(0, n.positions.rfind('.'));  // transformer.wpe -> transformer
+    x = b_.op("Add", root + ".embeddings_add",
+              {x, b_.op("Gather", n.positions, {table, positions_})});
   }
   if (c_.type_vocab > 0) {
-    int types = b_.weight("embeddings.token_type_embeddings.weight", plain_, {c_.type_vocab, c_.hidden});
+    int types =
+        b_.weight("embeddings.token_type_embeddings.weight", plain_, {c_.type_vocab, c_.hidden});
     int type_ids = b_.input("token_type_ids", DType::i64, {B_, S_});
-    x = b_.op("Add", "embeddings.add_token_types", {x, b_.op("Gather", "embeddings.token_type_embeddings", {types, type_ids})});
+    x = b_.op("Add", "embeddings.add_token_types",
+              {x, b_.op("Gather", "embeddings.token_type_embeddings", {types, type_ids})});
   }
   if (c_.embed_scale > 0) x = scale(n.embed + ".scale", x, c_.embed_scale);
   if (!n.embed_norm.empty()) x = norm(n.embed_norm, x, c_.hidden);
@@ -121,10 +141,15 @@ int Builder::embeddings() {
 
 int Builder::head(int x) {
   const ModuleNames& n = c_.names;
-  if (c_.vision) return c_.final_norm && !n.final_norm.empty() ? norm(n.final_norm, x, c_.hidden) : x;  // no vocabulary
+  if (c_.vision)
+    return c_.final_norm && !n.final_norm.empty() ? norm(n.final_norm, x, c_.hidden)
+                                                  : x;  // no vocabulary
   if (c_.pooler) {
-    int first_token = b_.op("Gather", "pooler.first_token", {x, b_.int_constant("pooler.index", {0}, true)}, {{"axis", int_attr(1)}});
-    return b_.op("Tanh", "pooler.activation", {linear("pooler.dense", first_token, c_.hidden, c_.hidden, true, false)});
+    int first_token =
+        b_.op("Gather", "pooler.first_token", {x, b_.int_constant("pooler.index", {0}, true)},
+              {{"axis", int_attr(1)}});
+    return b_.op("Tanh", "pooler.activation",
+                 {linear("pooler.dense", first_token, c_.hidden, c_.hidden, true, false)});
   }
   if (c_.final_norm && !n.final_norm.empty()) x = norm(n.final_norm, x, c_.hidden);
   int64_t width = c_.hidden;
@@ -134,13 +159,15 @@ int Builder::head(int x) {
   }
   int logits;
   if (c_.tie_embeddings)  // the embedding table itself, read transposed: shared, counted once
-    logits = b_.op("FusedMatMul", n.lm_head, {x, embed_table_}, {{"transB", int_attr(1)}}, "com.microsoft");
+    logits = b_.op("FusedMatMul", n.lm_head, {x, embed_table_}, {{"transB", int_attr(1)}},
+                   "com.microsoft");
   else
     logits = linear(n.lm_head, x, width, s_.vocab, c_.lm_head_bias, false);
   if (c_.logits_scale > 0) logits = scale(n.lm_head + ".logits_scale", logits, c_.logits_scale);
   if (c_.final_softcap > 0) {  // tanh(x / cap) * cap
     int d = scale(n.lm_head + ".softcap_divide", logits, 1.0 / c_.final_softcap);
-    logits = scale(n.lm_head + ".softcap_scale", b_.op("Tanh", n.lm_head + ".softcap_tanh", {d}), c_.final_softcap);
+    logits = scale(n.lm_head + ".softcap_scale", b_.op("Tanh", n.lm_head + ".softcap_tanh", {d}),
+                   c_.final_softcap);
   }
   return logits;
 }
@@ -185,7 +212,8 @@ int Builder::layer(int64_t i, int x) {
       return l.mlp ? residual("mlp", x, ffn(i, p, hm)) : x;
     }
     case BlockKind::sandwich:
-      h = norm(at(p, n.post_attn_norm), mixer(i, p, norm(at(p, n.norm_attn), x, c_.hidden)), c_.hidden);
+      h = norm(at(p, n.post_attn_norm), mixer(i, p, norm(at(p, n.norm_attn), x, c_.hidden)),
+               c_.hidden);
       x = residual("attn", x, h);
       if (!l.mlp) return x;
       h = norm(at(p, n.post_mlp_norm), ffn(i, p, norm(at(p, n.norm_mlp), x, c_.hidden)), c_.hidden);
@@ -199,7 +227,8 @@ int Builder::layer(int64_t i, int x) {
     case BlockKind::normed_residual: {
       // MiniMax: the residual is the normed state, both terms scaled (alpha, beta).
       auto mix = [&](const char* what, int base, int update) {
-        int a = scale(p + "." + what + "_alpha", base, 1.0), bb = scale(p + "." + what + "_beta", update, 1.0);
+        int a = scale(p + "." + what + "_alpha", base, 1.0),
+            bb = scale(p + "." + what + "_beta", update, 1.0);
         int sum = b_.op("Add", p + "." + what + "_residual", {a, bb});
         b_.mark_last(NodeRole::residual_add);
         return sum;
@@ -224,12 +253,15 @@ int Builder::scale(const std::string& name, int x, double factor) {
   return b_.op("Mul", name, {x, b_.float_constant(name + ".factor", plain_, factor)});
 }
 
-std::vector<int> Builder::split(const std::string& name, int x, std::vector<int64_t> sizes, int64_t axis) {
+std::vector<int> Builder::split(const std::string& name, int x, std::vector<int64_t> sizes,
+                                int64_t axis) {
   size_t n = sizes.size();
-  return b_.node("Split", name, {x, b_.int_constant(name + ".sizes", std::move(sizes))}, n, {{"axis", int_attr(axis)}});
+  return b_.node("Split", name, {x, b_.int_constant(name + ".sizes", std::move(sizes))}, n,
+                 {{"axis", int_attr(axis)}});
 }
 
-int Builder::cache_input(const std::string& name, DType dtype, Shape shape, std::optional<size_t> length_axis) {
+int Builder::cache_input(const std::string& name, DType dtype, Shape shape,
+                         std::optional<size_t> length_axis) {
   int t = b_.input(name, dtype, std::move(shape));
   b_.tensor(t).is_kv_cache = true;
   if (length_axis) cache_inputs_.emplace_back(t, *length_axis);
@@ -239,20 +271,26 @@ int Builder::cache_input(const std::string& name, DType dtype, Shape shape, std:
 // y = x W (+ b) with W [in, out]. Quantized weights carry their scales (and zero points, group
 // indices) as further inputs, read as weight bytes, not parameters. 8-bit activations (W8A8): a
 // quantize kernel writes the GEMM's input in 8 bits once per tensor; the GEMM writes 16 bits.
-int Builder::linear(const std::string& name, int x, int64_t in, int64_t out, bool bias, bool quantizable) {
+int Builder::linear(const std::string& name, int x, int64_t in, int64_t out, bool bias,
+                    bool quantizable) {
   bool quantized = quantizable && quant_ && quantizes(*quant_, name, false);
   QuantizedStorage storage;
-  DType wd = quantized ? (storage = quantized_storage(*quant_, in, out)).weight : (quantizable && !quant_ ? w_ : plain_);
+  DType wd = quantized ? (storage = quantized_storage(*quant_, in, out)).weight
+                       : (quantizable && !quant_ ? w_ : plain_);
   bool a8 = !is_wide_float(act_) && quantizable && (quantized || !quant_);
   int input = x;
   if (a8) {
     auto it = quantized_.find(x);
     if (it == quantized_.end())
-      it = quantized_.emplace(x, b_.op("Cast", b_.tensor(x).name + ".quantize", {x}, {{"to", int_attr(static_cast<int64_t>(act_))}})).first;
+      it = quantized_
+               .emplace(x, b_.op("Cast", b_.tensor(x).name + ".quantize", {x},
+                                 {{"to", int_attr(static_cast<int64_t>(act_))}}))
+               .first;
     input = it->second;
   }
   std::vector<int> inputs{input, b_.weight(name + ".weight", wd, {in, out})};
-  for (const auto& aux : storage.aux) inputs.push_back(b_.weight(name + aux.suffix, aux.dtype, aux.shape, false));
+  for (const auto& aux : storage.aux)
+    inputs.push_back(b_.weight(name + aux.suffix, aux.dtype, aux.shape, false));
   std::map<std::string, Attribute> attrs;
   if (a8) attrs["output_dtype"] = int_attr(static_cast<int64_t>(plain_));
   int y = b_.op("MatMul", name, inputs, attrs);
@@ -267,14 +305,19 @@ int Builder::norm(const std::string& name, int x, int64_t dim, std::optional<Nor
   std::map<std::string, Attribute> axis{{"axis", int_attr(-1)}};
   switch (kind.value_or(c_.norm)) {
     case NormKind::rms:
-      return b_.op("SimplifiedLayerNormalization", name, {x, b_.weight(name + ".weight", plain_, {dim})}, axis);
+      return b_.op("SimplifiedLayerNormalization", name,
+                   {x, b_.weight(name + ".weight", plain_, {dim})}, axis);
     case NormKind::l2:  // no learned weight
-      return b_.op("SimplifiedLayerNormalization", name, {x, b_.float_constant(name + ".unit", plain_, 1.0)}, axis);
+      return b_.op("SimplifiedLayerNormalization", name,
+                   {x, b_.float_constant(name + ".unit", plain_, 1.0)}, axis);
     case NormKind::layer:
-      return b_.op("LayerNormalization", name,
-                   {x, b_.weight(name + ".weight", plain_, {dim}), b_.weight(name + ".bias", plain_, {dim})}, axis);
+      return b_.op(
+          "LayerNormalization", name,
+          {x, b_.weight(name + ".weight", plain_, {dim}), b_.weight(name + ".bias", plain_, {dim})},
+          axis);
     case NormKind::layer_no_bias:
-      return b_.op("LayerNormalization", name, {x, b_.weight(name + ".weight", plain_, {dim})}, axis);
+      return b_.op("LayerNormalization", name, {x, b_.weight(name + ".weight", plain_, {dim})},
+                   axis);
   }
   return x;
 }
@@ -285,26 +328,40 @@ int Builder::all_reduce(const std::string& name, int x) {
 }
 
 // The MLP's nonlinearity on x, as the framework computes it.
-int Builder::activation(const std::string& name, const std::string& act, int x, const std::string& module) {
+int Builder::activation(const std::string& name, const std::string& act, int x,
+                        const std::string& module) {
   if (act == "silu" || act == "swish") return b_.op("Swish", name, {x});
-  if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast" || act == "gelu_python_tanh")
+  if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast" ||
+      act == "gelu_python_tanh")
     return b_.op("Gelu", name, {x}, {{"approximate", string_attr("tanh")}});
   if (act == "gelu" || act == "gelu_python") return b_.op("Gelu", name, {x});
   if (act == "quick_gelu")  // CLIP: x * sigmoid(1.702 x)
-    return b_.op("Mul", name, {x, b_.op("Sigmoid", name + ".sigmoid", {scale(name + ".scale", x, 1.702)})});
+    return b_.op("Mul", name,
+                 {x, b_.op("Sigmoid", name + ".sigmoid", {scale(name + ".scale", x, 1.702)})});
   if (act == "relu") return b_.op("Relu", name, {x});
   if (act == "relu2") {  // Nemotron: relu(x)^2
     int r = b_.op("Relu", name, {x});
     return b_.op("Mul", name + ".square", {r, r});
   }
-  if (act == "xielu") {  // Apertus: x > 0 ? a_p x^2 + b x : a_n (exp(x) - 1 - x) + b x, two learned scalars
-    int positive = b_.op("Mul", name + ".positive", {b_.op("Mul", name + ".square", {x, x}), b_.weight(module + ".act_fn.alpha_p", plain_, {1})});
-    int negative = b_.op("Mul", name + ".negative", {b_.op("Exp", name + ".exp", {x}), b_.weight(module + ".act_fn.alpha_n", plain_, {1})});
-    int chosen = b_.op("Where", name, {b_.op("Greater", name + ".is_positive", {x, b_.float_constant(name + ".zero", plain_, 0)}), positive, negative});
+  if (act == "xielu") {  // Apertus: x > 0 ? a_p x^2 + b x : a_n (exp(x) - 1 - x) + b x, two learned
+                         // scalars
+    int positive = b_.op("Mul", name + ".positive",
+                         {b_.op("Mul", name + ".square", {x, x}),
+                          b_.weight(module + ".act_fn.alpha_p", plain_, {1})});
+    int negative = b_.op(
+        "Mul", name + ".negative",
+        {b_.op("Exp", name + ".exp", {x}), b_.weight(module + ".act_fn.alpha_n", plain_, {1})});
+    int chosen = b_.op(
+        "Where", name,
+        {b_.op("Greater", name + ".is_positive", {x, b_.float_constant(name + ".zero", plain_, 0)}),
+         positive, negative});
     return b_.op("Add", name + ".linear", {chosen, scale(name + ".beta", x, 0.5)});
   }
-  throw InputError(fmt::format("{}: activation '{}' is not one rooflens lowers (silu, gelu, gelu_new, gelu_pytorch_tanh, quick_gelu, relu, "
-                               "relu2, xielu)", c_.path, act));
+  throw InputError(
+      fmt::format("{}: activation '{}' is not one rooflens lowers (silu, gelu, gelu_new, "
+                  "gelu_pytorch_tanh, quick_gelu, relu, "
+                  "relu2, xielu)",
+                  c_.path, act));
 }
 
 }  // namespace lowering
@@ -330,10 +387,13 @@ int64_t attention_token_bytes(const TransformerConfig& c, const LoweringOptions&
 // SSM state (fp32, as transformers keeps it); linear attention's d x d state per head.
 int64_t state_bytes(const TransformerConfig& c, const LoweringOptions& o, const LayerSpec& l) {
   if (l.mixer == MixerKind::mamba)
-    return checked_add(storage_bytes(o.activations, checked_mul(c.ssm_inner, c.ssm_conv, "conv state")),
-                       storage_bytes(DType::f32, checked_mul(c.ssm_inner, c.ssm_state, "SSM state")));
+    return checked_add(
+        storage_bytes(o.activations, checked_mul(c.ssm_inner, c.ssm_conv, "conv state")),
+        storage_bytes(DType::f32, checked_mul(c.ssm_inner, c.ssm_state, "SSM state")));
   if (l.mixer == MixerKind::linear_attention)
-    return storage_bytes(o.activations, checked_mul(c.heads / o.tp, checked_mul(c.head_dim, c.head_dim), "linear attention state"));
+    return storage_bytes(
+        o.activations,
+        checked_mul(c.heads / o.tp, checked_mul(c.head_dim, c.head_dim), "linear attention state"));
   return 0;
 }
 
@@ -352,13 +412,17 @@ int64_t kv_cache_bytes(const TransformerConfig& c, const LoweringOptions& o, int
   int64_t token_bytes = attention_token_bytes(c, o), total = 0;
   for (int64_t i = 0; i < c.layers; ++i) {
     const LayerSpec& l = c.layer_specs[static_cast<size_t>(i)];
-    int64_t b = l.mixer == MixerKind::attention ? checked_mul(cached_tokens(c, i, tokens), token_bytes, "KV cache size")
-                                                : state_bytes(c, o, l);
+    int64_t b = l.mixer == MixerKind::attention
+                    ? checked_mul(cached_tokens(c, i, tokens), token_bytes, "KV cache size")
+                    : state_bytes(c, o, l);
     total = checked_add(total, b, "KV cache size");
   }
   if (c.encdec) {  // each decoder layer also caches the encoder's K/V for its cross-attention
     int64_t source = c.encdec->source_tokens(o.seq);
-    total = checked_add(total, checked_mul(checked_mul(source, token_bytes, "KV cache size"), c.layers, "KV cache size"), "KV cache size");
+    total = checked_add(
+        total,
+        checked_mul(checked_mul(source, token_bytes, "KV cache size"), c.layers, "KV cache size"),
+        "KV cache size");
   }
   return total;
 }
@@ -388,28 +452,41 @@ void validate_lowering(const TransformerConfig& c, const LoweringOptions& o) {
   need(o.phase == Phase::decode || o.seq > 0, "--seq must be positive");
   need(o.context >= 0, "--context must not be negative");
   need(o.tp >= 1, "--tp must be at least 1");
-  need(!c.encdec || o.tp == 1, fmt::format("--tp over an encoder-decoder ({}) is not modelled", c.model_type));
+  need(!c.encdec || o.tp == 1,
+       fmt::format("--tp over an encoder-decoder ({}) is not modelled", c.model_type));
   need(!c.encdec || o.phase == Phase::decode || o.seq > 0, "--seq must be positive");
-  need(c.causal || o.phase == Phase::prefill, fmt::format("{} is an encoder: only --phase prefill applies", c.model_type));
+  need(c.causal || o.phase == Phase::prefill,
+       fmt::format("{} is an encoder: only --phase prefill applies", c.model_type));
   need(!c.vision || o.seq == c.vision->tokens(),
-       fmt::format("the vision tower takes {} tokens an image (its patches), not --seq {}", c.vision ? c.vision->tokens() : 0, o.seq));
+       fmt::format("the vision tower takes {} tokens an image (its patches), not --seq {}",
+                   c.vision ? c.vision->tokens() : 0, o.seq));
   if (o.tp > 1) {
     need(!c.any_layer(MixerKind::mamba) && !c.any_layer(MixerKind::linear_attention),
          "--tp over Mamba or linear-attention layers is not modelled");
-    need(c.heads % o.tp == 0, fmt::format("--tp {} does not divide num_attention_heads {}", o.tp, c.heads));
+    need(c.heads % o.tp == 0,
+         fmt::format("--tp {} does not divide num_attention_heads {}", o.tp, c.heads));
     need(c.kv_heads % o.tp == 0 || o.tp % c.kv_heads == 0,
-         fmt::format("--tp {} neither divides nor is a multiple of num_key_value_heads {}", o.tp, c.kv_heads));
-    need(c.intermediate % o.tp == 0, fmt::format("--tp {} does not divide intermediate_size {}", o.tp, c.intermediate));
-    need(c.moe_intermediate % o.tp == 0, fmt::format("--tp {} does not divide moe_intermediate_size {}", o.tp, c.moe_intermediate));
-    need(c.shared_intermediate % o.tp == 0, fmt::format("--tp {} does not divide the shared experts' width {}", o.tp, c.shared_intermediate));
-    need(c.dense_intermediate % o.tp == 0, fmt::format("--tp {} does not divide the dense layers' width {}", o.tp, c.dense_intermediate));
+         fmt::format("--tp {} neither divides nor is a multiple of num_key_value_heads {}", o.tp,
+                     c.kv_heads));
+    need(c.intermediate % o.tp == 0,
+         fmt::format("--tp {} does not divide intermediate_size {}", o.tp, c.intermediate));
+    need(c.moe_intermediate % o.tp == 0,
+         fmt::format("--tp {} does not divide moe_intermediate_size {}", o.tp, c.moe_intermediate));
+    need(c.shared_intermediate % o.tp == 0,
+         fmt::format("--tp {} does not divide the shared experts' width {}", o.tp,
+                     c.shared_intermediate));
+    need(c.dense_intermediate % o.tp == 0,
+         fmt::format("--tp {} does not divide the dense layers' width {}", o.tp,
+                     c.dense_intermediate));
   }
   need(o.group_size > 0, "--group-size must be positive");
-  need(is_float(o.activations) || o.activations == DType::i8, "--activations must be a float type or int8");
+  need(is_float(o.activations) || o.activations == DType::i8,
+       "--activations must be a float type or int8");
   need(is_float(o.kv) || o.kv == DType::i8, "--kv-dtype must be a float type or int8");
-  int64_t rows = checked_mul(o.batch, o.phase == Phase::prefill ? o.seq : o.context + 1, "batch x tokens");
-  checked_mul(checked_mul(rows, std::max({c.vocab, c.intermediate, c.hidden}), "activation size"), std::max<int64_t>(c.heads, 1),
-              "activation size");
+  int64_t rows =
+      checked_mul(o.batch, o.phase == Phase::prefill ? o.seq : o.context + 1, "batch x tokens");
+  checked_mul(checked_mul(rows, std::max({c.vocab, c.intermediate, c.hidden}), "activation size"),
+              std::max<int64_t>(c.heads, 1), "activation size");
 }
 
 LoweredModel lower_transformer(const TransformerConfig& c, const LoweringOptions& o) {

@@ -35,7 +35,7 @@ struct LoweringOptions {
 
 struct LoweredModel {
   Graph graph;
-  std::vector<int> layer_of_node;                   // per node: decoder layer, -1 outside layers
+  std::vector<int> layer_of_node;                    // per node: decoder layer, -1 outside layers
   std::vector<std::pair<int, size_t>> cache_inputs;  // past K/V inputs and their length axis
 };
 

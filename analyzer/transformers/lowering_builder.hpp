@@ -28,34 +28,37 @@ class Builder {
   int patch_embeddings();
   int head(int x);
   int layer(int64_t i, int x);
-  int mixer(int64_t i, const std::string& p, int h);  // attention, linear attention or Mamba, all-reduced
-  int ffn(int64_t i, const std::string& p, int h);    // MLP or experts, all-reduced
+  int mixer(int64_t i, const std::string& p,
+            int h);  // attention, linear attention or Mamba, all-reduced
+  int ffn(int64_t i, const std::string& p, int h);  // MLP or experts, all-reduced
 
   // ---- building blocks (lowering.cpp) ----
-  int linear(const std::string& name, int x, int64_t in, int64_t out, bool bias, bool quantizable = true);
+  int linear(const std::string& name, int x, int64_t in, int64_t out, bool bias,
+             bool quantizable = true);
   int norm(const std::string& name, int x, int64_t dim, std::optional<NormKind> kind = {});
   int all_reduce(const std::string& name, int x);
   int reshape(const std::string& name, int x, Shape to);
   int scale(const std::string& name, int x, double factor);
   std::vector<int> split(const std::string& name, int x, std::vector<int64_t> sizes, int64_t axis);
   int activation(const std::string& name, const std::string& act, int x, const std::string& module);
-  int cache_input(const std::string& name, DType dtype, Shape shape, std::optional<size_t> length_axis);
+  int cache_input(const std::string& name, DType dtype, Shape shape,
+                  std::optional<size_t> length_axis);
 
   // ---- attention (lowering_attention.cpp) ----
   int self_attention(int64_t i, const std::string& p, int h);
   int latent_attention(int64_t i, const std::string& p, int h);
   int linear_attention(int64_t i, const std::string& p, int h);
-  int attention_core(int64_t i, const std::string& p, int q, int k, int v, int64_t hq, int64_t hkv, int64_t dqk,
-                     int64_t dv, bool kv_shared = false);
-  int naive_attention(int64_t i, const std::string& p, int q, int k, int v, int64_t hq, int64_t hkv, int64_t dqk, int64_t dv,
-                      int64_t kv_tokens = -1);
+  int attention_core(int64_t i, const std::string& p, int q, int k, int v, int64_t hq, int64_t hkv,
+                     int64_t dqk, int64_t dv, bool kv_shared = false);
+  int naive_attention(int64_t i, const std::string& p, int q, int k, int v, int64_t hq, int64_t hkv,
+                      int64_t dqk, int64_t dv, int64_t kv_tokens = -1);
   int rope(const std::string& name, int x, int64_t heads, int64_t rot_dim);
   int qk_norm(const std::string& name, int x, int64_t heads);
 
   // ---- feed-forward (lowering_mlp.cpp) ----
   int dense_mlp(const std::string& p, int h, int64_t inter);
-  int gated_mlp(const std::string& gate, const std::string& up, const std::string& down, const std::string& module,
-                int h, int64_t inter, bool bias);
+  int gated_mlp(const std::string& gate, const std::string& up, const std::string& down,
+                const std::string& module, int h, int64_t inter, bool bias);
   int experts(const std::string& p, int h);
 
   // ---- state space (lowering_ssm.cpp) ----
@@ -68,8 +71,10 @@ class Builder {
   int embed_tokens(const Stack& s, int64_t tokens);
   int relative_bias(const Stack& s, int64_t q_len, int64_t k_len);
   int encdec_layer(const Stack& s, int64_t i, int x, int memory, int bias);
-  int encdec_attention(const Stack& s, const std::string& a, int h, bool cross, int memory, int bias);
-  int encdec_core(const Stack& s, const std::string& a, int q, int k, int v, int64_t new_kv, int64_t cached, int bias);
+  int encdec_attention(const Stack& s, const std::string& a, int h, bool cross, int memory,
+                       int bias);
+  int encdec_core(const Stack& s, const std::string& a, int q, int k, int v, int64_t new_kv,
+                  int64_t cached, int bias);
   int encdec_mlp(const Stack& s, const std::string& p, int h);
   int64_t source_ = 0;  // tokens the encoder runs over
 

@@ -11,14 +11,19 @@ int Builder::mamba_mixer(int64_t, const std::string& p, int h) {
   std::string m = at(p, c_.names.mixer);
   int64_t inner = c_.ssm_inner, n = c_.ssm_state, rank = c_.ssm_dt_rank, k = c_.ssm_conv;
   bool decode = o_.phase == Phase::decode;
-  auto parts = split(m + ".in_split", linear(m + ".in_proj", h, c_.hidden, 2 * inner, c_.ssm_proj_bias), {inner, inner}, 2);
+  auto parts =
+      split(m + ".in_split", linear(m + ".in_proj", h, c_.hidden, 2 * inner, c_.ssm_proj_bias),
+            {inner, inner}, 2);
   int x = parts[0], z = parts[1];
   // Decode: the conv's window of past inputs and the SSM state are the layer's cache.
   int conv_state = decode ? cache_input(m + ".conv_state", act_, {B_, inner, k}, std::nullopt) : -1;
   std::vector<int> conv_in{x, b_.weight(m + ".conv1d.weight", plain_, {inner, k}),
-                           c_.ssm_conv_bias ? b_.weight(m + ".conv1d.bias", plain_, {inner}) : -1, conv_state};
-  x = b_.op("CausalConv1d", m + ".conv1d", conv_in, {{"activation", string_attr("silu")}}, "rooflens");
-  auto proj = split(m + ".x_split", linear(m + ".x_proj", x, inner, rank + 2 * n, false), {rank, n, n}, 2);
+                           c_.ssm_conv_bias ? b_.weight(m + ".conv1d.bias", plain_, {inner}) : -1,
+                           conv_state};
+  x = b_.op("CausalConv1d", m + ".conv1d", conv_in, {{"activation", string_attr("silu")}},
+            "rooflens");
+  auto proj =
+      split(m + ".x_split", linear(m + ".x_proj", x, inner, rank + 2 * n, false), {rank, n, n}, 2);
   int dt = proj[0], bmat = proj[1], cmat = proj[2];
   if (c_.ssm_norms) {
     dt = norm(m + ".dt_layernorm", dt, rank, NormKind::rms);
@@ -28,9 +33,11 @@ int Builder::mamba_mixer(int64_t, const std::string& p, int h) {
   dt = linear(m + ".dt_proj", dt, rank, inner, true);
   int state = decode ? cache_input(m + ".ssm_state", DType::f32, {B_, inner, n}, std::nullopt) : -1;
   int y = b_.op("SelectiveScan", m + ".selective_scan",
-                {x, dt, b_.weight(m + ".A_log", plain_, {inner, n}), bmat, cmat, b_.weight(m + ".D", plain_, {inner}), z, state},
+                {x, dt, b_.weight(m + ".A_log", plain_, {inner, n}), bmat, cmat,
+                 b_.weight(m + ".D", plain_, {inner}), z, state},
                 {}, "rooflens");
-  return all_reduce(m + ".all_reduce", linear(m + ".out_proj", y, inner, c_.hidden, c_.ssm_proj_bias));
+  return all_reduce(m + ".all_reduce",
+                    linear(m + ".out_proj", y, inner, c_.hidden, c_.ssm_proj_bias));
 }
 
 }  // namespace rooflens::lowering

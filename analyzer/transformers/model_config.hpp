@@ -41,14 +41,18 @@ struct LayerSpec {
 // Module names as the framework prints them; "" where the model has no such module. Model-level
 // names are absolute; per-layer names are relative to "<layers>.<i>".
 struct ModuleNames {
-  std::string embed = "model.embed_tokens", positions, embed_norm, layers = "model.layers", final_norm = "model.norm",
-              lm_head = "lm_head", project_in, project_out;
+  std::string embed = "model.embed_tokens", positions, embed_norm, layers = "model.layers",
+              final_norm = "model.norm", lm_head = "lm_head", project_in, project_out;
   std::string attn = "self_attn";  // the attention module: its core, rope and all-reduce nodes
-  std::string q = "self_attn.q_proj", k = "self_attn.k_proj", v = "self_attn.v_proj", o = "self_attn.o_proj", qkv;
+  std::string q = "self_attn.q_proj", k = "self_attn.k_proj", v = "self_attn.v_proj",
+              o = "self_attn.o_proj", qkv;
   std::string q_norm = "self_attn.q_norm", k_norm = "self_attn.k_norm";
-  std::string mlp = "mlp", gate = "mlp.gate_proj", up = "mlp.up_proj", down = "mlp.down_proj", gate_up;
-  std::string norm_attn = "input_layernorm", norm_mlp = "post_attention_layernorm", post_attn_norm, post_mlp_norm;
-  std::string moe = "mlp", router = "mlp.gate", experts = "mlp.experts", shared = "mlp.shared_experts", shared_gate;
+  std::string mlp = "mlp", gate = "mlp.gate_proj", up = "mlp.up_proj", down = "mlp.down_proj",
+              gate_up;
+  std::string norm_attn = "input_layernorm", norm_mlp = "post_attention_layernorm", post_attn_norm,
+              post_mlp_norm;
+  std::string moe = "mlp", router = "mlp.gate", experts = "mlp.experts",
+              shared = "mlp.shared_experts", shared_gate;
   std::string mixer = "mixer";
 };
 
@@ -76,35 +80,41 @@ struct EncoderDecoderSpec {
   EncoderDecoderKind kind = EncoderDecoderKind::t5;
   int64_t encoder_layers = 0, encoder_heads = 0, encoder_head_dim = 0, encoder_intermediate = 0;
   int64_t relative_buckets = 0, relative_max_distance = 0;  // T5: the relative position bias table
-  int64_t source_positions = 0;  // BART's learned source table; Whisper's 1500 positions after the stem
-  int64_t mel_bins = 0;          // Whisper: log-mel channels of its input
+  int64_t source_positions =
+      0;                 // BART's learned source table; Whisper's 1500 positions after the stem
+  int64_t mel_bins = 0;  // Whisper: log-mel channels of its input
   static constexpr int64_t kWhisperFrames = 3000;  // 30 s of audio at 100 frames/s
   // Source tokens the encoder runs over: Whisper's are fixed by its stem, the others' are --seq.
-  int64_t source_tokens(int64_t seq) const { return kind == EncoderDecoderKind::whisper ? source_positions : seq; }
+  int64_t source_tokens(int64_t seq) const {
+    return kind == EncoderDecoderKind::whisper ? source_positions : seq;
+  }
 };
 
 struct TransformerConfig {
   std::string path;
   std::string model_type;
-  std::optional<VisionSpec> vision;  // --part vision: the tower; the lowering's tokens are its patches
+  std::optional<VisionSpec>
+      vision;  // --part vision: the tower; the lowering's tokens are its patches
   std::optional<EncoderDecoderSpec> encdec;  // set: the dims below are the decoder's
-  bool verified = true;      // model_type is in the family table; false: generic decoder lowering
-  std::string dtype;         // "bfloat16" etc. from dtype/torch_dtype, "" if absent
+  bool verified = true;  // model_type is in the family table; false: generic decoder lowering
+  std::string dtype;     // "bfloat16" etc. from dtype/torch_dtype, "" if absent
   ModuleNames names;
 
-  int64_t vocab = 0, hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, intermediate = 0;
-  int64_t max_positions = 0;       // max_position_embeddings; 0: the config states none
-  int64_t rope_stated_limit = 0;   // rope scaling factor x original_max_position_embeddings, 0: none
+  int64_t vocab = 0, hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0,
+          intermediate = 0;
+  int64_t max_positions = 0;      // max_position_embeddings; 0: the config states none
+  int64_t rope_stated_limit = 0;  // rope scaling factor x original_max_position_embeddings, 0: none
   bool tie_embeddings = false;
-  bool causal = true;              // false for encoders
+  bool causal = true;  // false for encoders
 
   // Attention.
   bool qkv_bias = false, o_bias = false;
   NormKind qk_norm_kind = NormKind::rms;
   bool qk_norm = false;
-  bool qk_norm_full_width = false;  // one weight per head and dim (OLMo 2, Cohere, StableLM), else per dim
+  bool qk_norm_full_width =
+      false;  // one weight per head and dim (OLMo 2, Cohere, StableLM), else per dim
   bool qk_norm_across_heads = false;  // one norm over all heads' dims at once (OLMo 2, OLMoE)
-  int64_t rotary_dim = 0;           // dims of each head that RoPE rotates (partial rotary)
+  int64_t rotary_dim = 0;             // dims of each head that RoPE rotates (partial rotary)
   PositionKind positions = PositionKind::rope;
   int64_t position_offset = 0;      // rows of a learned table before position 0 (OPT: 2)
   double attn_softcap = 0;          // tanh soft-capping of the scores (Gemma 2)
@@ -115,19 +125,19 @@ struct TransformerConfig {
   // Block.
   BlockKind block = BlockKind::pre_norm;
   NormKind norm = NormKind::rms;
-  int parallel_norms = 1;           // parallel blocks: one shared norm or two
+  int parallel_norms = 1;  // parallel blocks: one shared norm or two
   bool gated_mlp = true;
   std::string activation = "silu";
   bool mlp_bias = false;
-  double embed_scale = 0;           // Gemma's sqrt(hidden), Granite's embedding_multiplier; 0: none
-  double residual_scale = 0;        // Granite's residual_multiplier; 0: none
-  bool residual_factors = false;    // MiniMax alpha/beta on both residual terms
-  double logits_scale = 0;          // Cohere logit_scale, Granite 1/logits_scaling; 0: none
-  double final_softcap = 0;         // Gemma 2
+  double embed_scale = 0;         // Gemma's sqrt(hidden), Granite's embedding_multiplier; 0: none
+  double residual_scale = 0;      // Granite's residual_multiplier; 0: none
+  bool residual_factors = false;  // MiniMax alpha/beta on both residual terms
+  double logits_scale = 0;        // Cohere logit_scale, Granite 1/logits_scaling; 0: none
+  double final_softcap = 0;       // Gemma 2
   bool lm_head_bias = false;
-  int64_t embed_proj = 0;           // OPT word_embed_proj_dim when it differs from hidden
-  int64_t type_vocab = 0;           // bert token types
-  bool pooler = false;              // bert
+  int64_t embed_proj = 0;  // OPT word_embed_proj_dim when it differs from hidden
+  int64_t type_vocab = 0;  // bert token types
+  bool pooler = false;     // bert
   bool final_norm = true;
   // Dropout in training (torch's nn.Dropout keeps a 1-byte mask per element for the backward):
   // after the embeddings, on the attention probabilities (fused kernels keep only an RNG state),
@@ -137,7 +147,8 @@ struct TransformerConfig {
   // Mixture of experts.
   int64_t experts = 0, experts_per_token = 0, moe_intermediate = 0, shared_experts = 0;
   int64_t shared_intermediate = 0;  // all shared experts together
-  int64_t dense_intermediate = 0;   // dense layers' FFN when it differs (Llama 4 intermediate_size_mlp)
+  int64_t dense_intermediate =
+      0;  // dense layers' FFN when it differs (Llama 4 intermediate_size_mlp)
   bool shared_expert_gate = false;  // Qwen2-MoE: sigmoid(Linear(h, 1)) scales the shared expert
   bool sigmoid_router = false;      // DeepSeek-V3, Llama 4 score experts with a sigmoid
   bool router_bias = false, expert_bias = false;
@@ -154,8 +165,8 @@ struct TransformerConfig {
   std::vector<LayerSpec> layer_specs;  // one per layer
   std::optional<QuantizationSpec> quantization;
   std::optional<CheckpointIndex> checkpoint;  // a model directory with a safetensors index
-  std::vector<std::string> warnings;   // one line each: unknown keys, generic lowering
-  bool has_unknown_keys = false;       // --strict refuses
+  std::vector<std::string> warnings;          // one line each: unknown keys, generic lowering
+  bool has_unknown_keys = false;              // --strict refuses
 
   bool mla() const { return kv_lora_rank > 0; }
   bool is_moe_layer(int64_t layer) const { return layer_specs.at(static_cast<size_t>(layer)).moe; }

@@ -6,9 +6,9 @@
 #include <map>
 
 #include "analyzer/core/checked.hpp"
-#include "analyzer/transformers/config_reader.hpp"
 #include "analyzer/core/errors.hpp"
 #include "analyzer/core/limits.hpp"
+#include "analyzer/transformers/config_reader.hpp"
 #include "analyzer/transformers/families.hpp"
 
 namespace rooflens {

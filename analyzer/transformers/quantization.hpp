@@ -2,15 +2,14 @@
 // quantization_config read into a QuantizationSpec, and what one quantized weight matrix stores:
 // the packed weights and the tensors beside them (scales, zero points, group indices), each in
 // its own dtype, so weight bytes come out as the checkpoint holds them.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "analyzer/transformers/config_reader.hpp"
 #include "analyzer/core/dtype.hpp"
-#include "analyzer/transformers/quantization_spec.hpp"
 #include "analyzer/core/value.hpp"
+#include "analyzer/transformers/config_reader.hpp"
+#include "analyzer/transformers/quantization_spec.hpp"
 
 namespace rooflens {
 

@@ -21,7 +21,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Seconds of the nominal point, or NaN when it cannot run here (no kernel, out of memory).
-double time_point(LayerTimer& timer, const std::string& table, const std::vector<double>& x, int samples) {
+double time_point(LayerTimer& timer, const std::string& table, const std::vector<double>& x,
+                  int samples) {
   try {
     replay::GridPlan g = replay::plan_for_grid_point(table, x);
     return timer.time(g.plan, samples).cold_s * g.scale;
@@ -54,8 +55,11 @@ void for_each_point(const TableGrid& g, F&& f) {
 // 16, rows to whole vectors, KV heads to sequences of 8; alignment classes, head dims and groups
 // drawn from the grid's own values.
 double round_as_layers_do(const std::string& axis, double v) {
-  double step = axis == "n" || axis == "k" ? 128 : axis == "out" || axis == "in" || axis == "channels" ? 16 : axis == "cols" ? 8
-                : axis == "kv_heads" && v >= 8 ? 8 : 1;
+  double step = axis == "n" || axis == "k"                            ? 128
+                : axis == "out" || axis == "in" || axis == "channels" ? 16
+                : axis == "cols"                                      ? 8
+                : axis == "kv_heads" && v >= 8                        ? 8
+                                                                      : 1;
   return std::max(step, std::round(v / step) * step);
 }
 
@@ -76,8 +80,8 @@ std::vector<double> held_out_point(const TableGrid& g, std::mt19937& rng) {
 
 }  // namespace
 
-PerfDatabase measure_tables(LayerTimer& timer, const Device& device, bool quick, const std::vector<std::string>& only,
-                            std::ostream& progress) {
+PerfDatabase measure_tables(LayerTimer& timer, const Device& device, bool quick,
+                            const std::vector<std::string>& only, std::ostream& progress) {
   PerfDatabase db;
   auto start = Clock::now();
   double budget = quick ? 0.5e-3 : 2e-3;  // seconds per kernel run, estimated from the roofline
@@ -99,7 +103,10 @@ PerfDatabase measure_tables(LayerTimer& timer, const Device& device, bool quick,
       double s = std::numeric_limits<double>::quiet_NaN();
       if (!cut && elapsed() > deadline) {
         cut = true;
-        fmt::print(progress, "calibrate: {:.0f} s deadline reached in {}: the remaining points are left unmeasured\n", deadline, g.key);
+        fmt::print(progress,
+                   "calibrate: {:.0f} s deadline reached in {}: the remaining points are left "
+                   "unmeasured\n",
+                   deadline, g.key);
       }
       if (!cut && grid_point_wanted(g.key, x, device, budget, memory)) {
         s = time_point(timer, g.key, x, samples);
@@ -108,7 +115,8 @@ PerfDatabase measure_tables(LayerTimer& timer, const Device& device, bool quick,
       t.seconds.push_back(s);
       if (++done == total || elapsed() - last_report > 5) {
         last_report = elapsed();
-        fmt::print(progress, "calibrate: {:<26} {:>5}/{} points ({} timed), {:.0f} s\n", g.key, done, total, timed, last_report);
+        fmt::print(progress, "calibrate: {:<26} {:>5}/{} points ({} timed), {:.0f} s\n", g.key,
+                   done, total, timed, last_report);
         progress.flush();
       }
     });
@@ -124,9 +132,12 @@ PerfDatabase measure_tables(LayerTimer& timer, const Device& device, bool quick,
       ++i;
     }
     if (!errors.empty())
-      db.validation[g.key] = {static_cast<int>(errors.size()), quantile(errors, 0.5), quantile(errors, 0.9)};
-    fmt::print(progress, "calibrate: {:<26} held out {} shapes: median error {:.1f}%, p90 {:.1f}%\n", g.key, errors.size(),
-               errors.empty() ? 0.0 : 100 * quantile(errors, 0.5), errors.empty() ? 0.0 : 100 * quantile(errors, 0.9));
+      db.validation[g.key] = {static_cast<int>(errors.size()), quantile(errors, 0.5),
+                              quantile(errors, 0.9)};
+    fmt::print(progress,
+               "calibrate: {:<26} held out {} shapes: median error {:.1f}%, p90 {:.1f}%\n", g.key,
+               errors.size(), errors.empty() ? 0.0 : 100 * quantile(errors, 0.5),
+               errors.empty() ? 0.0 : 100 * quantile(errors, 0.9));
     db.tables[g.key] = std::move(t);
   }
   return db;

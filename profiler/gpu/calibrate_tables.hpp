@@ -10,7 +10,7 @@
 namespace rooflens::profiler {
 
 // `device`: the calibrated roofs so far (to budget the points). Progress lines go to `progress`.
-PerfDatabase measure_tables(LayerTimer& timer, const Device& device, bool quick, const std::vector<std::string>& only,
-                            std::ostream& progress);
+PerfDatabase measure_tables(LayerTimer& timer, const Device& device, bool quick,
+                            const std::vector<std::string>& only, std::ostream& progress);
 
 }  // namespace rooflens::profiler

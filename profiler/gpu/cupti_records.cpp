@@ -73,7 +73,8 @@ void CuptiRecordConverter::take(const CUpti_Activity* r, Trace& t) {
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(r);
-      GpuActivity a{GpuActivity::Kind::memcpy, "memcpy", m->start, m->end, m->correlationId, m->streamId, m->bytes};
+      GpuActivity a{GpuActivity::Kind::memcpy, "memcpy",    m->start, m->end,
+                    m->correlationId,          m->streamId, m->bytes};
       a.device = m->deviceId;
       a.context = m->contextId;
       a.graph_id = m->graphId;
@@ -82,7 +83,8 @@ void CuptiRecordConverter::take(const CUpti_Activity* r, Trace& t) {
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(r);
-      GpuActivity a{GpuActivity::Kind::memset, "memset", m->start, m->end, m->correlationId, m->streamId, m->bytes};
+      GpuActivity a{GpuActivity::Kind::memset, "memset",    m->start, m->end,
+                    m->correlationId,          m->streamId, m->bytes};
       a.device = m->deviceId;
       a.context = m->contextId;
       a.graph_id = m->graphId;
@@ -93,8 +95,10 @@ void CuptiRecordConverter::take(const CUpti_Activity* r, Trace& t) {
     case CUPTI_ACTIVITY_KIND_DRIVER: {
       auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(r);
       CUpti_CallbackId cbid = a->cbid;
-      auto domain = r->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
-      t.api_calls.push_back({cupti_api_name(domain, cbid), a->start, a->end, a->correlationId, a->processId, a->threadId});
+      auto domain = r->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? CUPTI_CB_DOMAIN_RUNTIME_API
+                                                           : CUPTI_CB_DOMAIN_DRIVER_API;
+      t.api_calls.push_back({cupti_api_name(domain, cbid), a->start, a->end, a->correlationId,
+                             a->processId, a->threadId});
       break;
     }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
@@ -111,7 +115,8 @@ void CuptiRecordConverter::take(const CUpti_Activity* r, Trace& t) {
       t.devices.push_back({id, d->name ? d->name : "?"});
       break;
     }
-    default: break;
+    default:
+      break;
   }
 }
 

@@ -1,7 +1,5 @@
 #include "profiler/gpu/cupti_session.hpp"
 
-#include "profiler/gpu/cupti_records.hpp"
-
 #include <cupti.h>
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -10,6 +8,8 @@
 #include <cstring>
 #include <mutex>
 #include <vector>
+
+#include "profiler/gpu/cupti_records.hpp"
 
 namespace rooflens::profiler {
 
@@ -41,13 +41,15 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   *size = kBufferBytes;
 }
 
-void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size, size_t valid) {
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size,
+                               size_t valid) {
   std::lock_guard<std::mutex> lock(g_shared->mutex);
   CUpti_Activity* record = nullptr;
   while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS)
     g_shared->converter.take(record, g_shared->pending);
   size_t dropped = 0;
-  if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS) g_shared->pending.dropped += dropped;
+  if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS)
+    g_shared->pending.dropped += dropped;
   if (buffer) g_shared->free_buffers.push_back(buffer);
   (void)size;
 }
@@ -81,7 +83,9 @@ CuptiSession::CuptiSession() : impl_(std::make_unique<Impl>()) {
   CUptiResult r = cuptiSubscribe(&s.subscriber, no_callback, nullptr);
   if (r != CUPTI_SUCCESS) {
     s.subscriber = nullptr;
-    s.failure = fmt::format("CUPTI subscribe failed: {} (another profiler, e.g. nsys or ncu, owns CUPTI)", cupti_error(r));
+    s.failure =
+        fmt::format("CUPTI subscribe failed: {} (another profiler, e.g. nsys or ncu, owns CUPTI)",
+                    cupti_error(r));
     return;
   }
   g_shared = &s.shared;
@@ -91,11 +95,13 @@ CuptiSession::CuptiSession() : impl_(std::make_unique<Impl>()) {
     return;
   }
   std::vector<CUpti_ActivityKind> kinds(std::begin(kTimelineKinds), std::end(kTimelineKinds));
-  kinds.push_back(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);  // the harness pushes an id around each layer
+  kinds.push_back(
+      CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);  // the harness pushes an id around each layer
   for (CUpti_ActivityKind k : kinds) {
     r = cuptiActivityEnable(k);
     if (r != CUPTI_SUCCESS) {
-      s.failure = fmt::format("CUPTI activity kind {} refused: {}", static_cast<int>(k), cupti_error(r));
+      s.failure =
+          fmt::format("CUPTI activity kind {} refused: {}", static_cast<int>(k), cupti_error(r));
       return;
     }
     s.enabled.push_back(k);
@@ -114,8 +120,12 @@ CuptiSession::~CuptiSession() {
   }
 }
 
-bool CuptiSession::ok() const { return impl_->ok; }
-const std::string& CuptiSession::failure() const { return impl_->failure; }
+bool CuptiSession::ok() const {
+  return impl_->ok;
+}
+const std::string& CuptiSession::failure() const {
+  return impl_->failure;
+}
 
 Trace CuptiSession::flush() {
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -126,12 +136,14 @@ Trace CuptiSession::flush() {
 }
 
 void CuptiSession::push_external(uint64_t id) {
-  if (impl_->ok) cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+  if (impl_->ok)
+    cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
 }
 
 void CuptiSession::pop_external() {
   uint64_t last = 0;
-  if (impl_->ok) cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+  if (impl_->ok)
+    cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 }
 
 }  // namespace rooflens::profiler

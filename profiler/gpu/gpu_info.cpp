@@ -1,15 +1,16 @@
 #include "profiler/gpu/gpu_info.hpp"
 
 #include <cuda_runtime.h>
-#include <algorithm>
 #include <fmt/format.h>
 
-#include "analyzer/core/errors.hpp"
+#include <algorithm>
+
 #include "analyzer/analysis/measurement.hpp"
+#include "analyzer/core/errors.hpp"
 #include "kernels/calibrate_kernels.hpp"
 #include "kernels/cuda_check.hpp"
-#include "profiler/timeline/attribution.hpp"
 #include "profiler/gpu/cupti_session.hpp"
+#include "profiler/timeline/attribution.hpp"
 
 namespace rooflens::profiler {
 
@@ -17,12 +18,16 @@ GpuInfo query_gpu() {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e == cudaErrorInsufficientDriver)
-    throw InputError("no NVIDIA driver here, or one older than this CUDA runtime needs (`rooflens analyze` works without a GPU)");
+    throw InputError(
+        "no NVIDIA driver here, or one older than this CUDA runtime needs (`rooflens analyze` "
+        "works without a GPU)");
   if (e != cudaSuccess || count == 0)
-    throw InputError(fmt::format("no CUDA device: {} (`rooflens analyze` works without one)",
-                                 e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports none"));
+    throw InputError(
+        fmt::format("no CUDA device: {} (`rooflens analyze` works without one)",
+                    e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports none"));
   int device = 0;
-  ROOFLENS_CUDA_CHECK(cudaGetDevice(&device));  // the one this thread runs on (profile --tp: its rank's)
+  ROOFLENS_CUDA_CHECK(
+      cudaGetDevice(&device));  // the one this thread runs on (profile --tp: its rank's)
   cudaDeviceProp p{};
   ROOFLENS_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
   GpuInfo g;
@@ -44,7 +49,8 @@ double measure_sm_clock_mhz() {
   return host[1] ? static_cast<double>(host[0]) / static_cast<double>(host[1]) * 1e3 : 0;
 }
 
-double event_time_median(const std::function<void(cudaStream_t)>& fn, int reps, cudaStream_t s, const std::function<void()>& before) {
+double event_time_median(const std::function<void(cudaStream_t)>& fn, int reps, cudaStream_t s,
+                         const std::function<void()>& before) {
   cudaEvent_t a, b;
   ROOFLENS_CUDA_CHECK(cudaEventCreate(&a));
   ROOFLENS_CUDA_CHECK(cudaEventCreate(&b));
@@ -65,8 +71,8 @@ double event_time_median(const std::function<void(cudaStream_t)>& fn, int reps, 
   return summarize_samples(t).median;
 }
 
-double cupti_time_median(CuptiSession& cupti, const std::function<void()>& fn, int reps, cudaStream_t s,
-                         const std::function<void()>& before, int batch) {
+double cupti_time_median(CuptiSession& cupti, const std::function<void()>& fn, int reps,
+                         cudaStream_t s, const std::function<void()>& before, int batch) {
   fn();  // warm-up: module load, cuBLASLt kernel choice
   ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(s));
   cupti.flush();
@@ -83,14 +89,18 @@ double cupti_time_median(CuptiSession& cupti, const std::function<void()>& fn, i
   return summarize_samples(d).median;
 }
 
-kernels::CandidateTimer candidate_timer(const L2Flush* flush, cudaStream_t s, int runs, CuptiSession* cupti) {
+kernels::CandidateTimer candidate_timer(const L2Flush* flush, cudaStream_t s, int runs,
+                                        CuptiSession* cupti) {
   std::function<void()> before;
   if (flush) before = [flush, s] { flush->run(s); };
   if (cupti && cupti->ok())
     return [=](const std::function<void(cudaStream_t)>& launch) {
-      return cupti_time_median(*cupti, [&] { launch(s); }, runs, s, before, runs);
+      return cupti_time_median(
+          *cupti, [&] { launch(s); }, runs, s, before, runs);
     };
-  return [=](const std::function<void(cudaStream_t)>& launch) { return event_time_median(launch, runs, s, before); };
+  return [=](const std::function<void(cudaStream_t)>& launch) {
+    return event_time_median(launch, runs, s, before);
+  };
 }
 
 int64_t free_device_memory() {
@@ -100,12 +110,15 @@ int64_t free_device_memory() {
 }
 
 L2Flush::L2Flush(int64_t l2_bytes, int sm_count)
-    : buffer_(static_cast<size_t>(std::max<int64_t>(2 * l2_bytes, 8 << 20))), sink_(16), sm_count_(sm_count) {
+    : buffer_(static_cast<size_t>(std::max<int64_t>(2 * l2_bytes, 8 << 20))),
+      sink_(16),
+      sm_count_(sm_count) {
   ROOFLENS_CUDA_CHECK(cudaMemset(buffer_.get(), 0, buffer_.bytes()));
 }
 
 void L2Flush::run(cudaStream_t s) const {
-  kernels::stream_read(buffer_.get(), static_cast<int64_t>(buffer_.bytes()), 1, static_cast<float*>(sink_.get()), sm_count_, s);
+  kernels::stream_read(buffer_.get(), static_cast<int64_t>(buffer_.bytes()), 1,
+                       static_cast<float*>(sink_.get()), sm_count_, s);
 }
 
 }  // namespace rooflens::profiler

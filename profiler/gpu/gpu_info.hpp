@@ -48,8 +48,8 @@ class CuptiSession;
 // Median seconds of `reps` runs of the summed GPU duration (CUPTI) of what `fn` launches on `s`,
 // after one untimed run. `before` runs outside each measured range (an L2 flush); the host syncs
 // every `batch` runs. Records already in the session are dropped first.
-double cupti_time_median(CuptiSession& cupti, const std::function<void()>& fn, int reps, cudaStream_t s,
-                         const std::function<void()>& before = {}, int batch = 10);
+double cupti_time_median(CuptiSession& cupti, const std::function<void()>& fn, int reps,
+                         cudaStream_t s, const std::function<void()>& before = {}, int batch = 10);
 // Free device memory in bytes.
 int64_t free_device_memory();
 
@@ -71,6 +71,7 @@ class L2Flush {
 // the median of `runs`. With a CUPTI session, the kernels' CUPTI time, the figure the harness
 // reports (a candidate of several kernels is judged by what they take, not by the events around
 // them); without, CUDA events.
-kernels::CandidateTimer candidate_timer(const L2Flush* flush, cudaStream_t s, int runs = 3, CuptiSession* cupti = nullptr);
+kernels::CandidateTimer candidate_timer(const L2Flush* flush, cudaStream_t s, int runs = 3,
+                                        CuptiSession* cupti = nullptr);
 
 }  // namespace rooflens::profiler

@@ -32,9 +32,14 @@ std::string load_failure(const std::string& path, const std::string& error) {
   if (missing != std::string::npos) {
     std::string lib = error.substr(0, missing);
     if (auto colon = lib.rfind(": "); colon != std::string::npos) lib = lib.substr(colon + 2);
-    if (lib.find("cudart") != std::string::npos || lib.find("cublas") != std::string::npos || lib.find("cupti") != std::string::npos)
-      return fmt::format("the GPU module needs {} (CUDA toolkit): not found; add its lib64 (e.g. /usr/local/cuda/lib64) to LD_LIBRARY_PATH", lib);
-    if (lib.find("libcuda.so") != std::string::npos) return fmt::format("the GPU module needs {}: no NVIDIA driver on this machine", lib);
+    if (lib.find("cudart") != std::string::npos || lib.find("cublas") != std::string::npos ||
+        lib.find("cupti") != std::string::npos)
+      return fmt::format(
+          "the GPU module needs {} (CUDA toolkit): not found; add its lib64 (e.g. "
+          "/usr/local/cuda/lib64) to LD_LIBRARY_PATH",
+          lib);
+    if (lib.find("libcuda.so") != std::string::npos)
+      return fmt::format("the GPU module needs {}: no NVIDIA driver on this machine", lib);
     return fmt::format("the GPU module {} needs {}: not found", path, lib);
   }
   return fmt::format("cannot load the GPU module {}: {}", path, error);
@@ -42,7 +47,9 @@ std::string load_failure(const std::string& path, const std::string& error) {
 
 }  // namespace
 
-const char* build_id() { return ROOFLENS_BUILD_ID; }
+const char* build_id() {
+  return ROOFLENS_BUILD_ID;
+}
 
 const ModuleApi& load_gpu_module() {
   static const ModuleApi* api = nullptr;
@@ -68,9 +75,11 @@ const ModuleApi& load_gpu_module() {
         break;
       }
     if (found.empty()) {
-      failure = fmt::format("no GPU module: {} not found beside the binary or in ../lib (this rooflens was built without CUDA, or "
-                            "ROOFLENS_GPU_MODULE names it)",
-                            kModuleName);
+      failure = fmt::format(
+          "no GPU module: {} not found beside the binary or in ../lib (this rooflens was built "
+          "without CUDA, or "
+          "ROOFLENS_GPU_MODULE names it)",
+          kModuleName);
       return;
     }
     // Loaded for the life of the process: results it allocates outlive the call.
@@ -88,8 +97,9 @@ const ModuleApi& load_gpu_module() {
       return;
     }
     if (m->abi != kModuleAbi || std::string(m->build_id) != ROOFLENS_BUILD_ID) {
-      failure = fmt::format("{} is from another rooflens build ({}, this binary {}): rebuild or reinstall both", found.string(),
-                            m->build_id, ROOFLENS_BUILD_ID);
+      failure = fmt::format(
+          "{} is from another rooflens build ({}, this binary {}): rebuild or reinstall both",
+          found.string(), m->build_id, ROOFLENS_BUILD_ID);
       return;
     }
     api = m;

@@ -29,8 +29,8 @@ struct ModuleApi {
   // The GPU this process would run on, by the driver's name; Status 2 when there is none.
   void (*device_name)(std::string&, Status&) = nullptr;
   void (*calibrate)(const profiler::CalibrateOptions&, DeviceProfile&, Status&) = nullptr;
-  void (*profile)(Analysis&, const Graph&, std::optional<Precision>, const profiler::ProfileOptions&, profiler::Trace*,
-                  Status&) = nullptr;
+  void (*profile)(Analysis&, const Graph&, std::optional<Precision>,
+                  const profiler::ProfileOptions&, profiler::Trace*, Status&) = nullptr;
   // GPUs this process sees; Status 2 when there is none.
   void (*device_count)(int&, Status&) = nullptr;
   // A fresh NCCL unique id as hex (profile --tp N hands it to every rank); Status 2 without NCCL.

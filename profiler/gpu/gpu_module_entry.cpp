@@ -53,16 +53,20 @@ void calibrate(const profiler::CalibrateOptions& o, DeviceProfile& out, Status& 
   guarded(status, [&] { out = profiler::run_calibrate(o); });
 }
 
-void profile(Analysis& a, const Graph& g, std::optional<Precision> forced, const profiler::ProfileOptions& o, profiler::Trace* trace,
-             Status& status) {
+void profile(Analysis& a, const Graph& g, std::optional<Precision> forced,
+             const profiler::ProfileOptions& o, profiler::Trace* trace, Status& status) {
   guarded(status, [&] { profiler::run_profile(a, g, forced, o, trace); });
 }
 
-const ModuleApi kApi{kModuleAbi,  ROOFLENS_BUILD_ID, &profiler::prepare_nvtx_injection, &device_name, &calibrate, &profile,
+const ModuleApi kApi{kModuleAbi,    ROOFLENS_BUILD_ID, &profiler::prepare_nvtx_injection,
+                     &device_name,  &calibrate,        &profile,
                      &device_count, &nccl_unique_id};
 
 }  // namespace
 
 }  // namespace rooflens::gpu
 
-extern "C" __attribute__((visibility("default"))) const rooflens::gpu::ModuleApi* rooflens_gpu_module() { return &rooflens::gpu::kApi; }
+extern "C" __attribute__((visibility("default"))) const rooflens::gpu::ModuleApi*
+rooflens_gpu_module() {
+  return &rooflens::gpu::kApi;
+}

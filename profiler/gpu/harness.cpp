@@ -12,10 +12,10 @@
 #include "kernels/cudnn_runtime.hpp"
 #include "kernels/nccl_runtime.hpp"
 #include "kernels/replay.hpp"
-#include "profiler/timeline/attribution.hpp"
-#include "profiler/measure/prediction_error.hpp"
 #include "profiler/gpu/cupti_session.hpp"
 #include "profiler/gpu/gpu_info.hpp"
+#include "profiler/measure/prediction_error.hpp"
+#include "profiler/timeline/attribution.hpp"
 #include "replay/plan.hpp"
 
 namespace rooflens::profiler {
@@ -38,16 +38,20 @@ struct NvtxDomain {
   void pop() const { nvtxDomainRangePop(handle); }
 };
 
-bool is_out_of_memory(const std::string& what) { return what.find("out of memory") != std::string::npos; }
+bool is_out_of_memory(const std::string& what) {
+  return what.find("out of memory") != std::string::npos;
+}
 
 // One profile run: what every layer's replay shares (the stream, cuBLASLt, the L2 flush, cuDNN,
 // CUPTI or CUDA events), set up once, and each layer measured in nvbench's order: check that it
 // fits, initialize (plan the kernels, warm up), run trials until the stop rule holds, summarize.
 class ProfileRun {
  public:
-  ProfileRun(const ProfileOptions& opt, const std::string& roofs, Trace* keep, const kernels::nccl::Communicator* comm);
+  ProfileRun(const ProfileOptions& opt, const std::string& roofs, Trace* keep,
+             const kernels::nccl::Communicator* comm);
   // The node's measurement, or its reason for having none.
-  Measurement measure(const NodeResult& node, const replay::ReplayDecision& d, const Device& device);
+  Measurement measure(const NodeResult& node, const replay::ReplayDecision& d,
+                      const Device& device);
   // The run's summary once every layer is done (validity from CUPTI's drops and cross-checks).
   ProfileSummary finish(const Analysis& a, Clock::time_point wall_start);
   bool interrupted() const { return opt_.interrupted && opt_.interrupted->load(); }
@@ -55,13 +59,16 @@ class ProfileRun {
 
  private:
   // nullptr and m skipped when the layer cannot run (memory, an unsupported plan).
-  std::unique_ptr<kernels::LayerReplay> initialize(const NodeResult& node, const replay::ReplayPlan& plan, Measurement& m);
+  std::unique_ptr<kernels::LayerReplay> initialize(const NodeResult& node,
+                                                   const replay::ReplayPlan& plan, Measurement& m);
   // kHarnessBatch samples back to back; with CUDA events, their times in event_ms.
-  void run_batch(const NodeResult& node, kernels::LayerReplay& replay, int& sample, std::vector<float>& event_ms);
+  void run_batch(const NodeResult& node, kernels::LayerReplay& replay, int& sample,
+                 std::vector<float>& event_ms);
   // The batch's kernel time per sample from CUPTI's records (kept for --trace).
-  void collect_cupti(const NodeResult& node, Measurement& m, std::vector<double>& samples, std::vector<std::string>& names,
-                     std::map<std::string, int>& names_seen);
-  bool enough(const std::vector<double>& samples, int sample, Clock::time_point layer_start, bool lockstep) const;
+  void collect_cupti(const NodeResult& node, Measurement& m, std::vector<double>& samples,
+                     std::vector<std::string>& names, std::map<std::string, int>& names_seen);
+  bool enough(const std::vector<double>& samples, int sample, Clock::time_point layer_start,
+              bool lockstep) const;
 
   const ProfileOptions& opt_;
   Trace* keep_;
@@ -112,13 +119,15 @@ ProfileRun::ProfileRun(const ProfileOptions& opt, const std::string& roofs, Trac
   if (cupti_) cupti_->flush();  // set-up records are not part of any layer
 }
 
-std::unique_ptr<kernels::LayerReplay> ProfileRun::initialize(const NodeResult& node, const replay::ReplayPlan& plan,
+std::unique_ptr<kernels::LayerReplay> ProfileRun::initialize(const NodeResult& node,
+                                                             const replay::ReplayPlan& plan,
                                                              Measurement& m) {
   int64_t need = plan.buffer_bytes();
   int64_t free = free_device_memory();
   if (need > free * 9 / 10) {
     m.status = ReplayStatus::skipped;
-    m.reason = fmt::format("needs {:.1f} GiB of GPU memory, {:.1f} GiB free", need / 1073741824.0, free / 1073741824.0);
+    m.reason = fmt::format("needs {:.1f} GiB of GPU memory, {:.1f} GiB free", need / 1073741824.0,
+                           free / 1073741824.0);
     return nullptr;
   }
   std::unique_ptr<kernels::LayerReplay> replay;
@@ -144,7 +153,8 @@ std::unique_ptr<kernels::LayerReplay> ProfileRun::initialize(const NodeResult& n
   return replay;
 }
 
-void ProfileRun::run_batch(const NodeResult& node, kernels::LayerReplay& replay, int& sample, std::vector<float>& event_ms) {
+void ProfileRun::run_batch(const NodeResult& node, kernels::LayerReplay& replay, int& sample,
+                           std::vector<float>& event_ms) {
   for (int b = 0; b < kHarnessBatch; ++b, ++sample) {
     if (opt_.cold_l2) flush_.run(stream_.handle);
     if (cupti_) cupti_->push_external(external_id(node.index, sample));
@@ -169,7 +179,8 @@ void ProfileRun::run_batch(const NodeResult& node, kernels::LayerReplay& replay,
 }
 
 void ProfileRun::collect_cupti(const NodeResult& node, Measurement& m, std::vector<double>& samples,
-                               std::vector<std::string>& names, std::map<std::string, int>& names_seen) {
+                               std::vector<std::string>& names,
+                               std::map<std::string, int>& names_seen) {
   Trace t = cupti_->flush();
   summary_.dropped_records += t.dropped;
   Attribution at = attribute(t, {{node.index, node.name}});
@@ -194,15 +205,20 @@ void ProfileRun::collect_cupti(const NodeResult& node, Measurement& m, std::vect
 
 // The stop rule: enough samples and a tight spread (or the layer's time budget spent), or the
 // most samples, or no kernel reaching the trace after two batches.
-bool ProfileRun::enough(const std::vector<double>& samples, int sample, Clock::time_point layer_start, bool lockstep) const {
-  if (lockstep) return sample >= opt_.collective_samples;  // every rank the same count: none waits alone
+bool ProfileRun::enough(const std::vector<double>& samples, int sample,
+                        Clock::time_point layer_start, bool lockstep) const {
+  if (lockstep)
+    return sample >= opt_.collective_samples;  // every rank the same count: none waits alone
   SampleStats st = summarize_samples(samples);
   double elapsed = std::chrono::duration<double>(Clock::now() - layer_start).count();
-  if (st.n >= opt_.min_samples && (st.spread() < opt_.target_spread || elapsed > opt_.layer_time_limit_s)) return true;
+  if (st.n >= opt_.min_samples &&
+      (st.spread() < opt_.target_spread || elapsed > opt_.layer_time_limit_s))
+    return true;
   return st.n >= opt_.max_samples || (samples.empty() && sample >= 2 * kHarnessBatch);
 }
 
-Measurement ProfileRun::measure(const NodeResult& node, const replay::ReplayDecision& d, const Device& device) {
+Measurement ProfileRun::measure(const NodeResult& node, const replay::ReplayDecision& d,
+                                const Device& device) {
   Measurement m;
   m.status = d.status;
   m.reason = d.reason;
@@ -218,7 +234,8 @@ Measurement ProfileRun::measure(const NodeResult& node, const replay::ReplayDeci
   do {
     std::vector<float> event_ms;
     run_batch(node, *replay, sample, event_ms);
-    if (cupti_) collect_cupti(node, m, samples, names, names_seen);
+    if (cupti_)
+      collect_cupti(node, m, samples, names, names_seen);
     else
       for (float ms : event_ms) samples.push_back(ms * 1e-3);
   } while (!enough(samples, sample, layer_start, d.plan->is<replay::CollectivePlan>()));
@@ -236,7 +253,8 @@ Measurement ProfileRun::measure(const NodeResult& node, const replay::ReplayDeci
 ProfileSummary ProfileRun::finish(const Analysis& a, Clock::time_point wall_start) {
   if (summary_.dropped_records > 0) {
     summary_.valid = false;
-    summary_.invalid_reason = fmt::format("CUPTI dropped {} records: the measurement is incomplete", summary_.dropped_records);
+    summary_.invalid_reason = fmt::format("CUPTI dropped {} records: the measurement is incomplete",
+                                          summary_.dropped_records);
   } else if (!summary_.invalid_reason.empty()) {
     summary_.valid = false;
   }
@@ -259,20 +277,24 @@ std::unique_ptr<kernels::nccl::Communicator> join_ranks(const ProfileOptions& op
   int count = 0;
   ROOFLENS_CUDA_CHECK(cudaGetDeviceCount(&count));
   if (opt.rank < 0 || opt.rank >= count)
-    throw InputError(fmt::format("rank {} of {}: this machine has {} GPUs", opt.rank, opt.ranks, count));
+    throw InputError(
+        fmt::format("rank {} of {}: this machine has {} GPUs", opt.rank, opt.ranks, count));
   ROOFLENS_CUDA_CHECK(cudaSetDevice(opt.rank));
   const kernels::nccl::Runtime& rt = kernels::nccl::Runtime::load(opt.nccl_dir);
   if (!rt.available()) throw InputError("profile --tp: " + rt.status());
   ncclComm_t comm = nullptr;
-  kernels::nccl::check(rt.api(),
-                       rt.api().comm_init_rank(&comm, opt.ranks, kernels::nccl::unique_id_from_text(opt.nccl_id), opt.rank),
-                       "ncclCommInitRank");
+  kernels::nccl::check(
+      rt.api(),
+      rt.api().comm_init_rank(&comm, opt.ranks, kernels::nccl::unique_id_from_text(opt.nccl_id),
+                              opt.rank),
+      "ncclCommInitRank");
   return std::make_unique<kernels::nccl::Communicator>(rt, comm, opt.rank, opt.ranks);
 }
 
 }  // namespace
 
-void run_profile(Analysis& a, const Graph& g, std::optional<Precision> forced, const ProfileOptions& opt, Trace* keep) {
+void run_profile(Analysis& a, const Graph& g, std::optional<Precision> forced,
+                 const ProfileOptions& opt, Trace* keep) {
   auto wall_start = Clock::now();
   std::unique_ptr<kernels::nccl::Communicator> comm = join_ranks(opt);
   ProfileRun run(opt, a.device.roofs, keep, comm.get());

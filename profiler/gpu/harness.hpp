@@ -15,14 +15,14 @@ namespace rooflens::profiler {
 constexpr int kHarnessBatch = 10;
 
 struct ProfileOptions {
-  bool cold_l2 = true;           // flush L2 before each sample (--l2 cold)
+  bool cold_l2 = true;  // flush L2 before each sample (--l2 cold)
   int min_samples = 10;
   int max_samples = 200;
-  double target_spread = 0.01;   // stop when the relative IQR falls below this
+  double target_spread = 0.01;  // stop when the relative IQR falls below this
   double layer_time_limit_s = 0.5;
-  bool force_events = false;     // skip CUPTI (--timing events)
+  bool force_events = false;                       // skip CUPTI (--timing events)
   const std::atomic<bool>* interrupted = nullptr;  // set by SIGINT: stop after the current layer
-  std::string cudnn_dir;         // --cudnn: where libcudnn.so.9 is (else the usual places)
+  std::string cudnn_dir;  // --cudnn: where libcudnn.so.9 is (else the usual places)
   // profile --tp N: this process is rank `rank` of `ranks`, one process per GPU (it runs on GPU
   // `rank`), joined through NCCL with rank 0's unique id (hex). Collective layers take exactly
   // `collective_samples` samples on every rank, so that the ranks meet in every one.
@@ -33,7 +33,7 @@ struct ProfileOptions {
 
 // Replays `a`'s nodes (planned from `inferred`) and fills every node's Measurement and
 // a.profile. `trace`, when given, receives every record (for --trace and tests/data).
-void run_profile(Analysis& a, const Graph& inferred, std::optional<Precision> forced, const ProfileOptions& options,
-                 Trace* trace);
+void run_profile(Analysis& a, const Graph& inferred, std::optional<Precision> forced,
+                 const ProfileOptions& options, Trace* trace);
 
 }  // namespace rooflens::profiler

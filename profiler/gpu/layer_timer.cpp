@@ -5,7 +5,8 @@
 
 namespace rooflens::profiler {
 
-LayerTimer::LayerTimer(const std::string& cudnn_dir) : gpu_(query_gpu()), flush_(gpu_.l2_bytes, gpu_.sm_count) {
+LayerTimer::LayerTimer(const std::string& cudnn_dir)
+    : gpu_(query_gpu()), flush_(gpu_.l2_bytes, gpu_.sm_count) {
   ROOFLENS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   const auto& dnn = kernels::cudnn::Runtime::load(cudnn_dir);
   cudnn_status_ = dnn.status();
@@ -21,7 +22,9 @@ LayerTimer::~LayerTimer() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
-bool LayerTimer::cupti_ok() const { return cupti_.ok(); }
+bool LayerTimer::cupti_ok() const {
+  return cupti_.ok();
+}
 
 LayerTimer::Result LayerTimer::time(const replay::ReplayPlan& plan, int samples, bool hot) {
   kernels::LayerReplay r(plan, ctx_, stream_);
@@ -33,7 +36,8 @@ LayerTimer::Result LayerTimer::time(const replay::ReplayPlan& plan, int samples,
     if (hot) out.hot_s = cupti_time_median(cupti_, launch, samples, stream_);
   } else {  // under nsys or ncu: CUDA events around each sample
     out.cold_s = candidate_timer(&flush_, stream_, samples)([&](cudaStream_t) { launch(); });
-    if (hot) out.hot_s = candidate_timer(nullptr, stream_, samples)([&](cudaStream_t) { launch(); });
+    if (hot)
+      out.hot_s = candidate_timer(nullptr, stream_, samples)([&](cudaStream_t) { launch(); });
   }
   return out;
 }

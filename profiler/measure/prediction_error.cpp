@@ -29,10 +29,18 @@ ProfileSummary summarize_profile(const Analysis& a, ProfileSummary s) {
     if (!n.measured) continue;
     const Measurement& m = *n.measured;
     switch (m.status) {
-      case ReplayStatus::measured: ++s.measured; break;
-      case ReplayStatus::not_replayed: ++s.not_replayed; break;
-      case ReplayStatus::skipped: ++s.skipped; break;
-      case ReplayStatus::no_kernel: ++s.no_kernel; break;
+      case ReplayStatus::measured:
+        ++s.measured;
+        break;
+      case ReplayStatus::not_replayed:
+        ++s.not_replayed;
+        break;
+      case ReplayStatus::skipped:
+        ++s.skipped;
+        break;
+      case ReplayStatus::no_kernel:
+        ++s.no_kernel;
+        break;
     }
     if (m.status != ReplayStatus::measured) continue;
     std::string family = n.family ? std::string(family_name(*n.family)) : "other";
@@ -49,7 +57,8 @@ ProfileSummary summarize_profile(const Analysis& a, ProfileSummary s) {
   s.classes.clear();
   for (auto& [family, e] : errors)
     s.classes.push_back({family, static_cast<int>(e.size()), quantile(e, 0.5), quantile(e, 0.9),
-                         sums[family].second > 0 ? abs_diff[family] / sums[family].second : 0, sums[family].first, sums[family].second});
+                         sums[family].second > 0 ? abs_diff[family] / sums[family].second : 0,
+                         sums[family].first, sums[family].second});
   s.median_abs_error = quantile(all, 0.5);
   s.p90_abs_error = quantile(all, 0.9);
   s.model_error = s.measured_s > 0 ? (s.predicted_s - s.measured_s) / s.measured_s : 0;

@@ -18,9 +18,8 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "profiler/gpu/cupti_records.hpp"
 #include "profiler/trace/record_parts.hpp"
@@ -32,7 +31,8 @@ namespace {
 using nlohmann::json;
 
 constexpr size_t kBufferBytes = 8u << 20;
-constexpr int kMaxBuffersInFlight = 128;  // 1 GiB of records not yet delivered: beyond, CUPTI drops and counts
+constexpr int kMaxBuffersInFlight =
+    128;  // 1 GiB of records not yet delivered: beyond, CUPTI drops and counts
 constexpr uint32_t kFlushPeriodMs = 1000;  // a crash loses about this much
 
 // Leaked on purpose: the state must outlive static destructors that run before our atexit flush.
@@ -71,22 +71,30 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
     return;  // CUPTI counts what it cannot store
   }
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
-  if (*buffer) *size = kBufferBytes;
-  else g_recorder->buffers_in_flight.fetch_sub(1);
+  if (*buffer)
+    *size = kBufferBytes;
+  else
+    g_recorder->buffers_in_flight.fetch_sub(1);
 }
 
-void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t,
+                               size_t valid) {
   Recorder& r = *g_recorder;
   {
     std::lock_guard<std::mutex> lock(r.mutex);
     Trace chunk;
     CUpti_Activity* record = nullptr;
-    while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) r.converter.take(record, chunk);
+    while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS)
+      r.converter.take(record, chunk);
     size_t dropped = 0;
-    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS) r.dropped += dropped;
-    if (!chunk.activities.empty() || !chunk.api_calls.empty() || !chunk.ranges.empty() || !chunk.devices.empty())
+    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS)
+      r.dropped += dropped;
+    if (!chunk.activities.empty() || !chunk.api_calls.empty() || !chunk.ranges.empty() ||
+        !chunk.devices.empty())
       write_line(r, json{{kRecordsLine,
-                          {{"activities", chunk.activities}, {"api_calls", chunk.api_calls}, {"ranges", chunk.ranges},
+                          {{"activities", chunk.activities},
+                           {"api_calls", chunk.api_calls},
+                           {"ranges", chunk.ranges},
                            {"devices", chunk.devices}}}});
   }
   if (buffer) {
@@ -120,12 +128,17 @@ void finish(const char* reason, bool from_signal) {
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   auto lock = lock_recorder(*r, from_signal);
   if (!lock.owns_lock()) return;
-  write_line(*r, json{{kEndLine, {{"dropped", r->dropped}, {"reason", reason}, {"open_ranges", r->converter.open_ranges()}}}});
+  write_line(*r, json{{kEndLine,
+                       {{"dropped", r->dropped},
+                        {"reason", reason},
+                        {"open_ranges", r->converter.open_ranges()}}}});
   std::fclose(r->part);
   r->part = nullptr;
 }
 
-void at_exit() { finish("exit", false); }
+void at_exit() {
+  finish("exit", false);
+}
 
 void on_terminating_signal(int sig) {
   std::string reason = "signal " + std::to_string(sig);
@@ -169,8 +182,9 @@ void start_recording() {
   CUpti_SubscriberHandle subscriber = nullptr;
   CUptiResult rc = cuptiSubscribe(&subscriber, ignore_callback, nullptr);
   if (rc != CUPTI_SUCCESS) {
-    std::string why = rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? " (CUPTI is taken: another profiler, e.g. nsys or ncu, owns it)"
-                                                                          : " (no NVIDIA driver or GPU?)";
+    std::string why = rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                          ? " (CUPTI is taken: another profiler, e.g. nsys or ncu, owns it)"
+                          : " (no NVIDIA driver or GPU?)";
     write_line(r, json{{kUnavailableLine, "cuptiSubscribe: " + cupti_error(rc) + why}});
     return;
   }
@@ -182,7 +196,9 @@ void start_recording() {
   for (CUpti_ActivityKind k : kTimelineKinds) {
     rc = cuptiActivityEnable(k);
     if (rc != CUPTI_SUCCESS) {
-      write_line(r, json{{kUnavailableLine, "cuptiActivityEnable(" + std::to_string(static_cast<int>(k)) + "): " + cupti_error(rc)}});
+      write_line(
+          r, json{{kUnavailableLine, "cuptiActivityEnable(" + std::to_string(static_cast<int>(k)) +
+                                         "): " + cupti_error(rc)}});
       return;
     }
   }
@@ -204,7 +220,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
 
 // NVTX's injection entry point: start recording (so that markers are enabled before the first
 // range), then hand NVTX to CUPTI's handler in the libcupti this library is bound to.
-extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(void* get_export_table) {
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
+    void* get_export_table) {
   std::call_once(rooflens::profiler::g_start, rooflens::profiler::start_recording);
   Dl_info info{};
   if (!dladdr(reinterpret_cast<void*>(&cuptiActivityEnable), &info) || !info.dli_fname) return 0;

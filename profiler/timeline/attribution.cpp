@@ -14,9 +14,15 @@ constexpr int kSampleBits = 20;  // up to a million samples per layer
 uint64_t external_id(int layer, int sample) {
   return (static_cast<uint64_t>(layer + 1) << kSampleBits) | static_cast<uint64_t>(sample);
 }
-int layer_of(uint64_t id) { return static_cast<int>(id >> kSampleBits) - 1; }
-int sample_of(uint64_t id) { return static_cast<int>(id & ((1u << kSampleBits) - 1)); }
-std::string range_name(const std::string& layer_path, int sample) { return fmt::format("{}#{}", layer_path, sample); }
+int layer_of(uint64_t id) {
+  return static_cast<int>(id >> kSampleBits) - 1;
+}
+int sample_of(uint64_t id) {
+  return static_cast<int>(id & ((1u << kSampleBits) - 1));
+}
+std::string range_name(const std::string& layer_path, int sample) {
+  return fmt::format("{}#{}", layer_path, sample);
+}
 
 Attribution attribute(const Trace& trace, const std::map<int, std::string>& layer_paths) {
   std::unordered_map<uint32_t, uint64_t> external;
@@ -29,7 +35,8 @@ Attribution attribute(const Trace& trace, const std::map<int, std::string>& laye
 
   std::vector<const GpuActivity*> ordered;
   for (const auto& a : trace.activities) ordered.push_back(&a);
-  std::stable_sort(ordered.begin(), ordered.end(), [](auto* x, auto* y) { return x->start_ns < y->start_ns; });
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](auto* x, auto* y) { return x->start_ns < y->start_ns; });
 
   Attribution out;
   std::map<std::pair<int, int>, std::pair<uint64_t, uint64_t>> bounds;
@@ -65,11 +72,13 @@ Attribution attribute(const Trace& trace, const std::map<int, std::string>& laye
     if (c.start_ns < range->second->start_ns || c.end_ns > range->second->end_ns) {
       ++out.nvtx_mismatches;
       if (out.problems.size() < 5)
-        out.problems.push_back(fmt::format("{} of layer {} sample {} was launched outside its NVTX range", a->name,
-                                           path->second, sample));
+        out.problems.push_back(
+            fmt::format("{} of layer {} sample {} was launched outside its NVTX range", a->name,
+                        path->second, sample));
     }
   }
-  for (auto& [key, s] : out.samples) s.span_ns = static_cast<double>(bounds[key].second - bounds[key].first);
+  for (auto& [key, s] : out.samples)
+    s.span_ns = static_cast<double>(bounds[key].second - bounds[key].first);
   return out;
 }
 

@@ -11,8 +11,8 @@
 namespace rooflens::profiler {
 
 struct SampleTime {
-  double gpu_ns = 0;   // GPU busy time of the sample's kernels, memsets and memcpys: their intervals'
-                       // union, so gaps between them and overlaps among them do not count
+  double gpu_ns = 0;  // GPU busy time of the sample's kernels, memsets and memcpys: their
+                      // intervals' union, so gaps between them and overlaps among them do not count
   double span_ns = 0;  // first start to last end
   int kernels = 0;
   std::vector<std::string> names;  // in start order
@@ -20,9 +20,9 @@ struct SampleTime {
 
 struct Attribution {
   std::map<std::pair<int, int>, SampleTime> samples;  // (layer, sample) -> time
-  int unattributed = 0;       // GPU activities without an external id (L2 flushes, set-up)
-  int nvtx_checked = 0;       // activities whose launch call was checked against the ranges
-  int nvtx_mismatches = 0;    // launched outside the NVTX range of the layer it is attributed to
+  int unattributed = 0;     // GPU activities without an external id (L2 flushes, set-up)
+  int nvtx_checked = 0;     // activities whose launch call was checked against the ranges
+  int nvtx_mismatches = 0;  // launched outside the NVTX range of the layer it is attributed to
   std::vector<std::string> problems;  // first few mismatches, for the report
 };
 

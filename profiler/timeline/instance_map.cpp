@@ -11,7 +11,8 @@ namespace rooflens::profiler {
 std::string instance_class(const std::string& instance) {
   auto us = instance.rfind('_');
   if (us == std::string::npos || us + 1 == instance.size()) return instance;
-  bool digits = std::all_of(instance.begin() + static_cast<long>(us) + 1, instance.end(), [](unsigned char c) { return std::isdigit(c); });
+  bool digits = std::all_of(instance.begin() + static_cast<long>(us) + 1, instance.end(),
+                            [](unsigned char c) { return std::isdigit(c); });
   return digits ? instance.substr(0, us) : instance;
 }
 
@@ -22,7 +23,9 @@ std::string lower(std::string s) {
   return s;
 }
 
-bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const char* part) {
+  return s.find(part) != std::string::npos;
+}
 
 // What a leaf module class computes, as far as its name says.
 enum class Kind { linear, conv, norm, embedding, activation, pool, inert, other };
@@ -30,13 +33,15 @@ enum class Kind { linear, conv, norm, embedding, activation, pool, inert, other 
 Kind kind_of(const std::string& cls) {
   std::string l = lower(cls);
   if (l == "dropout" || l.rfind("dropout", 0) == 0 || l == "identity") return Kind::inert;
-  if (cls == "Conv1D" || contains(l, "linear")) return Kind::linear;  // HF's Conv1D is a linear layer
+  if (cls == "Conv1D" || contains(l, "linear"))
+    return Kind::linear;  // HF's Conv1D is a linear layer
   if (contains(l, "conv")) return Kind::conv;
   if (contains(l, "norm")) return Kind::norm;
   if (contains(l, "rotary") || contains(l, "positional")) return Kind::other;
   if (contains(l, "embedding")) return Kind::embedding;
   if (contains(l, "pool")) return Kind::pool;
-  for (const char* a : {"relu", "gelu", "silu", "swish", "tanh", "sigmoid", "mish", "activation", "softmax", "hardswish"})
+  for (const char* a : {"relu", "gelu", "silu", "swish", "tanh", "sigmoid", "mish", "activation",
+                        "softmax", "hardswish"})
     if (contains(l, a)) return Kind::activation;
   return Kind::other;
 }
@@ -45,19 +50,29 @@ bool ops_fit(Kind k, const std::set<std::string>& ops) {
   auto any = [&](std::initializer_list<const char*> names) {
     for (const char* n : names)
       for (const std::string& op : ops)
-        if (op == n || (op.size() > std::char_traits<char>::length(n) && op.find(n) != std::string::npos)) return true;
+        if (op == n ||
+            (op.size() > std::char_traits<char>::length(n) && op.find(n) != std::string::npos))
+          return true;
     return false;
   };
   switch (k) {
-    case Kind::linear: return any({"MatMul", "Gemm", "FusedMatMul", "MatMulNBits", "Einsum"});
-    case Kind::conv: return any({"Conv"});
-    case Kind::norm: return any({"Normalization", "RMSNorm", "LayerNorm"});
-    case Kind::embedding: return any({"Gather"});
-    case Kind::pool: return any({"Pool", "ReduceMean"});
+    case Kind::linear:
+      return any({"MatMul", "Gemm", "FusedMatMul", "MatMulNBits", "Einsum"});
+    case Kind::conv:
+      return any({"Conv"});
+    case Kind::norm:
+      return any({"Normalization", "RMSNorm", "LayerNorm"});
+    case Kind::embedding:
+      return any({"Gather"});
+    case Kind::pool:
+      return any({"Pool", "ReduceMean"});
     case Kind::activation:
-      return any({"Relu", "Gelu", "Swish", "Silu", "Sigmoid", "Tanh", "Softmax", "Mul", "Erf", "HardSwish", "Mish", "Clip"});
-    case Kind::inert: return false;
-    case Kind::other: return true;
+      return any({"Relu", "Gelu", "Swish", "Silu", "Sigmoid", "Tanh", "Softmax", "Mul", "Erf",
+                  "HardSwish", "Mish", "Clip"});
+    case Kind::inert:
+      return false;
+    case Kind::other:
+      return true;
   }
   return true;
 }
@@ -69,22 +84,36 @@ bool name_fits(const std::string& leaf, const std::string& cls) {
     const char* word;
     const char* classes[3];
   };
-  static const Synonym kSynonyms[] = {
-      {"attn", {"attention"}}, {"ln", {"norm"}},        {"norm", {"norm"}},          {"wte", {"embedding"}},
-      {"wpe", {"embedding"}},  {"emb", {"embedding"}},  {"fc", {"linear", "conv1d"}}, {"proj", {"linear", "conv1d"}},
-      {"head", {"linear"}},    {"mlp", {"mlp", "feedforward", "ffn"}}, {"act", {"activation", "gelu", "silu"}},
-      {"pool", {"pool"}},      {"downsample", {"sequential"}}, {"dense", {"linear"}}, {"layer", {"layer", "block"}},
-      {"conv", {"conv"}},      {"bn", {"batchnorm"}}};
+  static const Synonym kSynonyms[] = {{"attn", {"attention"}},
+                                      {"ln", {"norm"}},
+                                      {"norm", {"norm"}},
+                                      {"wte", {"embedding"}},
+                                      {"wpe", {"embedding"}},
+                                      {"emb", {"embedding"}},
+                                      {"fc", {"linear", "conv1d"}},
+                                      {"proj", {"linear", "conv1d"}},
+                                      {"head", {"linear"}},
+                                      {"mlp", {"mlp", "feedforward", "ffn"}},
+                                      {"act", {"activation", "gelu", "silu"}},
+                                      {"pool", {"pool"}},
+                                      {"downsample", {"sequential"}},
+                                      {"dense", {"linear"}},
+                                      {"layer", {"layer", "block"}},
+                                      {"conv", {"conv"}},
+                                      {"bn", {"batchnorm"}}};
   std::vector<std::string> words;
   std::string w;
   for (char ch : n + "_") {
-    if (std::isalpha(static_cast<unsigned char>(ch))) w += ch;
-    else if (!w.empty()) words.push_back(std::exchange(w, std::string()));
+    if (std::isalpha(static_cast<unsigned char>(ch)))
+      w += ch;
+    else if (!w.empty())
+      words.push_back(std::exchange(w, std::string()));
   }
   for (const std::string& word : words) {
     if (word.size() >= 3 && contains(c, word.c_str())) return true;
     for (const Synonym& syn : kSynonyms)
-      if (word == syn.word || (std::string(syn.word).size() >= 3 && word.find(syn.word) != std::string::npos))
+      if (word == syn.word ||
+          (std::string(syn.word).size() >= 3 && word.find(syn.word) != std::string::npos))
         for (const char* k : syn.classes)
           if (k && contains(c, k)) return true;
   }
@@ -99,12 +128,14 @@ struct CallNode {
 
 class Aligner {
  public:
-  Aligner(const std::map<std::string, CallNode>& calls, const ModelModules& model) : calls_(calls), model_(model) {}
+  Aligner(const std::map<std::string, CallNode>& calls, const ModelModules& model)
+      : calls_(calls), model_(model) {}
 
   // Score of naming instance `a` by module `m`; <= 0: not a match.
   int score(const std::string& a, const ModelModule& m) const {
     const CallNode& c = calls_.at(a);
-    if (!m.cls.empty()) return m.cls == c.cls ? 10 : 0;  // the file names the class: nothing else counts
+    if (!m.cls.empty())
+      return m.cls == c.cls ? 10 : 0;  // the file names the class: nothing else counts
     Kind k = kind_of(c.cls);
     if (k == Kind::inert) return 0;
     int s = 1;
@@ -112,7 +143,9 @@ class Aligner {
       if (!ops_fit(k, m.ops)) return 0;
       // Where call order and the model's order disagree (an activation called between two
       // projections), skipping the cheap module beats skipping a GEMM.
-      s += k == Kind::linear || k == Kind::conv ? 8 : k == Kind::norm || k == Kind::embedding ? 5 : 3;
+      s += k == Kind::linear || k == Kind::conv      ? 8
+           : k == Kind::norm || k == Kind::embedding ? 5
+                                                     : 3;
     }
     if (name_fits(last_component(m.path), c.cls)) s += 2;
     // Composite on both sides, with about as many parts.
@@ -124,8 +157,10 @@ class Aligner {
     return s;
   }
 
-  void align(const std::string& instance, const ModelModule& module, std::map<std::string, std::string>& out) {
-    if (!out.emplace(instance, module.path).second) return;  // an instance called in several places keeps its first path
+  void align(const std::string& instance, const ModelModule& module,
+             std::map<std::string, std::string>& out) {
+    if (!out.emplace(instance, module.path).second)
+      return;  // an instance called in several places keeps its first path
     const std::vector<std::string>& a = calls_.at(instance).children;
     const std::vector<std::string>& b = module.children;
     size_t n = a.size(), m = b.size();
@@ -139,7 +174,8 @@ class Aligner {
       const ModelModule& m = *model_.find(b[j]);
       if (model_.numbered_container(m)) {
         const CallNode& c = calls_.at(a[i]);
-        bool container = c.cls.find("Sequential") != std::string::npos || c.cls.find("List") != std::string::npos ||
+        bool container = c.cls.find("Sequential") != std::string::npos ||
+                         c.cls.find("List") != std::string::npos ||
                          c.cls.find("Dict") != std::string::npos;
         if (!container && c.children.size() != m.children.size()) return 0;
       }
@@ -177,12 +213,15 @@ class Aligner {
       }
       const ModelModule& c = *model_.find(b[j]);
       if (int s = run(i, j); s > 0 && here == s + best[i + c.children.size()][j + 1]) {
-        for (const std::string& child : c.children) matched.emplace_back(a[i++], model_.find(child));
+        for (const std::string& child : c.children)
+          matched.emplace_back(a[i++], model_.find(child));
         ++j;
         continue;
       }
-      if (here == best[i + 1][j]) ++i;
-      else ++j;
+      if (here == best[i + 1][j])
+        ++i;
+      else
+        ++j;
     }
     // Leaf-kind instances the ordered alignment left out (called in another order than the model
     // lists them): the best remaining module that fits, order aside.
@@ -214,7 +253,8 @@ class Aligner {
 
 }  // namespace
 
-InstanceMap map_instances(const std::vector<const NvtxRange*>& module_ranges, const ModelModules& model) {
+InstanceMap map_instances(const std::vector<const NvtxRange*>& module_ranges,
+                          const ModelModules& model) {
   // The call tree: per thread, ranges nest in time.
   std::map<std::pair<uint64_t, uint64_t>, std::vector<const NvtxRange*>> by_thread;
   for (const NvtxRange* r : module_ranges) by_thread[{r->pid, r->tid}].push_back(r);
@@ -238,19 +278,21 @@ InstanceMap map_instances(const std::vector<const NvtxRange*>& module_ranges, co
         if (seen_root.insert(r->name).second) roots.push_back(r->name);
       } else {
         auto& siblings = calls[stack.back()->name].children;
-        if (stack.back()->name != r->name && std::find(siblings.begin(), siblings.end(), r->name) == siblings.end())
+        if (stack.back()->name != r->name &&
+            std::find(siblings.begin(), siblings.end(), r->name) == siblings.end())
           siblings.push_back(r->name);
       }
       stack.push_back(r);
     }
   }
   // The model is the root whose calls reach the most instances.
-  std::function<int(const std::string&, std::set<std::string>&)> count = [&](const std::string& i, std::set<std::string>& visited) {
-    if (!visited.insert(i).second) return 0;
-    int n = 1;
-    for (const auto& c : calls[i].children) n += count(c, visited);
-    return n;
-  };
+  std::function<int(const std::string&, std::set<std::string>&)> count =
+      [&](const std::string& i, std::set<std::string>& visited) {
+        if (!visited.insert(i).second) return 0;
+        int n = 1;
+        for (const auto& c : calls[i].children) n += count(c, visited);
+        return n;
+      };
   InstanceMap out;
   int best = 0;
   for (const auto& r : roots) {

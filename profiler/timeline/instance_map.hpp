@@ -18,11 +18,12 @@ std::string instance_class(const std::string& instance);
 
 struct InstanceMap {
   std::map<std::string, std::string> path;  // instance -> module path
-  std::vector<std::string> unmapped;        // instances called but matched to no module, in call order
-  std::string root;                         // the instance taken as the model itself
+  std::vector<std::string> unmapped;  // instances called but matched to no module, in call order
+  std::string root;                   // the instance taken as the model itself
 };
 
 // `module_ranges`: the trace's nn.Module ranges (any threads).
-InstanceMap map_instances(const std::vector<const NvtxRange*>& module_ranges, const ModelModules& model);
+InstanceMap map_instances(const std::vector<const NvtxRange*>& module_ranges,
+                          const ModelModules& model);
 
 }  // namespace rooflens::profiler

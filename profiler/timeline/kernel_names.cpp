@@ -13,7 +13,8 @@ namespace rooflens::profiler {
 std::string demangle_kernel(const std::string& name) {
   if (name.rfind("_Z", 0) != 0) return name;
   int status = 0;
-  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
+  std::unique_ptr<char, void (*)(void*)> out(
+      abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
   return status == 0 && out ? std::string(out.get()) : name;
 }
 
@@ -24,7 +25,8 @@ std::string short_kernel_name(const std::string& demangled) {
   if (!s.empty() && s.back() == ')') {
     int depth = 0;
     for (size_t i = s.size(); i-- > 0;) {
-      if (s[i] == ')') ++depth;
+      if (s[i] == ')')
+        ++depth;
       else if (s[i] == '(' && --depth == 0) {
         s = s.substr(0, i);
         break;
@@ -39,7 +41,9 @@ std::string short_kernel_name(const std::string& demangled) {
     if (c == '<') ++angle;
     if (c == '>') --angle;
     if (angle > 0 && c == ':' && i + 1 < s.size() && s[i + 1] == ':') {
-      while (!out.empty() && (std::isalnum(static_cast<unsigned char>(out.back())) || out.back() == '_')) out.pop_back();
+      while (!out.empty() &&
+             (std::isalnum(static_cast<unsigned char>(out.back())) || out.back() == '_'))
+        out.pop_back();
       ++i;
       continue;
     }
@@ -51,14 +55,15 @@ std::string short_kernel_name(const std::string& demangled) {
 bool is_copy_kernel(const std::string& name) {
   std::string l = name;
   std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
-  return l.find("copy") != std::string::npos || l.find("concat") != std::string::npos || l.find("catarray") != std::string::npos ||
-         l.rfind("memcpy", 0) == 0;
+  return l.find("copy") != std::string::npos || l.find("concat") != std::string::npos ||
+         l.find("catarray") != std::string::npos || l.rfind("memcpy", 0) == 0;
 }
 
 namespace {
 
 bool has_any(const std::string& s, std::initializer_list<const char*> parts) {
-  return std::any_of(parts.begin(), parts.end(), [&](const char* p) { return s.find(p) != std::string::npos; });
+  return std::any_of(parts.begin(), parts.end(),
+                     [&](const char* p) { return s.find(p) != std::string::npos; });
 }
 
 }  // namespace
@@ -68,15 +73,20 @@ KernelClass kernel_class(const std::string& name) {
   std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
   // Attention before convolution: cuDNN's fused SDPA kernels are named "..._flash_fprop_...".
   // The split-KV combine and cuDNN's lean reduction finish an attention; they are not one more.
-  if (has_any(l, {"sdpa", "flash_fwd", "flash_bwd", "flash_fprop", "flash_bprop", "fmha", "attention", "flash_attn"}))
+  if (has_any(l, {"sdpa", "flash_fwd", "flash_bwd", "flash_fprop", "flash_bprop", "fmha",
+                  "attention", "flash_attn"}))
     return has_any(l, {"combine", "lean_reduction"}) ? KernelClass::reduce : KernelClass::attention;
-  if (has_any(l, {"fprop", "dgrad", "wgrad", "convolve", "conv2d", "conv3d", "conv1d", "depthwise", "winograd"}))
+  if (has_any(l, {"fprop", "dgrad", "wgrad", "convolve", "conv2d", "conv3d", "conv1d", "depthwise",
+                  "winograd"}))
     return KernelClass::convolution;
-  if (has_any(l, {"gemm", "gemv", "nvjet", "splitkreduce", "cublas", "cutlass", "xmma", "matmul"})) return KernelClass::gemm;
-  if (has_any(l, {"layer_norm", "layernorm", "rms_norm", "rmsnorm", "batch_norm", "batchnorm", "group_norm", "groupnorm"}))
+  if (has_any(l, {"gemm", "gemv", "nvjet", "splitkreduce", "cublas", "cutlass", "xmma", "matmul"}))
+    return KernelClass::gemm;
+  if (has_any(l, {"layer_norm", "layernorm", "rms_norm", "rmsnorm", "batch_norm", "batchnorm",
+                  "group_norm", "groupnorm"}))
     return KernelClass::norm;
   if (l.find("softmax") != std::string::npos) return KernelClass::softmax;
-  if (is_copy_kernel(l) || has_any(l, {"nchwtonhwc", "nhwctonchw", "transpose"})) return KernelClass::copy;
+  if (is_copy_kernel(l) || has_any(l, {"nchwtonhwc", "nhwctonchw", "transpose"}))
+    return KernelClass::copy;
   if (has_any(l, {"reduce", "reduction"})) return KernelClass::reduce;
   if (has_any(l, {"elementwise", "pointwise", "triton_poi"})) return KernelClass::elementwise;
   return KernelClass::other;
@@ -84,15 +94,24 @@ KernelClass kernel_class(const std::string& name) {
 
 const char* kernel_class_name(KernelClass k) {
   switch (k) {
-    case KernelClass::gemm: return "GEMM";
-    case KernelClass::attention: return "attention";
-    case KernelClass::convolution: return "convolution";
-    case KernelClass::norm: return "norm";
-    case KernelClass::softmax: return "softmax";
-    case KernelClass::reduce: return "reduction";
-    case KernelClass::elementwise: return "element-wise";
-    case KernelClass::copy: return "copy";
-    case KernelClass::other: return "other";
+    case KernelClass::gemm:
+      return "GEMM";
+    case KernelClass::attention:
+      return "attention";
+    case KernelClass::convolution:
+      return "convolution";
+    case KernelClass::norm:
+      return "norm";
+    case KernelClass::softmax:
+      return "softmax";
+    case KernelClass::reduce:
+      return "reduction";
+    case KernelClass::elementwise:
+      return "element-wise";
+    case KernelClass::copy:
+      return "copy";
+    case KernelClass::other:
+      return "other";
   }
   return "other";
 }

@@ -8,14 +8,25 @@ namespace rooflens::profiler {
 // The demangled name (libstdc++'s demangler); names that are not mangled come back unchanged.
 std::string demangle_kernel(const std::string& name);
 // A demangled name without return type, parameter list and the namespaces inside its template
-// arguments: "at::native::vectorized_elementwise_kernel<4, FillFunctor<float>, array<char*, 1ul> >".
+// arguments: "at::native::vectorized_elementwise_kernel<4, FillFunctor<float>, array<char*, 1ul>
+// >".
 std::string short_kernel_name(const std::string& demangled);
 // Kernels and memcpys that only move data (cat, copy_, contiguous, memcpy).
 bool is_copy_kernel(const std::string& name);
 
 // What a kernel does, read from its name (cuBLAS/cuBLASLt nvjet and CUTLASS GEMMs, cuDNN and xmma
 // convolutions, fused attention, PyTorch's native kernels): what the trust checks count per step.
-enum class KernelClass { gemm, attention, convolution, norm, softmax, reduce, elementwise, copy, other };
+enum class KernelClass {
+  gemm,
+  attention,
+  convolution,
+  norm,
+  softmax,
+  reduce,
+  elementwise,
+  copy,
+  other
+};
 KernelClass kernel_class(const std::string& name);
 const char* kernel_class_name(KernelClass k);
 

@@ -1,7 +1,5 @@
 #include "profiler/timeline/module_compare.hpp"
 
-#include "analyzer/core/layer_names.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,8 +7,9 @@
 #include <map>
 #include <set>
 
-#include "analyzer/core/errors.hpp"
 #include "analyzer/analysis/measurement.hpp"
+#include "analyzer/core/errors.hpp"
+#include "analyzer/core/layer_names.hpp"
 #include "analyzer/transformers/analyze_transformer.hpp"
 #include "profiler/timeline/kernel_names.hpp"
 #include "profiler/timeline/module_paths.hpp"
@@ -22,23 +21,29 @@ namespace {
 
 constexpr size_t kTopKernels = 5;
 
-std::string us(double s) { return s >= 1e-3 ? fmt::format("{:.2f} ms", s * 1e3) : fmt::format("{:.1f} us", s * 1e6); }
-std::string mb(double bytes) { return fmt::format("{:.1f} MB", bytes / 1e6); }
+std::string us(double s) {
+  return s >= 1e-3 ? fmt::format("{:.2f} ms", s * 1e3) : fmt::format("{:.1f} us", s * 1e6);
+}
+std::string mb(double bytes) {
+  return fmt::format("{:.1f} MB", bytes / 1e6);
+}
 
 // What the timeline says about one module (or block), per step where it says "per step".
 struct Measured {
   std::vector<double> time;     // per step
   std::vector<double> kernels;  // per step
   double total_s = 0;           // the whole timeline
-  double copy_s = 0, graph_s = 0, host_device_bytes = 0;  // summed over steps (divided by steps later)
+  double copy_s = 0, graph_s = 0,
+         host_device_bytes = 0;  // summed over steps (divided by steps later)
   std::map<std::string, std::pair<double, double>> by_kernel;  // name -> (time, count), over steps
-  std::vector<double> durations;  // every kernel in a step
+  std::vector<double> durations;                               // every kernel in a step
   explicit Measured(size_t steps = 1) : time(steps, 0), kernels(steps, 0) {}
   void add(const Measured& o) {
     for (size_t s = 0; s < time.size(); ++s) time[s] += o.time[s], kernels[s] += o.kernels[s];
     total_s += o.total_s;
     copy_s += o.copy_s, graph_s += o.graph_s, host_device_bytes += o.host_device_bytes;
-    for (const auto& [k, v] : o.by_kernel) by_kernel[k].first += v.first, by_kernel[k].second += v.second;
+    for (const auto& [k, v] : o.by_kernel)
+      by_kernel[k].first += v.first, by_kernel[k].second += v.second;
     durations.insert(durations.end(), o.durations.begin(), o.durations.end());
   }
 };
@@ -58,32 +63,45 @@ double median(std::vector<double> v) {
   return quantile(v, 0.5);
 }
 
-std::vector<std::string> hints_for(const Predicted& p, const Measured& m, const ModuleComparison& row, size_t steps) {
+std::vector<std::string> hints_for(const Predicted& p, const Measured& m,
+                                   const ModuleComparison& row, size_t steps) {
   std::vector<std::string> h;
   double per = 1.0 / static_cast<double>(steps);
   double copy = m.copy_s * per, measured = row.measured_s, kernels = row.kernels;
   if (measured > 0 && p.nodes == 0)
-    h.push_back(fmt::format("no node of the model predicts this work ({:.0f} kernels per step)", kernels));
-  if (p.time_s > 0 && measured == 0 && m.total_s == 0) h.push_back("predicted, but no kernel ran in this module's range");
+    h.push_back(
+        fmt::format("no node of the model predicts this work ({:.0f} kernels per step)", kernels));
+  if (p.time_s > 0 && measured == 0 && m.total_s == 0)
+    h.push_back("predicted, but no kernel ran in this module's range");
   if (measured > 0 && copy >= 0.25 * measured && copy >= 5e-6) {
     if (p.kv_bytes > 0)
-      h.push_back(fmt::format("copy kernels take {} of {} per step: KV cache concatenation copies the {} cache every step", us(copy),
-                              us(measured), mb(static_cast<double>(p.kv_bytes) / std::max(1, row.instances))));
+      h.push_back(
+          fmt::format("copy kernels take {} of {} per step: KV cache concatenation copies the {} "
+                      "cache every step",
+                      us(copy), us(measured),
+                      mb(static_cast<double>(p.kv_bytes) / std::max(1, row.instances))));
     else
-      h.push_back(fmt::format("copy kernels take {} of {} per step ({:.0f}%)", us(copy), us(measured), 100 * copy / measured));
+      h.push_back(fmt::format("copy kernels take {} of {} per step ({:.0f}%)", us(copy),
+                              us(measured), 100 * copy / measured));
   }
   double expected = static_cast<double>(p.nodes) / std::max(1, row.instances);
   double kernels_each = kernels / std::max(1, row.instances);
   if (p.nodes > 0 && kernels_each >= 3 && kernels_each >= 2 * expected)
-    h.push_back(expected <= 1 ? fmt::format("{:.0f} kernels where one fused kernel is predicted", kernels_each)
-                              : fmt::format("{:.0f} kernels where {:.0f} are predicted", kernels_each, expected));
-  if (m.host_device_bytes > 0) h.push_back(fmt::format("host-device copies move {} per step", mb(m.host_device_bytes * per)));
-  if (m.graph_s > 0) h.push_back("launched from a CUDA graph: attributed to the range around the graph launch");
+    h.push_back(
+        expected <= 1
+            ? fmt::format("{:.0f} kernels where one fused kernel is predicted", kernels_each)
+            : fmt::format("{:.0f} kernels where {:.0f} are predicted", kernels_each, expected));
+  if (m.host_device_bytes > 0)
+    h.push_back(fmt::format("host-device copies move {} per step", mb(m.host_device_bytes * per)));
+  if (m.graph_s > 0)
+    h.push_back("launched from a CUDA graph: attributed to the range around the graph launch");
   if (row.efficiency && *row.efficiency < 0.5 && kernels >= 4 && !m.durations.empty()) {
     double typical = median(m.durations);
-    if (typical < 5e-6) h.push_back(fmt::format("short kernels (median {}): launch-bound", us(typical)));
+    if (typical < 5e-6)
+      h.push_back(fmt::format("short kernels (median {}): launch-bound", us(typical)));
   }
-  if (row.efficiency && *row.efficiency > 1.25) h.push_back("faster than predicted: the prediction is pessimistic here");
+  if (row.efficiency && *row.efficiency > 1.25)
+    h.push_back("faster than predicted: the prediction is pessimistic here");
   return h;
 }
 
@@ -103,11 +121,14 @@ void fill_row(ModuleComparison& row, const Predicted& p, const Measured& m, size
   row.graph_s = m.graph_s / static_cast<double>(steps);
   if (row.measured_s > 0) row.efficiency = row.predicted_s / row.measured_s;
   row.gap_s = row.measured_s - row.predicted_s;
-  std::vector<std::pair<std::string, std::pair<double, double>>> ks(m.by_kernel.begin(), m.by_kernel.end());
-  std::sort(ks.begin(), ks.end(), [](const auto& x, const auto& y) { return x.second.first > y.second.first; });
+  std::vector<std::pair<std::string, std::pair<double, double>>> ks(m.by_kernel.begin(),
+                                                                    m.by_kernel.end());
+  std::sort(ks.begin(), ks.end(),
+            [](const auto& x, const auto& y) { return x.second.first > y.second.first; });
   for (size_t i = 0; i < ks.size() && i < kTopKernels; ++i) {
     std::string name = demangle_kernel(ks[i].first);
-    row.top_kernels.push_back({name, short_kernel_name(name), ks[i].second.first / static_cast<double>(steps),
+    row.top_kernels.push_back({name, short_kernel_name(name),
+                               ks[i].second.first / static_cast<double>(steps),
                                ks[i].second.second / static_cast<double>(steps)});
   }
   row.hints = hints_for(p, m, row, steps);
@@ -121,7 +142,8 @@ int count_kind(const Trace& t, GpuActivity::Kind k) {
 
 // Kernel time per module, per step, and the whole timeline's totals in `c`; refuses a timeline
 // whose module time lies mostly in modules the model lacks (a trace of another model).
-std::vector<Measured> measure_modules(const Trace& t, const TimelineAttribution& at, const Analysis& a, const std::string& name,
+std::vector<Measured> measure_modules(const Trace& t, const TimelineAttribution& at,
+                                      const Analysis& a, const std::string& name,
                                       TimelineComparison& c, std::vector<double>& step_kernel) {
   size_t steps = at.steps.size();
   std::vector<Measured> measured(at.modules.size(), Measured(steps));
@@ -132,9 +154,12 @@ std::vector<Measured> measure_modules(const Trace& t, const TimelineAttribution&
     double s = seconds(x.start_ns, x.end_ns);
     c.total_kernel_s += s;
     if (p.from_graph) c.graph_kernel_s += s, ++c.graph_kernels;
-    if (p.in_module_range) c.attributed_kernel_s += s;
-    else if (!p.launch) c.no_launch_s += s;
-    else c.outside_modules_s += s;
+    if (p.in_module_range)
+      c.attributed_kernel_s += s;
+    else if (!p.launch)
+      c.no_launch_s += s;
+    else
+      c.outside_modules_s += s;
     if (p.step >= 0) step_kernel[static_cast<size_t>(p.step)] += s;
     if (p.module < 0) continue;
     c.matched_kernel_s += s;
@@ -147,28 +172,38 @@ std::vector<Measured> measure_modules(const Trace& t, const TimelineAttribution&
       m.kernels[step] += 1;
       m.durations.push_back(s);
     }
-    auto& k = m.by_kernel[x.kind == GpuActivity::Kind::kernel ? x.name : x.kind == GpuActivity::Kind::memcpy ? "memcpy" : "memset"];
+    auto& k = m.by_kernel[x.kind == GpuActivity::Kind::kernel   ? x.name
+                          : x.kind == GpuActivity::Kind::memcpy ? "memcpy"
+                                                                : "memset"];
     k.first += s, k.second += 1;
-    if (is_copy_kernel(x.name) || (x.kind == GpuActivity::Kind::memcpy && x.name.find("DtoD") != std::string::npos)) m.copy_s += s;
-    if (x.kind == GpuActivity::Kind::memcpy && (x.name.find("HtoD") != std::string::npos || x.name.find("DtoH") != std::string::npos))
+    if (is_copy_kernel(x.name) ||
+        (x.kind == GpuActivity::Kind::memcpy && x.name.find("DtoD") != std::string::npos))
+      m.copy_s += s;
+    if (x.kind == GpuActivity::Kind::memcpy &&
+        (x.name.find("HtoD") != std::string::npos || x.name.find("DtoH") != std::string::npos))
       m.host_device_bytes += static_cast<double>(x.bytes);
     if (p.from_graph) m.graph_s += s;
   }
   c.unattributed_kernel_s = c.total_kernel_s - c.attributed_kernel_s;
   double foreign = c.attributed_kernel_s - c.matched_kernel_s;
   if (c.matched_kernel_s < 0.5 * c.total_kernel_s && foreign > c.matched_kernel_s) {
-    std::string example = at.unmatched_ranges_s.empty() ? (at.instances.unmapped.empty() ? "" : at.instances.unmapped.front())
-                                                         : at.unmatched_ranges_s.begin()->first;
-    throw InputError(fmt::format("{}: model/trace mismatch: {:.0f}% of the kernel time is in modules {} does not have (e.g. '{}'); is "
-                                 "the timeline a run of this model?",
-                                 name, 100 * foreign / c.total_kernel_s, a.model, example));
+    std::string example = at.unmatched_ranges_s.empty()
+                              ? (at.instances.unmapped.empty() ? "" : at.instances.unmapped.front())
+                              : at.unmatched_ranges_s.begin()->first;
+    throw InputError(
+        fmt::format("{}: model/trace mismatch: {:.0f}% of the kernel time is in modules {} does "
+                    "not have (e.g. '{}'); is "
+                    "the timeline a run of this model?",
+                    name, 100 * foreign / c.total_kernel_s, a.model, example));
   }
   return measured;
 }
 
 // The prediction per module: each node goes to the innermost module the timeline measured.
-std::map<std::string, Predicted> predict_modules(const Analysis& a, const Graph& g, const ModelModules& model,
-                                                 const TimelineAttribution& at, TimelineComparison& c) {
+std::map<std::string, Predicted> predict_modules(const Analysis& a, const Graph& g,
+                                                 const ModelModules& model,
+                                                 const TimelineAttribution& at,
+                                                 TimelineComparison& c) {
   std::set<std::string> known(at.modules.begin(), at.modules.end());
   known.insert("");
   std::map<std::string, Predicted> predicted;
@@ -184,8 +219,10 @@ std::map<std::string, Predicted> predict_modules(const Analysis& a, const Graph&
     c.predicted_s += n.roof.predicted;
     if (n.index >= 0 && static_cast<size_t>(n.index) < g.nodes.size())
       for (int in : g.nodes[static_cast<size_t>(n.index)].inputs)
-        if (in >= 0 && g.tensors[static_cast<size_t>(in)].is_kv_cache && g.tensors[static_cast<size_t>(in)].shape)
-          p.kv_bytes += storage_bytes(g.tensors[static_cast<size_t>(in)].dtype, g.tensors[static_cast<size_t>(in)].elements());
+        if (in >= 0 && g.tensors[static_cast<size_t>(in)].is_kv_cache &&
+            g.tensors[static_cast<size_t>(in)].shape)
+          p.kv_bytes += storage_bytes(g.tensors[static_cast<size_t>(in)].dtype,
+                                      g.tensors[static_cast<size_t>(in)].elements());
   }
   return predicted;
 }
@@ -209,8 +246,9 @@ struct ModuleTimes {
 
 // The rows in the model's execution order (depth first), each with its parent, children and
 // subtree sums; returns the paths in that order.
-std::vector<std::string> module_rows(const ModelModules& model, const TimelineAttribution& at, const ModuleTimes& times,
-                                     TimelineComparison& c, std::map<std::string, size_t>& row_of) {
+std::vector<std::string> module_rows(const ModelModules& model, const TimelineAttribution& at,
+                                     const ModuleTimes& times, TimelineComparison& c,
+                                     std::map<std::string, size_t>& row_of) {
   std::map<std::string, size_t> dfs_order;
   std::function<void(const std::string&)> walk = [&](const std::string& p) {
     dfs_order.emplace(p, dfs_order.size());
@@ -223,13 +261,16 @@ std::vector<std::string> module_rows(const ModelModules& model, const TimelineAt
   for (size_t i = 0; i < at.modules.size(); ++i)
     if (times.measured[i].total_s > 0) paths.insert(at.modules[i]);
   std::vector<std::string> ordered(paths.begin(), paths.end());
-  std::sort(ordered.begin(), ordered.end(), [&](const auto& x, const auto& y) { return dfs_order[x] < dfs_order[y]; });
+  std::sort(ordered.begin(), ordered.end(),
+            [&](const auto& x, const auto& y) { return dfs_order[x] < dfs_order[y]; });
   for (const auto& path : ordered) {
     ModuleComparison row;
     row.path = path;
     Predicted p = times.predicted_of(path);
     fill_row(row, p, times.measured_of(path), times.steps);
-    if (p.not_costed > 0) row.hints.push_back(fmt::format("{} node(s) here not costed: the prediction is short", p.not_costed));
+    if (p.not_costed > 0)
+      row.hints.push_back(
+          fmt::format("{} node(s) here not costed: the prediction is short", p.not_costed));
     row_of[path] = c.modules.size();
     c.modules.push_back(std::move(row));
   }
@@ -253,7 +294,8 @@ std::vector<std::string> module_rows(const ModelModules& model, const TimelineAt
 }
 
 // Repeated layers folded into blocks, ranked by gap.
-void block_rows(const std::vector<std::string>& ordered, const ModuleTimes& times, TimelineComparison& c) {
+void block_rows(const std::vector<std::string>& ordered, const ModuleTimes& times,
+                TimelineComparison& c) {
   std::map<std::string, std::pair<Predicted, Measured>> folded;
   std::map<std::string, int> instances;
   for (const auto& path : ordered) {
@@ -271,11 +313,13 @@ void block_rows(const std::vector<std::string>& ordered, const ModuleTimes& time
     fill_row(row, pm.first, pm.second, times.steps);
     c.blocks.push_back(std::move(row));
   }
-  std::stable_sort(c.blocks.begin(), c.blocks.end(), [](const auto& x, const auto& y) { return x.gap_s > y.gap_s; });
+  std::stable_sort(c.blocks.begin(), c.blocks.end(),
+                   [](const auto& x, const auto& y) { return x.gap_s > y.gap_s; });
 }
 
 // The whole step: kernel time's median and quartiles, wall time, idle time, efficiency.
-void step_figures(const Trace& t, const TimelineAttribution& at, std::vector<double> step_kernel, TimelineComparison& c) {
+void step_figures(const Trace& t, const TimelineAttribution& at, std::vector<double> step_kernel,
+                  TimelineComparison& c) {
   size_t steps = at.steps.size();
   std::vector<double> walls, idles;
   std::sort(step_kernel.begin(), step_kernel.end());
@@ -286,7 +330,8 @@ void step_figures(const Trace& t, const TimelineAttribution& at, std::vector<dou
   std::vector<uint64_t> step_end(steps, 0);
   for (size_t i = 0; i < t.activities.size(); ++i)
     if (at.places[i].step >= 0)
-      step_end[static_cast<size_t>(at.places[i].step)] = std::max(step_end[static_cast<size_t>(at.places[i].step)], t.activities[i].end_ns);
+      step_end[static_cast<size_t>(at.places[i].step)] =
+          std::max(step_end[static_cast<size_t>(at.places[i].step)], t.activities[i].end_ns);
   for (size_t s = 0; s < steps; ++s) {
     walls.push_back(seconds(at.steps[s].start_ns, std::max(at.steps[s].end_ns, step_end[s])));
     idles.push_back(at.step_idle[s].total_s);
@@ -297,14 +342,16 @@ void step_figures(const Trace& t, const TimelineAttribution& at, std::vector<dou
 }
 
 // Each activity's row and step, and the ranges and instances that matched nothing.
-void activity_places(const Trace& t, const TimelineAttribution& at, const std::map<std::string, size_t>& row_of, TimelineComparison& c) {
+void activity_places(const Trace& t, const TimelineAttribution& at,
+                     const std::map<std::string, size_t>& row_of, TimelineComparison& c) {
   c.activity_row.assign(t.activities.size(), -1);
   c.activity_step.assign(t.activities.size(), -1);
   for (size_t i = 0; i < t.activities.size(); ++i) {
     const ActivityPlace& p = at.places[i];
     c.activity_step[i] = p.step;
     if (p.module >= 0)
-      if (auto it = row_of.find(at.modules[static_cast<size_t>(p.module)]); it != row_of.end()) c.activity_row[i] = static_cast<int>(it->second);
+      if (auto it = row_of.find(at.modules[static_cast<size_t>(p.module)]); it != row_of.end())
+        c.activity_row[i] = static_cast<int>(it->second);
   }
   for (const auto& [n, s] : at.unmatched_ranges_s) c.unmatched_ranges.emplace_back(n, s);
   for (const auto& [n, s] : at.unmapped_instances_s) c.unmapped_instances.emplace_back(n, s);
@@ -313,59 +360,84 @@ void activity_places(const Trace& t, const TimelineAttribution& at, const std::m
   std::sort(c.unmapped_instances.begin(), c.unmapped_instances.end(), by_time);
 }
 
-void comparison_notes(const Analysis& a, const Trace& t, const TimelineAttribution& at, TimelineComparison& c) {
+void comparison_notes(const Analysis& a, const Trace& t, const TimelineAttribution& at,
+                      TimelineComparison& c) {
   auto& notes = c.notes;
   if (!t.complete) notes.push_back("INCOMPLETE timeline: " + t.incomplete_reason);
-  if (t.dropped > 0) notes.push_back(fmt::format("CUPTI dropped {} records: kernel time is missing from the timeline", t.dropped));
-  if (t.gpu.empty()) notes.push_back("the timeline does not name its GPU");
+  if (t.dropped > 0)
+    notes.push_back(fmt::format(
+        "CUPTI dropped {} records: kernel time is missing from the timeline", t.dropped));
+  if (t.gpu.empty())
+    notes.push_back("the timeline does not name its GPU");
   else if (auto d = device_for_gpu_name(t.gpu, 0); d && d->id != a.device.id)
-    notes.push_back(fmt::format("recorded on {} ({}), predicted for {}: pass --device {} for predictions of the GPU that ran it",
-                                t.gpu, d->id, a.device.id, d->id));
+    notes.push_back(
+        fmt::format("recorded on {} ({}), predicted for {}: pass --device {} for predictions of "
+                    "the GPU that ran it",
+                    t.gpu, d->id, a.device.id, d->id));
   if (!at.prefix_note.empty()) notes.push_back(at.prefix_note);
   if (c.graph_kernels > 0)
-    notes.push_back(fmt::format("{} GPU activities ({}) ran from CUDA graphs: each is attributed to the module range around its "
-                                "graph launch, so module detail inside a graph is lost",
-                                c.graph_kernels, us(c.graph_kernel_s)));
+    notes.push_back(
+        fmt::format("{} GPU activities ({}) ran from CUDA graphs: each is attributed to the module "
+                    "range around its "
+                    "graph launch, so module detail inside a graph is lost",
+                    c.graph_kernels, us(c.graph_kernel_s)));
   if (c.unattributed_kernel_s > 0.05 * c.total_kernel_s)
-    notes.push_back(fmt::format("{:.1f}% of the kernel time is in no module range ({} with no launch call recorded, {} launched "
-                                "outside every module range)",
-                                100 * c.unattributed_kernel_s / c.total_kernel_s, us(c.no_launch_s), us(c.outside_modules_s)));
+    notes.push_back(
+        fmt::format("{:.1f}% of the kernel time is in no module range ({} with no launch call "
+                    "recorded, {} launched "
+                    "outside every module range)",
+                    100 * c.unattributed_kernel_s / c.total_kernel_s, us(c.no_launch_s),
+                    us(c.outside_modules_s)));
   if (!c.unmapped_instances.empty())
-    notes.push_back(fmt::format("{} module instance(s) that launched work matched no module of the model (e.g. {}); their kernels "
-                                "count in the nearest matched module around them",
-                                c.unmapped_instances.size(), c.unmapped_instances.front().first));
+    notes.push_back(
+        fmt::format("{} module instance(s) that launched work matched no module of the model (e.g. "
+                    "{}); their kernels "
+                    "count in the nearest matched module around them",
+                    c.unmapped_instances.size(), c.unmapped_instances.front().first));
   for (const auto& n : t.notes) notes.push_back(n);
 }
 
 }  // namespace
 
-TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Trace& t, const CompareOptions& o) {
+TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Trace& t,
+                                    const CompareOptions& o) {
   const std::string& name = o.timeline_path;
   auto called = [&](const char* api) {
-    return std::any_of(t.api_calls.begin(), t.api_calls.end(), [&](const ApiCall& c) { return c.name.find(api) != std::string::npos; });
+    return std::any_of(t.api_calls.begin(), t.api_calls.end(),
+                       [&](const ApiCall& c) { return c.name.find(api) != std::string::npos; });
   };
-  if (t.activities.empty() && (called("BeginCapture") || called("GraphInstantiate")) && !called("GraphLaunch"))
-    throw InputError(fmt::format("{}: a CUDA graph was captured but never replayed (no cudaGraphLaunch) and nothing else ran on the "
-                                 "GPU: record the replays, not only the capture",
-                                 name));
+  if (t.activities.empty() && (called("BeginCapture") || called("GraphInstantiate")) &&
+      !called("GraphLaunch"))
+    throw InputError(
+        fmt::format("{}: a CUDA graph was captured but never replayed (no cudaGraphLaunch) and "
+                    "nothing else ran on the "
+                    "GPU: record the replays, not only the capture",
+                    name));
   if (t.activities.empty())
-    throw InputError(fmt::format("{}: no GPU activity (kernels, memcpys, memsets) in the timeline; a PyTorch trace needs "
-                                 "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
-                                 name));
+    throw InputError(fmt::format(
+        "{}: no GPU activity (kernels, memcpys, memsets) in the timeline; a PyTorch trace needs "
+        "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
+        name));
   ModelModules model(a, g);
   TimelineAttribution at = attribute_timeline(t, model, o.steps);
   std::vector<int> activity_step;
   for (const auto& p : at.places) activity_step.push_back(p.step);
-  TrustFindings trust = check_trust(a, t, kernel_census(t, activity_step, static_cast<int>(at.steps.size()), !at.steps_split), {o.device_given});
+  TrustFindings trust = check_trust(
+      a, t, kernel_census(t, activity_step, static_cast<int>(at.steps.size()), !at.steps_split),
+      {o.device_given});
   std::string disagreement;
   for (const auto& m : trust.mismatches) disagreement += (disagreement.empty() ? "" : "; ") + m;
   if (!disagreement.empty() && !o.force)
-    throw InputError(fmt::format("{}: not a run of this model as predicted: {} (--force compares anyway)", name, disagreement));
+    throw InputError(
+        fmt::format("{}: not a run of this model as predicted: {} (--force compares anyway)", name,
+                    disagreement));
   if (at.module_ranges == 0)
-    throw InputError(fmt::format("{}: no module ranges in the timeline, so its kernels cannot be split by module: record the "
-                                 "PyTorch trace with with_stack=True, or annotate the run (python/rooflens_annotate.py, "
-                                 "docs/compare.md)",
-                                 name));
+    throw InputError(fmt::format(
+        "{}: no module ranges in the timeline, so its kernels cannot be split by module: record "
+        "the "
+        "PyTorch trace with with_stack=True, or annotate the run (python/rooflens_annotate.py, "
+        "docs/compare.md)",
+        name));
 
   TimelineComparison c;
   c.timeline = name;
@@ -390,7 +462,8 @@ TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Tra
   std::vector<double> step_kernel;
   times.measured = measure_modules(t, at, a, name, c, step_kernel);
   times.predicted = predict_modules(a, g, model, at, c);
-  for (size_t i = 0; i < at.modules.size(); ++i) times.measured_index[at.modules[i]] = static_cast<int>(i);
+  for (size_t i = 0; i < at.modules.size(); ++i)
+    times.measured_index[at.modules[i]] = static_cast<int>(i);
   std::map<std::string, size_t> row_of;
   std::vector<std::string> ordered = module_rows(model, at, times, c, row_of);
   block_rows(ordered, times, c);

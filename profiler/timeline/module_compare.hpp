@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "analyzer/analysis/analysis.hpp"
-#include "profiler/trace/records.hpp"
 #include "profiler/timeline/timeline_attribution.hpp"
+#include "profiler/trace/records.hpp"
 
 namespace rooflens::profiler {
 
@@ -23,21 +23,21 @@ struct TopKernel {
 };
 
 struct ModuleComparison {
-  std::string path;             // module path; a block ("model.layers.*.mlp") in the block view
-  std::string parent;           // module view only
+  std::string path;    // module path; a block ("model.layers.*.mlp") in the block view
+  std::string parent;  // module view only
   std::vector<std::string> children;  // module view only: child modules that have a row
-  int instances = 1;            // block view: modules folded into the row
-  int nodes = 0;                // costed nodes whose time is predicted here
-  double predicted_s = 0;       // per step, own nodes
-  double measured_s = 0;        // per step (median over steps), own kernels
+  int instances = 1;                  // block view: modules folded into the row
+  int nodes = 0;                      // costed nodes whose time is predicted here
+  double predicted_s = 0;             // per step, own nodes
+  double measured_s = 0;              // per step (median over steps), own kernels
   double measured_q1_s = 0, measured_q3_s = 0;
   double measured_total_s = 0;  // every step and what lies between, summed: the sum of its kernels
-  std::optional<double> efficiency;  // predicted / measured, when measured
-  double gap_s = 0;             // measured - predicted
-  double kernels = 0;           // GPU activities per step (median)
+  std::optional<double> efficiency;                        // predicted / measured, when measured
+  double gap_s = 0;                                        // measured - predicted
+  double kernels = 0;                                      // GPU activities per step (median)
   double subtree_predicted_s = 0, subtree_measured_s = 0;  // with every descendant (module view)
   int64_t flops = 0, bytes = 0;  // of the predicted nodes, for the roofline
-  double graph_s = 0;           // per step, launched from CUDA graphs
+  double graph_s = 0;            // per step, launched from CUDA graphs
   std::vector<TopKernel> top_kernels;
   std::vector<std::string> hints;  // the first is the row's one-line hint
 };
@@ -60,17 +60,20 @@ struct TimelineComparison {
   double outside_modules_s = 0;      // unattributed: launched outside every module range
   double graph_kernel_s = 0;
   int graph_kernels = 0;
-  IdleTime idle;                     // host gaps over the whole timeline
+  IdleTime idle;  // host gaps over the whole timeline
   int steps = 1;
   std::string step_source;
   double step_kernel_s = 0, step_kernel_q1_s = 0, step_kernel_q3_s = 0;  // GPU time per step
-  double step_wall_s = 0, step_idle_s = 0;                                // median span and idle per step
-  double predicted_s = 0;            // the model, one step
-  std::optional<double> efficiency;  // predicted / step_kernel_s
-  std::vector<ModuleComparison> modules;  // every module with a prediction or a measurement, execution order
-  std::vector<ModuleComparison> blocks;   // repeated layers folded, ranked by gap
-  std::vector<std::pair<std::string, double>> unmatched_ranges;    // module-like ranges not in the model: kernel s
-  std::vector<std::pair<std::string, double>> unmapped_instances;  // vanilla instances without a path: kernel s
+  double step_wall_s = 0, step_idle_s = 0;  // median span and idle per step
+  double predicted_s = 0;                   // the model, one step
+  std::optional<double> efficiency;         // predicted / step_kernel_s
+  std::vector<ModuleComparison>
+      modules;  // every module with a prediction or a measurement, execution order
+  std::vector<ModuleComparison> blocks;  // repeated layers folded, ranked by gap
+  std::vector<std::pair<std::string, double>>
+      unmatched_ranges;  // module-like ranges not in the model: kernel s
+  std::vector<std::pair<std::string, double>>
+      unmapped_instances;  // vanilla instances without a path: kernel s
   std::vector<std::string> notes;
   // The trust checks (trust_checks.hpp): what disagreed when --force compared anyway ("" when all
   // agreed), and the precision the kernels ran in where it is not the prediction's ("" when it is).
@@ -83,14 +86,15 @@ struct TimelineComparison {
 
 struct CompareOptions {
   std::string timeline_path;
-  int steps = 0;  // --steps
-  bool force = false;         // --force: compare a timeline the trust checks refuse, marked as forced
+  int steps = 0;       // --steps
+  bool force = false;  // --force: compare a timeline the trust checks refuse, marked as forced
   bool device_given = false;  // --device was passed: a trace of another GPU is refused, not noted
 };
 
 // InputError (exit 2) when the timeline cannot be compared: no GPU activity, no module range at
 // all, most kernel time in modules the model does not have, or (without --force) a trust check
 // says it is a run of another model, phase or device.
-TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Trace& t, const CompareOptions& o);
+TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Trace& t,
+                                    const CompareOptions& o);
 
 }  // namespace rooflens::profiler

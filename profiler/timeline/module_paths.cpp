@@ -7,7 +7,8 @@ namespace rooflens::profiler {
 
 namespace {
 bool all_digits(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 }  // namespace
 
@@ -33,11 +34,14 @@ std::string last_component(const std::string& path) {
   return dot == std::string::npos ? path : path.substr(dot + 1);
 }
 
-int path_depth(const std::string& path) { return path.empty() ? 0 : static_cast<int>(std::count(path.begin(), path.end(), '.')) + 1; }
+int path_depth(const std::string& path) {
+  return path.empty() ? 0 : static_cast<int>(std::count(path.begin(), path.end(), '.')) + 1;
+}
 
 bool within(const std::string& path, const std::string& ancestor) {
   if (ancestor.empty()) return true;
-  if (path.size() < ancestor.size() || path.compare(0, ancestor.size(), ancestor) != 0) return false;
+  if (path.size() < ancestor.size() || path.compare(0, ancestor.size(), ancestor) != 0)
+    return false;
   return path.size() == ancestor.size() || path[ancestor.size()] == '.';
 }
 
@@ -48,7 +52,8 @@ ModelModules::ModelModules(const Analysis& a, const Graph& g) {
     const NodeResult& n = a.nodes[i];
     std::vector<std::string>& chain = chains_[i];
     chain.push_back("");
-    const Node* node = n.index >= 0 && static_cast<size_t>(n.index) < g.nodes.size() ? &g.nodes[n.index] : nullptr;
+    const Node* node =
+        n.index >= 0 && static_cast<size_t>(n.index) < g.nodes.size() ? &g.nodes[n.index] : nullptr;
     std::vector<std::pair<std::string, std::string>> classes;
     if (node && !node->module_scopes.empty()) {
       for (const auto& [path, cls] : node->module_scopes) {
@@ -93,7 +98,8 @@ const std::string* ModelModules::module_of(int node, const std::set<std::string>
 
 bool ModelModules::numbered_container(const ModelModule& m) const {
   if (m.children.empty()) return false;
-  return std::all_of(m.children.begin(), m.children.end(), [](const std::string& c) { return all_digits(last_component(c)); });
+  return std::all_of(m.children.begin(), m.children.end(),
+                     [](const std::string& c) { return all_digits(last_component(c)); });
 }
 
 }  // namespace rooflens::profiler

@@ -21,7 +21,9 @@ int path_depth(const std::string& path);                       // "" -> 0, "a.b"
 bool within(const std::string& path, const std::string& ancestor);
 // Shown for the root module, whose path is empty.
 inline constexpr const char* kRootLabel = "(model)";
-inline std::string display_path(const std::string& path) { return path.empty() ? kRootLabel : path; }
+inline std::string display_path(const std::string& path) {
+  return path.empty() ? kRootLabel : path;
+}
 
 struct ModelModule {
   std::string path;
@@ -40,7 +42,9 @@ class ModelModules {
   const ModelModule& root() const { return *find(""); }
   bool has(const std::string& path) const { return find(path) != nullptr; }
   // The candidate module paths of analysis node `i`, root first; the last is the innermost.
-  const std::vector<std::string>& chain(int node) const { return chains_.at(static_cast<size_t>(node)); }
+  const std::vector<std::string>& chain(int node) const {
+    return chains_.at(static_cast<size_t>(node));
+  }
   // The module node `i` belongs to among `known` (modules the timeline measured): the innermost
   // of its candidates that is known, or nullptr when none is.
   const std::string* module_of(int node, const std::set<std::string>& known) const;

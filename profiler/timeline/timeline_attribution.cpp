@@ -28,10 +28,13 @@ bool path_like(const std::string& s) {
 // A class name: the root range python/rooflens_annotate.py writes ("LlamaForCausalLM").
 bool class_like(const std::string& s) {
   if (s.empty() || !std::isupper(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+  return std::all_of(s.begin(), s.end(),
+                     [](unsigned char c) { return std::isalnum(c) || c == '_'; });
 }
 
-bool is_graph_launch(const std::string& api) { return api.find("GraphLaunch") != std::string::npos; }
+bool is_graph_launch(const std::string& api) {
+  return api.find("GraphLaunch") != std::string::npos;
+}
 
 // Rewrites annotated range names to the model's paths when they differ by a prefix (the run
 // annotated `model.model` where the model file starts at the top, or the other way round).
@@ -50,7 +53,8 @@ struct PrefixRule {
   bool identity() const { return strip == 0 && add.empty(); }
 };
 
-PrefixRule best_prefix_rule(const std::set<std::string>& names, const ModelModules& model, std::vector<std::string> all_paths) {
+PrefixRule best_prefix_rule(const std::set<std::string>& names, const ModelModules& model,
+                            std::vector<std::string> all_paths) {
   auto matches = [&](const PrefixRule& r) {
     int n = 0;
     for (const auto& name : names) n += model.has(r.apply(name));
@@ -61,7 +65,8 @@ PrefixRule best_prefix_rule(const std::set<std::string>& names, const ModelModul
   for (const auto& name : names) {
     if (model.has(name) || ++tried > 20) continue;
     for (const auto& p : all_paths)
-      if (p.size() > name.size() && p.compare(p.size() - name.size(), name.size(), name) == 0 && p[p.size() - name.size() - 1] == '.') {
+      if (p.size() > name.size() && p.compare(p.size() - name.size(), name.size(), name) == 0 &&
+          p[p.size() - name.size() - 1] == '.') {
         rules.push_back({0, p.substr(0, p.size() - name.size())});
         break;
       }
@@ -75,19 +80,22 @@ PrefixRule best_prefix_rule(const std::set<std::string>& names, const ModelModul
 
 struct ResolvedRange {
   const NvtxRange* range;
-  int module = -1;       // model module index; -1 none
+  int module = -1;           // model module index; -1 none
   bool module_like = false;  // a module range (of the model or not)
   bool root_candidate = false;
 };
 
 }  // namespace
 
-IdleTime idle_time(const Trace& t, const std::vector<ActivityPlace>& places, const std::vector<size_t>& activities) {
+IdleTime idle_time(const Trace& t, const std::vector<ActivityPlace>& places,
+                   const std::vector<size_t>& activities) {
   IdleTime idle;
   std::map<uint32_t, std::vector<size_t>> by_device;
   for (size_t i : activities) by_device[t.activities[i].device].push_back(i);
   for (auto& [device, list] : by_device) {
-    std::sort(list.begin(), list.end(), [&](size_t x, size_t y) { return t.activities[x].start_ns < t.activities[y].start_ns; });
+    std::sort(list.begin(), list.end(), [&](size_t x, size_t y) {
+      return t.activities[x].start_ns < t.activities[y].start_ns;
+    });
     uint64_t busy_end = 0;
     bool first = true;
     for (size_t i : list) {
@@ -97,9 +105,12 @@ IdleTime idle_time(const Trace& t, const std::vector<ActivityPlace>& places, con
         const ApiCall* launch = places[i].launch;
         idle.total_s += gap * 1e-9;
         ++idle.gaps;
-        if (launch && launch->end_ns > busy_end) idle.host_wait_s += gap * 1e-9;
-        else if (gap < kKernelWaitThresholdNs) idle.kernel_wait_s += gap * 1e-9;
-        else idle.other_s += gap * 1e-9;
+        if (launch && launch->end_ns > busy_end)
+          idle.host_wait_s += gap * 1e-9;
+        else if (gap < kKernelWaitThresholdNs)
+          idle.kernel_wait_s += gap * 1e-9;
+        else
+          idle.other_s += gap * 1e-9;
       }
       busy_end = first ? a.end_ns : std::max(busy_end, a.end_ns);
       first = false;
@@ -113,9 +124,10 @@ namespace {
 // The ranges of each thread nested once (HTA's call stack, built once and queried): each range's
 // enclosing range, and which ranges run on which thread or, for start/end ranges, process.
 struct RangeNesting {
-  std::map<ThreadKey, std::vector<size_t>> thread_ranges;  // indices into the resolved ranges, nesting order
+  std::map<ThreadKey, std::vector<size_t>>
+      thread_ranges;  // indices into the resolved ranges, nesting order
   std::map<uint64_t, std::vector<size_t>> process_ranges;  // start/end ranges (tid 0)
-  std::vector<int> parent;                                  // enclosing range on its thread; -1 top-level
+  std::vector<int> parent;  // enclosing range on its thread; -1 top-level
 };
 
 // Attribution in named steps; each fills its part of `out` from the steps before it.
@@ -154,8 +166,8 @@ class Attributor {
   };
   // chain: enclosing module-like ranges, outermost first.
   Owner describe(const std::vector<size_t>& chain) const;
-  Owner owner_of(const ApiCall* c, const ThreadKey& key, std::vector<size_t>& stack, const std::vector<size_t>& ranges,
-                 size_t& next) const;
+  Owner owner_of(const ApiCall* c, const ThreadKey& key, std::vector<size_t>& stack,
+                 const std::vector<size_t>& ranges, size_t& next) const;
   std::string iteration_group(int steps_flag);
   void equal_steps(int steps_flag);
 
@@ -173,8 +185,10 @@ void Attributor::resolve_ranges() {
   std::vector<const NvtxRange*> vanilla;
   std::set<std::string> annotated_names;
   for (const auto& r : t_.ranges) {
-    if (r.domain == kModuleDomain) vanilla.push_back(&r);
-    else annotated_names.insert(r.name);
+    if (r.domain == kModuleDomain)
+      vanilla.push_back(&r);
+    else
+      annotated_names.insert(r.name);
   }
   if (!vanilla.empty()) out_.instances = map_instances(vanilla, model_);
   std::vector<std::string> all_paths;
@@ -191,10 +205,12 @@ void Attributor::resolve_ranges() {
       }
       break;
     }
-  PrefixRule rule = all_paths.empty() ? PrefixRule{} : best_prefix_rule(annotated_names, model_, all_paths);
+  PrefixRule rule =
+      all_paths.empty() ? PrefixRule{} : best_prefix_rule(annotated_names, model_, all_paths);
   if (!rule.identity())
-    out_.prefix_note = fmt::format("range names matched to the model's paths with {} leading component(s) dropped{}", rule.strip,
-                                   rule.add.empty() ? "" : fmt::format(" and '{}' added", rule.add));
+    out_.prefix_note = fmt::format(
+        "range names matched to the model's paths with {} leading component(s) dropped{}",
+        rule.strip, rule.add.empty() ? "" : fmt::format(" and '{}' added", rule.add));
   resolved_.reserve(t_.ranges.size());
   bool any_vanilla = false, any_annotated = false;
   for (const auto& r : t_.ranges) {
@@ -202,7 +218,8 @@ void Attributor::resolve_ranges() {
     if (r.domain == kModuleDomain) {
       x.module_like = true;
       any_vanilla = true;
-      if (auto it = out_.instances.path.find(r.name); it != out_.instances.path.end()) x.module = module_id(it->second);
+      if (auto it = out_.instances.path.find(r.name); it != out_.instances.path.end())
+        x.module = module_id(it->second);
     } else {
       std::string path = rule.apply(r.name);
       if (model_.has(path) && !path.empty()) {
@@ -228,15 +245,19 @@ void Attributor::resolve_ranges() {
 void Attributor::nest_ranges() {
   for (size_t i = 0; i < resolved_.size(); ++i) {
     const NvtxRange& r = *resolved_[i].range;
-    if (r.tid == 0) nesting_.process_ranges[r.pid].push_back(i);
-    else nesting_.thread_ranges[{r.pid, r.tid}].push_back(i);
+    if (r.tid == 0)
+      nesting_.process_ranges[r.pid].push_back(i);
+    else
+      nesting_.thread_ranges[{r.pid, r.tid}].push_back(i);
   }
   nesting_.parent.assign(resolved_.size(), -1);
   for (auto& [key, list] : nesting_.thread_ranges) {
-    std::stable_sort(list.begin(), list.end(), [this](size_t x, size_t y) { return nesting_order(x, y); });
+    std::stable_sort(list.begin(), list.end(),
+                     [this](size_t x, size_t y) { return nesting_order(x, y); });
     std::vector<size_t> stack;
     for (size_t i : list) {
-      while (!stack.empty() && resolved_[stack.back()].range->end_ns < resolved_[i].range->end_ns) stack.pop_back();
+      while (!stack.empty() && resolved_[stack.back()].range->end_ns < resolved_[i].range->end_ns)
+        stack.pop_back();
       if (!stack.empty()) nesting_.parent[i] = static_cast<int>(stack.back());
       stack.push_back(i);
     }
@@ -244,7 +265,8 @@ void Attributor::nest_ranges() {
   int root_id = -1;
   for (size_t i = 0; i < resolved_.size(); ++i) {
     int parent = nesting_.parent[i];
-    if (resolved_[i].module >= 0 && parent >= 0 && resolved_[static_cast<size_t>(parent)].root_candidate) {
+    if (resolved_[i].module >= 0 && parent >= 0 &&
+        resolved_[static_cast<size_t>(parent)].root_candidate) {
       ResolvedRange& root = resolved_[static_cast<size_t>(parent)];
       if (root.module < 0) {
         if (root_id < 0) root_id = module_id("");
@@ -277,11 +299,13 @@ Attributor::Owner Attributor::describe(const std::vector<size_t>& chain) const {
 // The module-like ranges open on the call's thread when it started (`stack`, advanced through
 // the thread's `ranges` from `next` as calls come in start order); else the start/end ranges of
 // its process around it, the innermost (latest started) deciding.
-Attributor::Owner Attributor::owner_of(const ApiCall* c, const ThreadKey& key, std::vector<size_t>& stack,
+Attributor::Owner Attributor::owner_of(const ApiCall* c, const ThreadKey& key,
+                                       std::vector<size_t>& stack,
                                        const std::vector<size_t>& ranges, size_t& next) const {
   while (next < ranges.size() && resolved_[ranges[next]].range->start_ns <= c->start_ns) {
     size_t r = ranges[next++];
-    while (!stack.empty() && resolved_[stack.back()].range->end_ns < resolved_[r].range->end_ns) stack.pop_back();
+    while (!stack.empty() && resolved_[stack.back()].range->end_ns < resolved_[r].range->end_ns)
+      stack.pop_back();
     stack.push_back(r);
   }
   while (!stack.empty() && resolved_[stack.back()].range->end_ns < c->start_ns) stack.pop_back();
@@ -290,9 +314,11 @@ Attributor::Owner Attributor::owner_of(const ApiCall* c, const ThreadKey& key, s
   std::vector<size_t> around;
   if (auto pr = nesting_.process_ranges.find(key.first); pr != nesting_.process_ranges.end())
     for (size_t i : pr->second)
-      if (resolved_[i].module_like && resolved_[i].range->start_ns <= c->start_ns && resolved_[i].range->end_ns >= c->start_ns)
+      if (resolved_[i].module_like && resolved_[i].range->start_ns <= c->start_ns &&
+          resolved_[i].range->end_ns >= c->start_ns)
         around.push_back(i);
-  std::sort(around.begin(), around.end(), [this](size_t x, size_t y) { return nesting_order(x, y); });
+  std::sort(around.begin(), around.end(),
+            [this](size_t x, size_t y) { return nesting_order(x, y); });
   return describe(around);
 }
 
@@ -308,14 +334,16 @@ void Attributor::place_launches() {
     if (a.correlation_id != 0 && it != launch_of.end()) {
       p.launch = it->second;
       p.from_graph = a.graph_id != 0 || is_graph_launch(it->second->name);
-      if (used_.insert(p.launch).second) thread_calls[{p.launch->pid, p.launch->tid}].push_back(p.launch);
+      if (used_.insert(p.launch).second)
+        thread_calls[{p.launch->pid, p.launch->tid}].push_back(p.launch);
     } else {
       p.from_graph = a.graph_id != 0;
     }
   }
   std::unordered_map<const ApiCall*, Owner> owner;
   for (auto& [key, calls] : thread_calls) {
-    std::sort(calls.begin(), calls.end(), [](auto* x, auto* y) { return x->start_ns < y->start_ns; });
+    std::sort(calls.begin(), calls.end(),
+              [](auto* x, auto* y) { return x->start_ns < y->start_ns; });
     std::vector<size_t> ranges;
     if (auto it = nesting_.thread_ranges.find(key); it != nesting_.thread_ranges.end())
       for (size_t i : it->second)
@@ -343,7 +371,8 @@ std::string Attributor::iteration_group(int steps_flag) {
   std::map<std::string, std::vector<const NvtxRange*>> groups;
   for (size_t i = 0; i < resolved_.size(); ++i)
     if (nesting_.parent[i] < 0 && resolved_[i].range->tid != 0) {
-      // Numbers that count ("ProfilerStep#12", "LlamaForCausalLM_0") fold; "GPT2LMHeadModel" keeps its 2.
+      // Numbers that count ("ProfilerStep#12", "LlamaForCausalLM_0") fold; "GPT2LMHeadModel" keeps
+      // its 2.
       std::string key;
       const std::string& n = resolved_[i].range->name;
       for (size_t k = 0; k < n.size(); ++k) {
@@ -358,10 +387,13 @@ std::string Attributor::iteration_group(int steps_flag) {
       groups[key].push_back(resolved_[i].range);
     }
   std::vector<const ApiCall*> launches(used_.begin(), used_.end());
-  std::sort(launches.begin(), launches.end(), [](auto* x, auto* y) { return x->start_ns < y->start_ns; });
+  std::sort(launches.begin(), launches.end(),
+            [](auto* x, auto* y) { return x->start_ns < y->start_ns; });
   auto launches_inside = [&](const NvtxRange* r) {
-    auto lo = std::lower_bound(launches.begin(), launches.end(), r->start_ns, [](auto* c, uint64_t v) { return c->start_ns < v; });
-    auto hi = std::upper_bound(launches.begin(), launches.end(), r->end_ns, [](uint64_t v, auto* c) { return v < c->start_ns; });
+    auto lo = std::lower_bound(launches.begin(), launches.end(), r->start_ns,
+                               [](auto* c, uint64_t v) { return c->start_ns < v; });
+    auto hi = std::upper_bound(launches.begin(), launches.end(), r->end_ns,
+                               [](uint64_t v, auto* c) { return v < c->start_ns; });
     return static_cast<size_t>(hi - lo);
   };
   std::string best_group;
@@ -374,7 +406,8 @@ std::string Attributor::iteration_group(int steps_flag) {
     if (!disjoint) continue;
     size_t n = 0;
     for (auto* r : occ) n += launches_inside(r);
-    if (n > best_launches || (n == best_launches && !best_group.empty() && occ.size() > groups[best_group].size()))
+    if (n > best_launches ||
+        (n == best_launches && !best_group.empty() && occ.size() > groups[best_group].size()))
       best_group = key, best_launches = n;
   }
   if (best_group.empty()) return best_group;
@@ -382,10 +415,12 @@ std::string Attributor::iteration_group(int steps_flag) {
   size_t first = 0;
   if (steps_flag > 0) {
     if (static_cast<size_t>(steps_flag) > occ.size())
-      throw InputError(fmt::format("--steps {}: the timeline repeats '{}' only {} times", steps_flag, best_group, occ.size()));
+      throw InputError(fmt::format("--steps {}: the timeline repeats '{}' only {} times",
+                                   steps_flag, best_group, occ.size()));
     first = occ.size() - static_cast<size_t>(steps_flag);
   }
-  for (size_t k = first; k < occ.size(); ++k) out_.steps.push_back({occ[k]->start_ns, occ[k]->end_ns});
+  for (size_t k = first; k < occ.size(); ++k)
+    out_.steps.push_back({occ[k]->start_ns, occ[k]->end_ns});
   out_.step_source = fmt::format("repeating range '{}' ({} occurrences{})", best_group, occ.size(),
                                  first ? fmt::format(", the last {} taken", steps_flag) : "");
   return best_group;
@@ -395,13 +430,18 @@ std::string Attributor::iteration_group(int steps_flag) {
 void Attributor::equal_steps(int steps_flag) {
   std::vector<size_t> order(t_.activities.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  auto when = [&](size_t i) { return out_.places[i].launch ? out_.places[i].launch->start_ns : t_.activities[i].start_ns; };
-  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return when(x) < when(y); });
+  auto when = [&](size_t i) {
+    return out_.places[i].launch ? out_.places[i].launch->start_ns : t_.activities[i].start_ns;
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return when(x) < when(y); });
   size_t n = static_cast<size_t>(steps_flag);
   if (order.empty() || order.size() % n != 0)
-    throw InputError(fmt::format("--steps {}: no range repeats in the timeline, and {} does not divide its {} GPU activities into "
-                                 "equal steps",
-                                 steps_flag, steps_flag, order.size()));
+    throw InputError(
+        fmt::format("--steps {}: no range repeats in the timeline, and {} does not divide its {} "
+                    "GPU activities into "
+                    "equal steps",
+                    steps_flag, steps_flag, order.size()));
   size_t per = order.size() / n;
   for (size_t k = 0; k < n; ++k) {
     uint64_t lo = std::numeric_limits<uint64_t>::max(), hi = 0;
@@ -412,7 +452,8 @@ void Attributor::equal_steps(int steps_flag) {
     }
     out_.steps.push_back({lo, hi});
   }
-  out_.step_source = fmt::format("--steps {}: {} activities each, in launch order", steps_flag, per);
+  out_.step_source =
+      fmt::format("--steps {}: {} activities each, in launch order", steps_flag, per);
   out_.steps_split = true;
 }
 
@@ -436,14 +477,18 @@ void Attributor::assign_steps(int steps_flag) {
     ActivityPlace& p = out_.places[i];
     if (!split_by_count) {
       uint64_t when = p.launch ? p.launch->start_ns : t_.activities[i].start_ns;
-      auto it = std::upper_bound(out_.steps.begin(), out_.steps.end(), when, [](uint64_t v, const Step& s) { return v < s.start_ns; });
-      if (it != out_.steps.begin() && when <= std::prev(it)->end_ns) p.step = static_cast<int>(std::prev(it) - out_.steps.begin());
-      else if (out_.steps.size() == 1 && best_group_.empty()) p.step = 0;
+      auto it = std::upper_bound(out_.steps.begin(), out_.steps.end(), when,
+                                 [](uint64_t v, const Step& s) { return v < s.start_ns; });
+      if (it != out_.steps.begin() && when <= std::prev(it)->end_ns)
+        p.step = static_cast<int>(std::prev(it) - out_.steps.begin());
+      else if (out_.steps.size() == 1 && best_group_.empty())
+        p.step = 0;
     }
     if (p.step >= 0) step_members[static_cast<size_t>(p.step)].push_back(i);
   }
   out_.idle = idle_time(t_, out_.places, everything);
-  for (const auto& members : step_members) out_.step_idle.push_back(idle_time(t_, out_.places, members));
+  for (const auto& members : step_members)
+    out_.step_idle.push_back(idle_time(t_, out_.places, members));
 }
 
 }  // namespace

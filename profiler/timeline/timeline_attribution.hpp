@@ -16,11 +16,11 @@
 namespace rooflens::profiler {
 
 struct ActivityPlace {
-  int module = -1;                 // index into TimelineAttribution::modules; -1: no module of the model
-  bool in_module_range = false;    // inside some module range (of the model or not)
-  int step = -1;                   // -1: outside every step
+  int module = -1;  // index into TimelineAttribution::modules; -1: no module of the model
+  bool in_module_range = false;     // inside some module range (of the model or not)
+  int step = -1;                    // -1: outside every step
   const ApiCall* launch = nullptr;  // nullptr: no launch call recorded for its correlation id
-  bool from_graph = false;         // launched by a CUDA graph
+  bool from_graph = false;          // launched by a CUDA graph
 };
 
 struct Step {
@@ -42,8 +42,10 @@ struct TimelineAttribution {
   std::vector<ActivityPlace> places;  // one per trace activity, same order
   std::vector<Step> steps;
   std::string step_source;  // how the steps were found, for the report
-  bool steps_split = false;  // --steps N split the activities into equal runs: a step need not be one iteration
-  std::string range_kind;   // "nn.Module calls (vanilla trace)", "module-path ranges (annotated)", both, or "none"
+  bool steps_split =
+      false;  // --steps N split the activities into equal runs: a step need not be one iteration
+  std::string range_kind;   // "nn.Module calls (vanilla trace)", "module-path ranges (annotated)",
+                            // both, or "none"
   InstanceMap instances;    // vanilla traces: instance -> path
   std::string prefix_note;  // range names needed a prefix change to match the model's paths
   int module_ranges = 0, mapped_ranges = 0;
@@ -51,16 +53,18 @@ struct TimelineAttribution {
   std::map<std::string, double> unmatched_ranges_s;
   // Instances the map could not name: their kernels went to the nearest named ancestor.
   std::map<std::string, double> unmapped_instances_s;
-  IdleTime idle;                  // over the whole timeline, per device, summed
+  IdleTime idle;                    // over the whole timeline, per device, summed
   std::vector<IdleTime> step_idle;  // per step
 };
 
 // `steps`: 0 finds them (a repeating top-level range), N > 0 takes the last N occurrences of
 // the repeating range, or splits the activities into N equal runs where nothing repeats
 // (InputError when N does not divide them).
-TimelineAttribution attribute_timeline(const Trace& trace, const ModelModules& model, int steps = 0);
+TimelineAttribution attribute_timeline(const Trace& trace, const ModelModules& model,
+                                       int steps = 0);
 
 // Idle time of `activities` (indices into trace.activities) between `from` and `to`.
-IdleTime idle_time(const Trace& trace, const std::vector<ActivityPlace>& places, const std::vector<size_t>& activities);
+IdleTime idle_time(const Trace& trace, const std::vector<ActivityPlace>& places,
+                   const std::vector<size_t>& activities);
 
 }  // namespace rooflens::profiler

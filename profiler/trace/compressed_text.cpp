@@ -32,7 +32,8 @@ struct FilterResult {
 // served together so neither side blocks on a full pipe.
 FilterResult pipe_through(const std::vector<std::string>& args, const std::string& input) {
   int in_pipe[2], out_pipe[2];
-  if (pipe2(in_pipe, O_CLOEXEC) != 0) throw std::runtime_error(fmt::format("pipe: {}", std::strerror(errno)));
+  if (pipe2(in_pipe, O_CLOEXEC) != 0)
+    throw std::runtime_error(fmt::format("pipe: {}", std::strerror(errno)));
   if (pipe2(out_pipe, O_CLOEXEC) != 0) {
     close(in_pipe[0]);
     close(in_pipe[1]);
@@ -42,7 +43,8 @@ FilterResult pipe_through(const std::vector<std::string>& args, const std::strin
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);  // its complaint becomes our one line
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY,
+                                   0);  // its complaint becomes our one line
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -58,7 +60,8 @@ FilterResult pipe_through(const std::vector<std::string>& args, const std::strin
     throw std::runtime_error(fmt::format("cannot run {}: {}", args[0], std::strerror(rc)));
   }
   // A reader that quits early must not kill us with SIGPIPE.
-  struct sigaction ignore {}, previous {};
+  struct sigaction ignore {
+  }, previous{};
   ignore.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &ignore, &previous);
   size_t written = 0;
@@ -80,11 +83,14 @@ FilterResult pipe_through(const std::vector<std::string>& args, const std::strin
     }
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       ssize_t got = read(out_pipe[0], buffer, sizeof buffer);
-      if (got > 0) r.output.append(buffer, static_cast<size_t>(got));
-      else if (got == 0 || errno != EINTR) out_open = false;
+      if (got > 0)
+        r.output.append(buffer, static_cast<size_t>(got));
+      else if (got == 0 || errno != EINTR)
+        out_open = false;
     }
     if (n > 1 && (fds[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
-      ssize_t put = write(in_fd, input.data() + written, std::min<size_t>(input.size() - written, 1 << 16));
+      ssize_t put =
+          write(in_fd, input.data() + written, std::min<size_t>(input.size() - written, 1 << 16));
       if (put > 0) written += static_cast<size_t>(put);
       if ((put < 0 && errno != EINTR && errno != EAGAIN) || written == input.size()) {
         close(in_fd);
@@ -104,7 +110,9 @@ FilterResult pipe_through(const std::vector<std::string>& args, const std::strin
 
 }  // namespace
 
-bool gz_name(const std::string& path) { return path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0; }
+bool gz_name(const std::string& path) {
+  return path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+}
 
 std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -113,7 +121,9 @@ std::string read_text_file(const std::string& path) {
   bytes << in.rdbuf();
   if (in.bad()) throw InputError(fmt::format("{}: read failed", path));
   std::string data = std::move(bytes).str();
-  if (data.size() < 2 || static_cast<unsigned char>(data[0]) != 0x1f || static_cast<unsigned char>(data[1]) != 0x8b) return data;
+  if (data.size() < 2 || static_cast<unsigned char>(data[0]) != 0x1f ||
+      static_cast<unsigned char>(data[1]) != 0x8b)
+    return data;
   FilterResult r;
   try {
     r = pipe_through({"gzip", "-dc"}, data);

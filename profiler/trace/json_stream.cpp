@@ -15,7 +15,8 @@ int64_t microseconds_text_to_ns(const std::string& text) {
   int64_t whole = 0;
   size_t digits = 0;
   for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, ++digits)
-    if (digits < 17) whole = whole * 10 + (text[i] - '0');  // beyond, the double path below takes it
+    if (digits < 17)
+      whole = whole * 10 + (text[i] - '0');  // beyond, the double path below takes it
   int64_t frac = 0;
   int frac_digits = 0;
   bool round_up = false;
@@ -33,7 +34,8 @@ int64_t microseconds_text_to_ns(const std::string& text) {
   // An exponent, or more than an int64 of nanoseconds holds: go through a double.
   if (i != text.size() || digits > 16 || whole > 9'000'000'000'000'000) {
     double ns = std::stod(text) * 1e3;  // std::out_of_range past a double
-    if (!(std::fabs(ns) < 9.2e18)) throw std::out_of_range("a time of " + text + " us is out of range");
+    if (!(std::fabs(ns) < 9.2e18))
+      throw std::out_of_range("a time of " + text + " us is out of range");
     return std::llround(ns);
   }
   for (int k = std::min(frac_digits, 3); k < 3; ++k) frac *= 10;
@@ -53,7 +55,9 @@ class StreamSax {
   bool boolean(bool v) { return scalar(json(v)); }
   bool number_integer(json::number_integer_t v) { return number(json(v), nullptr); }
   bool number_unsigned(json::number_unsigned_t v) { return number(json(v), nullptr); }
-  bool number_float(json::number_float_t v, const std::string& text) { return number(json(v), &text); }
+  bool number_float(json::number_float_t v, const std::string& text) {
+    return number(json(v), &text);
+  }
   bool string(std::string& s) { return scalar(json(std::move(s))); }
   bool binary(json::binary_t&) { return scalar(json(nullptr)); }
 
@@ -63,8 +67,10 @@ class StreamSax {
   bool end_array() { return close(); }
 
   bool key(std::string& k) {
-    if (!stack_.empty()) pending_key_ = std::move(k);
-    else top_key_ = std::move(k);
+    if (!stack_.empty())
+      pending_key_ = std::move(k);
+    else
+      top_key_ = std::move(k);
     return true;
   }
 
@@ -121,14 +127,18 @@ class StreamSax {
 
   bool number(json v, const std::string* text) {
     // Direct fields of a streamed element: stack_ holds only the element itself.
-    if (level_ == 2 && stack_.size() == 1 && stack_.back()->is_object() && h_.microsecond_fields.count(pending_key_)) {
+    if (level_ == 2 && stack_.size() == 1 && stack_.back()->is_object() &&
+        h_.microsecond_fields.count(pending_key_)) {
       int64_t ns;
       if (text) {
         ns = microseconds_text_to_ns(*text);
       } else {
-        double us = v.is_number_unsigned() ? static_cast<double>(v.get<uint64_t>()) : static_cast<double>(v.get<int64_t>());
-        if (!(std::fabs(us) < 9.2e15)) throw std::out_of_range("a time of " + v.dump() + " us is out of range");
-        ns = v.is_number_unsigned() ? static_cast<int64_t>(v.get<uint64_t>()) * 1000 : v.get<int64_t>() * 1000;
+        double us = v.is_number_unsigned() ? static_cast<double>(v.get<uint64_t>())
+                                           : static_cast<double>(v.get<int64_t>());
+        if (!(std::fabs(us) < 9.2e15))
+          throw std::out_of_range("a time of " + v.dump() + " us is out of range");
+        ns = v.is_number_unsigned() ? static_cast<int64_t>(v.get<uint64_t>()) * 1000
+                                    : v.get<int64_t>() * 1000;
       }
       return scalar(json(ns));
     }
@@ -141,8 +151,10 @@ class StreamSax {
       return true;
     }
     json* parent = stack_.back();
-    if (parent->is_object()) (*parent)[pending_key_] = std::move(v);
-    else parent->push_back(std::move(v));
+    if (parent->is_object())
+      (*parent)[pending_key_] = std::move(v);
+    else
+      parent->push_back(std::move(v));
     return true;
   }
 

@@ -5,11 +5,10 @@
 // decimals) are read from their digits into exact integer nanoseconds, which a double at
 // epoch scale would round.
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace rooflens::profiler {
 

@@ -25,7 +25,9 @@ uint64_t id_of(const json& v) {
   if (v.is_number_integer()) return static_cast<uint64_t>(v.get<int64_t>());
   if (v.is_string()) {
     const std::string& s = v.get_ref<const std::string&>();
-    if (!s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); }) && s.size() < 19)
+    if (!s.empty() &&
+        std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); }) &&
+        s.size() < 19)
       return std::stoull(s);
     return std::hash<std::string>{}(s) | (1ull << 63);  // never 0, never a small number
   }
@@ -42,8 +44,9 @@ enum class Category { kernel, memcpy, memset, runtime, driver, python, annotatio
 // The aten ops whose "Input Dims" the trust checks read: attention, whose query says how many
 // tokens a step ran (a prefill's sequence, decode's one new token) and with how many heads.
 bool shapes_wanted(const std::string& op) {
-  return op == "aten::scaled_dot_product_attention" || op.rfind("aten::_scaled_dot_product_", 0) == 0 ||
-         op == "aten::_flash_attention_forward" || op == "aten::_efficient_attention_forward";
+  return op == "aten::scaled_dot_product_attention" ||
+         op.rfind("aten::_scaled_dot_product_", 0) == 0 || op == "aten::_flash_attention_forward" ||
+         op == "aten::_efficient_attention_forward";
 }
 
 // "Input Dims": one list of sizes per input ([] for a scalar or None); anything else is ignored.
@@ -91,30 +94,36 @@ void PytorchTraceReader::event(json&& e) {
   if (c == Category::other) return;
   if (c == Category::cpu_op) {  // only the shapes of a few ops; never counted as skipped
     auto a = e.find("args");
-    if (name != e.end() && name->is_string() && shapes_wanted(name->get_ref<const std::string&>()) && a != e.end() && a->is_object())
-      if (auto dims = input_dims(*a); !dims.empty()) trace_.op_shapes.push_back({name->get<std::string>(), std::move(dims)});
+    if (name != e.end() && name->is_string() &&
+        shapes_wanted(name->get_ref<const std::string&>()) && a != e.end() && a->is_object())
+      if (auto dims = input_dims(*a); !dims.empty())
+        trace_.op_shapes.push_back({name->get<std::string>(), std::move(dims)});
     return;
   }
   auto ts = e.find("ts");
   auto dur = e.find("dur");
-  if (name == e.end() || !name->is_string() || ts == e.end() || !ts->is_number_integer() || dur == e.end() ||
-      !dur->is_number_integer() || dur->get<int64_t>() < 0) {
+  if (name == e.end() || !name->is_string() || ts == e.end() || !ts->is_number_integer() ||
+      dur == e.end() || !dur->is_number_integer() || dur->get<int64_t>() < 0) {
     ++skipped_;
     return;
   }
   // Relative to baseTimeNanoseconds, added in finish(); kept signed until then.
-  uint64_t start = static_cast<uint64_t>(ts->get<int64_t>()), end = start + static_cast<uint64_t>(dur->get<int64_t>());
+  uint64_t start = static_cast<uint64_t>(ts->get<int64_t>()),
+           end = start + static_cast<uint64_t>(dur->get<int64_t>());
   static const json kNoArgs = json::object();
   auto a = e.find("args");
   const json& args = a != e.end() && a->is_object() ? *a : kNoArgs;
-  uint64_t pid = e.contains("pid") ? id_of(e["pid"]) : 0, tid = e.contains("tid") ? id_of(e["tid"]) : 0;
+  uint64_t pid = e.contains("pid") ? id_of(e["pid"]) : 0,
+           tid = e.contains("tid") ? id_of(e["tid"]) : 0;
   std::string n = name->get<std::string>();
   switch (c) {
     case Category::kernel:
     case Category::memcpy:
     case Category::memset: {
       GpuActivity g;
-      g.kind = c == Category::kernel ? GpuActivity::Kind::kernel : c == Category::memcpy ? GpuActivity::Kind::memcpy : GpuActivity::Kind::memset;
+      g.kind = c == Category::kernel   ? GpuActivity::Kind::kernel
+               : c == Category::memcpy ? GpuActivity::Kind::memcpy
+                                       : GpuActivity::Kind::memset;
       g.name = std::move(n);
       g.start_ns = start;
       g.end_ns = end;
@@ -128,7 +137,8 @@ void PytorchTraceReader::event(json&& e) {
     }
     case Category::runtime:
     case Category::driver:
-      trace_.api_calls.push_back({std::move(n), start, end, static_cast<uint32_t>(arg_id(args, "correlation")), pid, tid});
+      trace_.api_calls.push_back(
+          {std::move(n), start, end, static_cast<uint32_t>(arg_id(args, "correlation")), pid, tid});
       break;
     case Category::python: {
       static const std::string kPrefix = "nn.Module: ";
@@ -139,8 +149,10 @@ void PytorchTraceReader::event(json&& e) {
     case Category::annotation:
       trace_.ranges.push_back({kRecordFunctionDomain, std::move(n), start, end, pid, tid});
       break;
-    case Category::cpu_op: break;
-    case Category::other: break;
+    case Category::cpu_op:
+      break;
+    case Category::other:
+      break;
   }
 }
 
@@ -152,19 +164,25 @@ void PytorchTraceReader::header(const std::string& key, json&& value) {
     saw_header_ = true;
     for (const json& d : value)
       if (d.is_object() && d.contains("name") && d["name"].is_string())
-        trace_.devices.push_back({static_cast<uint32_t>(d.contains("id") ? id_of(d["id"]) : 0), d["name"].get<std::string>()});
+        trace_.devices.push_back({static_cast<uint32_t>(d.contains("id") ? id_of(d["id"]) : 0),
+                                  d["name"].get<std::string>()});
   }
 }
 
 Trace PytorchTraceReader::finish(const std::string& name) {
-  if (events_not_array_) throw InputError(fmt::format("{}: traceEvents is not an array: not a Chrome trace", name));
-  auto shift = [&](uint64_t& t) { t += static_cast<uint64_t>(base_ns_); };  // modulo 2^64: relative times may be negative
+  if (events_not_array_)
+    throw InputError(fmt::format("{}: traceEvents is not an array: not a Chrome trace", name));
+  auto shift = [&](uint64_t& t) {
+    t += static_cast<uint64_t>(base_ns_);
+  };  // modulo 2^64: relative times may be negative
   for (auto& a : trace_.activities) shift(a.start_ns), shift(a.end_ns);
   for (auto& c : trace_.api_calls) shift(c.start_ns), shift(c.end_ns);
   for (auto& r : trace_.ranges) shift(r.start_ns), shift(r.end_ns);
   trace_.source = "pytorch profiler";
   if (!trace_.devices.empty()) trace_.gpu = trace_.devices.front().name;
-  if (skipped_ > 0) trace_.notes.push_back(fmt::format("{} trace events without a name, ts or dur were skipped", skipped_));
+  if (skipped_ > 0)
+    trace_.notes.push_back(
+        fmt::format("{} trace events without a name, ts or dur were skipped", skipped_));
   return std::move(trace_);
 }
 

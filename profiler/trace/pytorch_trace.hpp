@@ -5,10 +5,9 @@
 // that with_stack=True records ("nn.Module: LlamaDecoderLayer_3", domain "nn.Module") and
 // record_function ranges (domain "record_function"). Everything else (aten ops, Python frames,
 // flows) is not needed to attribute kernels and is skipped.
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "profiler/trace/records.hpp"
 

@@ -5,10 +5,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <unordered_set>
-
-#include <nlohmann/json.hpp>
 
 #include "profiler/trace/trace_json.hpp"
 
@@ -35,7 +34,8 @@ RecordedParts merge_record_parts(const std::string& dir) {
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
     if (name.rfind(kPartPrefix, 0) == 0 && name.size() > std::string(kPartSuffix).size() &&
-        name.compare(name.size() - std::string(kPartSuffix).size(), std::string::npos, kPartSuffix) == 0)
+        name.compare(name.size() - std::string(kPartSuffix).size(), std::string::npos,
+                     kPartSuffix) == 0)
       parts.push_back(entry.path());
   }
   std::sort(parts.begin(), parts.end());
@@ -80,11 +80,14 @@ RecordedParts merge_record_parts(const std::string& dir) {
         ++out.unreadable_lines;
       }
     }
-    if (!ended && !refused) out.unflushed.push_back(pid);  // a refused process recorded nothing to flush
+    if (!ended && !refused)
+      out.unflushed.push_back(pid);  // a refused process recorded nothing to flush
     // Each process counts correlation ids from 1: shift every part past the ones before it.
     uint32_t highest = 0;
-    for (auto& a : part.activities) highest = std::max(highest, a.correlation_id += correlation_offset);
-    for (auto& c : part.api_calls) highest = std::max(highest, c.correlation_id += correlation_offset);
+    for (auto& a : part.activities)
+      highest = std::max(highest, a.correlation_id += correlation_offset);
+    for (auto& c : part.api_calls)
+      highest = std::max(highest, c.correlation_id += correlation_offset);
     correlation_offset = highest;
     t.activities.insert(t.activities.end(), part.activities.begin(), part.activities.end());
     t.api_calls.insert(t.api_calls.end(), part.api_calls.begin(), part.api_calls.end());
@@ -93,14 +96,16 @@ RecordedParts merge_record_parts(const std::string& dir) {
   // Keep the calls that launched something (and so carry a GPU activity's correlation id).
   std::unordered_set<uint32_t> launched;
   for (const auto& a : t.activities) launched.insert(a.correlation_id);
-  t.api_calls.erase(std::remove_if(t.api_calls.begin(), t.api_calls.end(),
-                                   [&](const ApiCall& c) { return !launched.count(c.correlation_id); }),
-                    t.api_calls.end());
+  t.api_calls.erase(
+      std::remove_if(t.api_calls.begin(), t.api_calls.end(),
+                     [&](const ApiCall& c) { return !launched.count(c.correlation_id); }),
+      t.api_calls.end());
   auto by_start = [](const auto& x, const auto& y) { return x.start_ns < y.start_ns; };
   std::stable_sort(t.activities.begin(), t.activities.end(), by_start);
   std::stable_sort(t.api_calls.begin(), t.api_calls.end(), by_start);
   std::stable_sort(t.ranges.begin(), t.ranges.end(), by_start);
-  std::sort(t.devices.begin(), t.devices.end(), [](const auto& x, const auto& y) { return x.id < y.id; });
+  std::sort(t.devices.begin(), t.devices.end(),
+            [](const auto& x, const auto& y) { return x.id < y.id; });
   if (!t.devices.empty()) t.gpu = t.devices.front().name;
   t.source = "rooflens record";
   return out;

@@ -27,11 +27,11 @@ inline constexpr const char* kUnavailableLine = "cupti_unavailable";
 inline constexpr const char* kEndLine = "end";
 
 struct RecordedParts {
-  Trace trace;                         // every part's records, merged
-  int processes = 0;                   // part files found
-  std::vector<std::string> unflushed;  // processes whose part has no end line (killed, crashed)
+  Trace trace;                           // every part's records, merged
+  int processes = 0;                     // part files found
+  std::vector<std::string> unflushed;    // processes whose part has no end line (killed, crashed)
   std::vector<std::string> unavailable;  // CUPTI refused in these processes: why
-  int64_t unreadable_lines = 0;        // a line cut short by a kill
+  int64_t unreadable_lines = 0;          // a line cut short by a kill
 };
 
 // Reads every part file in `dir`. API calls no GPU activity refers to are left out (a PyTorch

@@ -16,10 +16,10 @@ struct GpuActivity {
   uint64_t start_ns = 0, end_ns = 0;  // GPU timestamps
   uint32_t correlation_id = 0;        // ties the activity to the API call that launched it
   uint32_t stream = 0;
-  uint64_t bytes = 0;                 // memcpy/memset
+  uint64_t bytes = 0;  // memcpy/memset
   uint32_t device = 0;
   uint32_t context = 0;
-  uint32_t graph_id = 0;              // non-zero: a node of a CUDA graph (launched by cudaGraphLaunch)
+  uint32_t graph_id = 0;  // non-zero: a node of a CUDA graph (launched by cudaGraphLaunch)
 };
 
 // A runtime or driver API call on the host (cudaLaunchKernel, cuLaunchKernelEx...).
@@ -27,7 +27,7 @@ struct ApiCall {
   std::string name;
   uint64_t start_ns = 0, end_ns = 0;  // host timestamps, same clock as the NVTX markers
   uint32_t correlation_id = 0;
-  uint64_t pid = 0, tid = 0;          // the calling process and thread (0: not recorded)
+  uint64_t pid = 0, tid = 0;  // the calling process and thread (0: not recorded)
 };
 
 // CUPTI external correlation: the id we pushed around a launch, per CUPTI correlation id.
@@ -70,10 +70,10 @@ struct Trace {
   std::string source;
   std::vector<std::string> command;
   std::vector<TraceDevice> devices;
-  bool complete = true;           // false: the program failed or was killed; records may be missing
+  bool complete = true;  // false: the program failed or was killed; records may be missing
   std::string incomplete_reason;
   int exit_code = 0;
-  std::vector<std::string> notes;  // what the reader or recorder wants the user to know
+  std::vector<std::string> notes;   // what the reader or recorder wants the user to know
   std::vector<OpShapes> op_shapes;  // PyTorch traces with record_shapes: attention ops' inputs
 };
 

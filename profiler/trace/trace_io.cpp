@@ -22,7 +22,8 @@ constexpr auto kDump = json::error_handler_t::replace;  // kernel and range name
 template <typename T>
 void write_array(std::ostream& out, const char* key, const std::vector<T>& records) {
   out << ",\n\"" << key << "\": [";
-  for (size_t i = 0; i < records.size(); ++i) out << (i ? ",\n " : "\n ") << json(records[i]).dump(-1, ' ', false, kDump);
+  for (size_t i = 0; i < records.size(); ++i)
+    out << (i ? ",\n " : "\n ") << json(records[i]).dump(-1, ' ', false, kDump);
   out << "\n]";
 }
 
@@ -37,8 +38,10 @@ void write_trace(std::ostream& out, const Trace& t, bool gzip) {
   write_array(text, "externals", t.externals);
   write_array(text, "ranges", t.ranges);
   text << "\n}\n";
-  if (gzip) out << gzip_compress(text.str());
-  else out << text.str();
+  if (gzip)
+    out << gzip_compress(text.str());
+  else
+    out << text.str();
 }
 
 bool RecordCollector::is_record_array(const std::string& key) {
@@ -46,18 +49,25 @@ bool RecordCollector::is_record_array(const std::string& key) {
 }
 
 void RecordCollector::element(const std::string& key, json&& r) {
-  if (key == "activities") trace_.activities.push_back(r.get<GpuActivity>());
-  else if (key == "api_calls") trace_.api_calls.push_back(r.get<ApiCall>());
-  else if (key == "externals") trace_.externals.push_back(r.get<ExternalCorrelation>());
-  else if (key == "ranges") trace_.ranges.push_back(r.get<NvtxRange>());
+  if (key == "activities")
+    trace_.activities.push_back(r.get<GpuActivity>());
+  else if (key == "api_calls")
+    trace_.api_calls.push_back(r.get<ApiCall>());
+  else if (key == "externals")
+    trace_.externals.push_back(r.get<ExternalCorrelation>());
+  else if (key == "ranges")
+    trace_.ranges.push_back(r.get<NvtxRange>());
 }
 
-void RecordCollector::header(const std::string& key, json&& value) { header_[key] = std::move(value); }
+void RecordCollector::header(const std::string& key, json&& value) {
+  header_[key] = std::move(value);
+}
 
 Trace RecordCollector::finish(const std::string& name) {
   const json& v = header_.contains("trace_version") ? header_["trace_version"] : json();
   if (!v.is_number_integer() || v.get<int>() < 1 || v.get<int>() > kTraceVersion)
-    throw InputError(fmt::format("{}: rooflens trace version {} (this build reads 1 to {})", name, v.dump(), kTraceVersion));
+    throw InputError(fmt::format("{}: rooflens trace version {} (this build reads 1 to {})", name,
+                                 v.dump(), kTraceVersion));
   try {
     read_trace_header(header_, trace_);
   } catch (const std::exception& e) {
@@ -76,8 +86,10 @@ Trace parse_timeline(std::string text, const std::string& path, bool allow_pytor
   s.streamed = {"activities", "api_calls", "externals", "ranges", PytorchTraceReader::kEventsKey};
   s.microsecond_fields = PytorchTraceReader::microsecond_fields();
   s.element = [&](const std::string& key, json&& e) {
-    if (key == PytorchTraceReader::kEventsKey || key.empty()) pytorch.event(std::move(e));
-    else records.element(key, std::move(e));
+    if (key == PytorchTraceReader::kEventsKey || key.empty())
+      pytorch.event(std::move(e));
+    else
+      records.element(key, std::move(e));
   };
   s.top_level = [&](const std::string& key, json&& v) {
     if (key == PytorchTraceReader::kEventsKey || key.empty()) pytorch.no_events_array();
@@ -94,16 +106,25 @@ Trace parse_timeline(std::string text, const std::string& path, bool allow_pytor
   }
   text = std::string();
   if (records.seen_version()) return records.finish(path);
-  if (!allow_pytorch) throw InputError(fmt::format("{}: not a rooflens trace (no trace_version)", path));
+  if (!allow_pytorch)
+    throw InputError(fmt::format("{}: not a rooflens trace (no trace_version)", path));
   if (pytorch.seen_events()) return pytorch.finish(path);
-  throw InputError(fmt::format("{}: not a trace: neither a rooflens record file (trace_version) nor a Chrome/PyTorch "
-                               "profiler trace (traceEvents)", path));
+  throw InputError(fmt::format(
+      "{}: not a trace: neither a rooflens record file (trace_version) nor a Chrome/PyTorch "
+      "profiler trace (traceEvents)",
+      path));
 }
 
 }  // namespace
 
-Trace read_trace(const std::string& path) { return parse_timeline(read_text_file(path), path, false); }
-Trace read_timeline(const std::string& path) { return parse_timeline(read_text_file(path), path, true); }
-Trace parse_timeline_text(std::string text, const std::string& name) { return parse_timeline(std::move(text), name, true); }
+Trace read_trace(const std::string& path) {
+  return parse_timeline(read_text_file(path), path, false);
+}
+Trace read_timeline(const std::string& path) {
+  return parse_timeline(read_text_file(path), path, true);
+}
+Trace parse_timeline_text(std::string text, const std::string& name) {
+  return parse_timeline(std::move(text), name, true);
+}
 
 }  // namespace rooflens::profiler

@@ -3,9 +3,8 @@
 // tests/data/ (trace_json.hpp defines the fields), and the reader that takes either it or a
 // PyTorch profiler trace (`compare`'s TIMELINE). Files may be gzip (read_text_file).
 #include <iosfwd>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "profiler/trace/records.hpp"
 

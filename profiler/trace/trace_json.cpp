@@ -8,9 +8,12 @@ using nlohmann::json;
 
 const char* activity_kind_name(GpuActivity::Kind k) {
   switch (k) {
-    case GpuActivity::Kind::kernel: return "kernel";
-    case GpuActivity::Kind::memcpy: return "memcpy";
-    case GpuActivity::Kind::memset: return "memset";
+    case GpuActivity::Kind::kernel:
+      return "kernel";
+    case GpuActivity::Kind::memcpy:
+      return "memcpy";
+    case GpuActivity::Kind::memset:
+      return "memset";
   }
   return "kernel";
 }
@@ -27,31 +30,46 @@ GpuActivity::Kind kind_from(const std::string& s) {
 uint64_t uint_field(const json& j, const char* key) {
   const json& v = j.at(key);
   if (v.is_number_unsigned()) return v.get<uint64_t>();
-  if (v.is_number_integer() && v.get<int64_t>() >= 0) return static_cast<uint64_t>(v.get<int64_t>());
-  throw std::invalid_argument(std::string("field '") + key + "' is not a non-negative integer: " + v.dump());
+  if (v.is_number_integer() && v.get<int64_t>() >= 0)
+    return static_cast<uint64_t>(v.get<int64_t>());
+  throw std::invalid_argument(std::string("field '") + key +
+                              "' is not a non-negative integer: " + v.dump());
 }
 
-uint64_t uint_field_or(const json& j, const char* key, uint64_t fallback) { return j.contains(key) ? uint_field(j, key) : fallback; }
+uint64_t uint_field_or(const json& j, const char* key, uint64_t fallback) {
+  return j.contains(key) ? uint_field(j, key) : fallback;
+}
 
 uint32_t u32_field(const json& j, const char* key) {
   uint64_t v = uint_field(j, key);
-  if (v > 0xffffffffu) throw std::invalid_argument(std::string("field '") + key + "' is out of range: " + std::to_string(v));
+  if (v > 0xffffffffu)
+    throw std::invalid_argument(std::string("field '") + key +
+                                "' is out of range: " + std::to_string(v));
   return static_cast<uint32_t>(v);
 }
 
-uint32_t u32_field_or(const json& j, const char* key, uint32_t fallback) { return j.contains(key) ? u32_field(j, key) : fallback; }
+uint32_t u32_field_or(const json& j, const char* key, uint32_t fallback) {
+  return j.contains(key) ? u32_field(j, key) : fallback;
+}
 
 int int_field_or(const json& j, const char* key, int fallback) {
   if (!j.contains(key)) return fallback;
   const json& v = j.at(key);
   if (!v.is_number_integer() || v.get<int64_t>() < -(1 << 30) || v.get<int64_t>() > (1 << 30))
-    throw std::invalid_argument(std::string("field '") + key + "' is not an integer in range: " + v.dump());
+    throw std::invalid_argument(std::string("field '") + key +
+                                "' is not an integer in range: " + v.dump());
   return static_cast<int>(v.get<int64_t>());
 }
 
 void to_json(json& j, const GpuActivity& a) {
-  j = json{{"kind", activity_kind_name(a.kind)}, {"name", a.name}, {"start", a.start_ns}, {"end", a.end_ns},
-           {"correlation", a.correlation_id}, {"stream", a.stream}, {"bytes", a.bytes}, {"device", a.device},
+  j = json{{"kind", activity_kind_name(a.kind)},
+           {"name", a.name},
+           {"start", a.start_ns},
+           {"end", a.end_ns},
+           {"correlation", a.correlation_id},
+           {"stream", a.stream},
+           {"bytes", a.bytes},
+           {"device", a.device},
            {"context", a.context}};
   if (a.graph_id) j["graph"] = a.graph_id;
 }
@@ -70,8 +88,9 @@ void from_json(const json& j, GpuActivity& a) {
 }
 
 void to_json(json& j, const ApiCall& c) {
-  j = json{{"name", c.name}, {"start", c.start_ns}, {"end", c.end_ns}, {"correlation", c.correlation_id},
-           {"pid", c.pid}, {"tid", c.tid}};
+  j = json{{"name", c.name},  {"start", c.start_ns},
+           {"end", c.end_ns}, {"correlation", c.correlation_id},
+           {"pid", c.pid},    {"tid", c.tid}};
 }
 
 void from_json(const json& j, ApiCall& c) {
@@ -83,7 +102,9 @@ void from_json(const json& j, ApiCall& c) {
   c.tid = uint_field_or(j, "tid", 0);
 }
 
-void to_json(json& j, const ExternalCorrelation& e) { j = json{{"correlation", e.correlation_id}, {"external", e.external_id}}; }
+void to_json(json& j, const ExternalCorrelation& e) {
+  j = json{{"correlation", e.correlation_id}, {"external", e.external_id}};
+}
 
 void from_json(const json& j, ExternalCorrelation& e) {
   e.correlation_id = u32_field(j, "correlation");
@@ -91,7 +112,8 @@ void from_json(const json& j, ExternalCorrelation& e) {
 }
 
 void to_json(json& j, const NvtxRange& r) {
-  j = json{{"domain", r.domain}, {"name", r.name}, {"start", r.start_ns}, {"end", r.end_ns}, {"pid", r.pid}, {"tid", r.tid}};
+  j = json{{"domain", r.domain}, {"name", r.name}, {"start", r.start_ns},
+           {"end", r.end_ns},    {"pid", r.pid},   {"tid", r.tid}};
 }
 
 void from_json(const json& j, NvtxRange& r) {
@@ -103,7 +125,9 @@ void from_json(const json& j, NvtxRange& r) {
   r.tid = uint_field_or(j, "tid", 0);
 }
 
-void to_json(json& j, const TraceDevice& d) { j = json{{"id", d.id}, {"name", d.name}}; }
+void to_json(json& j, const TraceDevice& d) {
+  j = json{{"id", d.id}, {"name", d.name}};
+}
 
 void from_json(const json& j, TraceDevice& d) {
   d.id = u32_field(j, "id");

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/hw/device.hpp"
 #include "analyzer/core/errors.hpp"
+#include "analyzer/hw/device.hpp"
 #include "cli/compare_command.hpp"
 #include "cli/entry.hpp"
 #include "cli/model_args.hpp"

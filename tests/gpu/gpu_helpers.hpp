@@ -2,24 +2,23 @@
 // Host-side helpers for the GPU tests: device buffers filled on the GPU, read back as floats.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
 
-#include "analyzer/core/formulas.hpp"
-
 #include "analyzer/core/dtype.hpp"
+#include "analyzer/core/formulas.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/memory_kernels.hpp"
 
 namespace gpu_test {
 
+using rooflens::AttentionDims;
 using rooflens::DType;
 using rooflens::kernels::DeviceBuffer;
-using rooflens::AttentionDims;
 
 // A file of the checkout the tests run from: the working directory or one above it (the GPU
 // machine runs the tests from a copy of the checkout at another path than the build machine's),
@@ -35,7 +34,9 @@ inline std::string checkout_file(const std::string& relative) {
 
 inline float half_to_float(uint16_t h) {
   uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-  float v = exp == 0 ? std::ldexp(static_cast<float>(man), -24) : exp == 31 ? INFINITY : std::ldexp(static_cast<float>(man | 0x400), static_cast<int>(exp) - 25);
+  float v = exp == 0    ? std::ldexp(static_cast<float>(man), -24)
+            : exp == 31 ? INFINITY
+                        : std::ldexp(static_cast<float>(man | 0x400), static_cast<int>(exp) - 25);
   return sign ? -v : v;
 }
 inline float bf16_to_float(uint16_t b) {
@@ -46,7 +47,8 @@ inline float bf16_to_float(uint16_t b) {
 }
 inline float e4m3_to_float(uint8_t x) {
   uint32_t sign = x >> 7, exp = (x >> 3) & 0xf, man = x & 7;
-  float v = exp == 0 ? std::ldexp(static_cast<float>(man), -9) : std::ldexp(static_cast<float>(man | 8), static_cast<int>(exp) - 10);
+  float v = exp == 0 ? std::ldexp(static_cast<float>(man), -9)
+                     : std::ldexp(static_cast<float>(man | 8), static_cast<int>(exp) - 10);
   return sign ? -v : v;
 }
 
@@ -69,13 +71,39 @@ struct Tensor {
     for (int64_t i = 0; i < n; ++i) {
       const uint8_t* p = raw.data();
       switch (dtype) {
-        case DType::f32: std::memcpy(&f[i], p + 4 * i, 4); break;
-        case DType::f16: { uint16_t h; std::memcpy(&h, p + 2 * i, 2); f[i] = half_to_float(h); break; }
-        case DType::bf16: { uint16_t h; std::memcpy(&h, p + 2 * i, 2); f[i] = bf16_to_float(h); break; }
-        case DType::f8e4m3fn: f[i] = e4m3_to_float(p[i]); break;
-        case DType::i64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); f[i] = static_cast<float>(v); break; }
-        case DType::i32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); f[i] = static_cast<float>(v); break; }
-        default: f[i] = p[i]; break;
+        case DType::f32:
+          std::memcpy(&f[i], p + 4 * i, 4);
+          break;
+        case DType::f16: {
+          uint16_t h;
+          std::memcpy(&h, p + 2 * i, 2);
+          f[i] = half_to_float(h);
+          break;
+        }
+        case DType::bf16: {
+          uint16_t h;
+          std::memcpy(&h, p + 2 * i, 2);
+          f[i] = bf16_to_float(h);
+          break;
+        }
+        case DType::f8e4m3fn:
+          f[i] = e4m3_to_float(p[i]);
+          break;
+        case DType::i64: {
+          int64_t v;
+          std::memcpy(&v, p + 8 * i, 8);
+          f[i] = static_cast<float>(v);
+          break;
+        }
+        case DType::i32: {
+          int32_t v;
+          std::memcpy(&v, p + 4 * i, 4);
+          f[i] = static_cast<float>(v);
+          break;
+        }
+        default:
+          f[i] = p[i];
+          break;
       }
     }
     return f;
@@ -83,17 +111,19 @@ struct Tensor {
 };
 
 // Largest |a - b| relative to max(|b|, floor).
-inline double max_rel_error(const std::vector<float>& got, const std::vector<float>& want, double floor = 1e-2) {
+inline double max_rel_error(const std::vector<float>& got, const std::vector<float>& want,
+                            double floor = 1e-2) {
   double worst = 0;
   for (size_t i = 0; i < want.size(); ++i)
-    worst = std::max(worst, std::abs(static_cast<double>(got[i]) - want[i]) / std::max<double>(std::abs(want[i]), floor));
+    worst = std::max(worst, std::abs(static_cast<double>(got[i]) - want[i]) /
+                                std::max<double>(std::abs(want[i]), floor));
   return worst;
 }
 
 // Host attention over q [B,Sq,Hq,D], k/v [B,Hkv,Skv,D(v)] (v = nullptr: the first dv of k);
 // causal with the queries as the last Sq keys, a sliding window under causal.
-inline std::vector<float> host_attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>* v,
-                                  const AttentionDims& d) {
+inline std::vector<float> host_attention(const std::vector<float>& q, const std::vector<float>& k,
+                                         const std::vector<float>* v, const AttentionDims& d) {
   std::vector<float> o(static_cast<size_t>(d.batch * d.q_len * d.q_heads * d.head_dim_v));
   int64_t g = d.q_heads / d.kv_heads, off = d.kv_len - d.q_len;
   double scale = 1 / std::sqrt(static_cast<double>(d.head_dim_qk));
@@ -107,7 +137,8 @@ inline std::vector<float> host_attention(const std::vector<float>& q, const std:
           if (d.causal && (j > i + off || (d.window > 0 && j <= i + off - d.window))) continue;
           double acc = 0;
           for (int64_t c = 0; c < d.head_dim_qk; ++c)
-            acc += q[((b * d.q_len + i) * d.q_heads + h) * d.head_dim_qk + c] * k[((b * d.kv_heads + kvh) * d.kv_len + j) * d.head_dim_qk + c];
+            acc += q[((b * d.q_len + i) * d.q_heads + h) * d.head_dim_qk + c] *
+                   k[((b * d.kv_heads + kvh) * d.kv_len + j) * d.head_dim_qk + c];
           s[j] = acc * scale;
           m = std::max(m, s[j]);
         }
@@ -125,6 +156,5 @@ inline std::vector<float> host_attention(const std::vector<float>& q, const std:
       }
   return o;
 }
-
 
 }  // namespace gpu_test

@@ -1,9 +1,9 @@
 // GPU tests: without a CUDA device the whole binary reports "skipped: no CUDA device" and exits
 // with ctest's skip code, so nothing is counted as passed.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
 #include <cuda_runtime.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 
 #include "profiler/gpu/cupti_session.hpp"

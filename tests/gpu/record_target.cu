@@ -17,13 +17,13 @@
 #include <cstring>
 #include <thread>
 
-#define CHECK_CUDA(call)                                                                  \
-  do {                                                                                    \
-    cudaError_t e_ = (call);                                                              \
-    if (e_ != cudaSuccess) {                                                              \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));   \
-      std::exit(10);                                                                      \
-    }                                                                                     \
+#define CHECK_CUDA(call)                                                               \
+  do {                                                                                 \
+    cudaError_t e_ = (call);                                                           \
+    if (e_ != cudaSuccess) {                                                           \
+      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
+      std::exit(10);                                                                   \
+    }                                                                                  \
   } while (0)
 
 // Unmangled names: the test looks for them as written.
@@ -101,7 +101,8 @@ void bench(float* d, int rounds) {
   CHECK_CUDA(cudaStreamCreate(&s));
   CHECK_CUDA(cudaEventCreate(&start));
   CHECK_CUDA(cudaEventCreate(&stop));
-  for (int i = 0; i < 50; ++i) rooflens_test_kernel_a<<<kBlocks, kThreads, 0, s>>>(d, kN, 256);  // warm-up
+  for (int i = 0; i < 50; ++i)
+    rooflens_test_kernel_a<<<kBlocks, kThreads, 0, s>>>(d, kN, 256);  // warm-up
   CHECK_CUDA(cudaStreamSynchronize(s));
   auto t0 = std::chrono::steady_clock::now();
   CHECK_CUDA(cudaEventRecord(start, s));
@@ -115,7 +116,8 @@ void bench(float* d, int rounds) {
   auto t1 = std::chrono::steady_clock::now();
   float ms = 0;
   CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
-  std::printf("kernel_ms %.4f\nwall_ms %.4f\n", ms, std::chrono::duration<double, std::milli>(t1 - t0).count());
+  std::printf("kernel_ms %.4f\nwall_ms %.4f\n", ms,
+              std::chrono::duration<double, std::milli>(t1 - t0).count());
 }
 
 }  // namespace
@@ -124,16 +126,21 @@ int main(int argc, char** argv) {
   int exit_code = 0, rounds = 0;
   bool sigterm = false;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--exit") && i + 1 < argc) exit_code = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--sigterm")) sigterm = true;
-    else if (!std::strcmp(argv[i], "--bench") && i + 1 < argc) rounds = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--exit") && i + 1 < argc)
+      exit_code = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--sigterm"))
+      sigterm = true;
+    else if (!std::strcmp(argv[i], "--bench") && i + 1 < argc)
+      rounds = std::atoi(argv[++i]);
   }
   float *d = nullptr, *pinned = nullptr;
   CHECK_CUDA(cudaMalloc(&d, 2 * kN * sizeof(float)));
   CHECK_CUDA(cudaMallocHost(&pinned, 1 << 20));
   std::memset(pinned, 0, 1 << 20);
-  if (rounds > 0) bench(d, rounds);
-  else known_work(d, pinned);
+  if (rounds > 0)
+    bench(d, rounds);
+  else
+    known_work(d, pinned);
   CHECK_CUDA(cudaDeviceSynchronize());
   if (sigterm) std::raise(SIGTERM);
   return exit_code;

@@ -1,7 +1,6 @@
 // Each replay kernel against a host reference computed from the same inputs.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 
 #include "gpu_helpers.hpp"
@@ -17,8 +16,9 @@ using namespace rooflens::kernels;
 namespace {
 
 // out[b][m][n] = sum_k a[b?][m][k] * w(b?, n, k) (+ bias[n]); w stored [n,k] or [k,n].
-std::vector<float> host_gemm(const std::vector<float>& a, const std::vector<float>& w, const std::vector<float>* bias,
-                             int64_t batch, int64_t m, int64_t n, int64_t k, bool a_shared, bool b_shared, bool kn) {
+std::vector<float> host_gemm(const std::vector<float>& a, const std::vector<float>& w,
+                             const std::vector<float>* bias, int64_t batch, int64_t m, int64_t n,
+                             int64_t k, bool a_shared, bool b_shared, bool kn) {
   std::vector<float> out(static_cast<size_t>(batch * m * n));
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t i = 0; i < m; ++i)
@@ -26,7 +26,8 @@ std::vector<float> host_gemm(const std::vector<float>& a, const std::vector<floa
         double s = bias ? (*bias)[j] : 0;
         const float* ar = a.data() + (a_shared ? 0 : b * m * k) + i * k;
         const float* wb = w.data() + (b_shared ? 0 : b * n * k);
-        for (int64_t q = 0; q < k; ++q) s += static_cast<double>(ar[q]) * (kn ? wb[q * n + j] : wb[j * k + q]);
+        for (int64_t q = 0; q < k; ++q)
+          s += static_cast<double>(ar[q]) * (kn ? wb[q * n + j] : wb[j * k + q]);
         out[static_cast<size_t>((b * m + i) * n + j)] = static_cast<float>(s);
       }
   return out;
@@ -43,12 +44,15 @@ struct GemmCase {
 TEST_CASE("cuBLASLt GEMM matches the host in every precision and layout") {
   CublasLt lt;
   const int64_t batch = 2, m = 48, n = 64, k = 96;
-  for (GemmCase c : {GemmCase{Precision::fp32, true, false, true, 1e-4}, GemmCase{Precision::tf32, false, true, true, 2e-2},
-                     GemmCase{Precision::bf16, true, true, false, 3e-2}, GemmCase{Precision::fp16, false, false, false, 1e-2},
+  for (GemmCase c : {GemmCase{Precision::fp32, true, false, true, 1e-4},
+                     GemmCase{Precision::tf32, false, true, true, 2e-2},
+                     GemmCase{Precision::bf16, true, true, false, 3e-2},
+                     GemmCase{Precision::fp16, false, false, false, 1e-2},
                      GemmCase{Precision::fp8, false, false, true, 6e-2}}) {
     DYNAMIC_SECTION(precision_name(c.p) << (c.kn ? " kn" : " nk") << (c.bias ? " bias" : "")) {
       DType in = storage_dtype(c.p), out = c.p == Precision::fp8 ? DType::bf16 : in;
-      Tensor a(in, batch * m * k, 11), w(in, (c.b_shared ? 1 : batch) * n * k, 12), bias(out, n, 13), d(out, batch * m * n, 14);
+      Tensor a(in, batch * m * k, 11), w(in, (c.b_shared ? 1 : batch) * n * k, 12),
+          bias(out, n, 13), d(out, batch * m * n, 14);
       GemmShape s;
       s.precision = c.p;
       s.out = out;
@@ -59,7 +63,8 @@ TEST_CASE("cuBLASLt GEMM matches the host in every precision and layout") {
       Gemm g(lt, s);
       g.run(a.get(), w.get(), d.get(), c.bias ? bias.get() : nullptr, nullptr);
       auto hb = bias.host();
-      auto want = host_gemm(a.host(), w.host(), c.bias ? &hb : nullptr, batch, m, n, k, false, c.b_shared, c.kn);
+      auto want = host_gemm(a.host(), w.host(), c.bias ? &hb : nullptr, batch, m, n, k, false,
+                            c.b_shared, c.kn);
       CHECK(max_rel_error(d.host(), want, 0.5) < c.tol);
     }
   }
@@ -74,29 +79,35 @@ TEST_CASE("GEMV (decode-step GEMM) matches the host for 1 to 8 rows, with and wi
         REQUIRE(gemv_supported(dt, m, k, x.get(), w.get()));
         gemv(x.get(), w.get(), m == 3 ? bias.get() : nullptr, y.get(), dt, m, n, k, nullptr);
         auto hb = bias.host();
-        auto want = host_gemm(x.host(), w.host(), m == 3 ? &hb : nullptr, 1, m, n, k, false, true, false);
+        auto want =
+            host_gemm(x.host(), w.host(), m == 3 ? &hb : nullptr, 1, m, n, k, false, true, false);
         CHECK(max_rel_error(y.host(), want, 0.5) < (dt == DType::f32 ? 1e-4 : 2e-2));
       }
     }
   CHECK_FALSE(gemv_supported(DType::bf16, 9, 264, nullptr, nullptr));
-  CHECK_FALSE(gemv_supported(DType::bf16, 1, 260, nullptr, nullptr));  // k not whole 16-byte vectors
+  CHECK_FALSE(
+      gemv_supported(DType::bf16, 1, 260, nullptr, nullptr));  // k not whole 16-byte vectors
 }
 
 TEST_CASE("element-wise with broadcast, Where and Cast match the host") {
   Tensor a(DType::f32, 4 * 3 * 8, 1), b(DType::f32, 3 * 1, 2), out(DType::f32, 4 * 3 * 8, 3);
-  elementwise(EwOp::add, {{a.get(), DType::f32, {4, 3, 8}}, {b.get(), DType::f32, {3, 1}}}, out.get(), DType::f32, {4, 3, 8}, nullptr);
+  elementwise(EwOp::add, {{a.get(), DType::f32, {4, 3, 8}}, {b.get(), DType::f32, {3, 1}}},
+              out.get(), DType::f32, {4, 3, 8}, nullptr);
   auto ha = a.host(), hb = b.host(), ho = out.host();
   double worst = 0;
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 3; ++j)
-      for (int q = 0; q < 8; ++q) worst = std::max(worst, std::abs(ho[(i * 3 + j) * 8 + q] - (ha[(i * 3 + j) * 8 + q] + hb[j])) * 1.0);
+      for (int q = 0; q < 8; ++q)
+        worst = std::max(
+            worst, std::abs(ho[(i * 3 + j) * 8 + q] - (ha[(i * 3 + j) * 8 + q] + hb[j])) * 1.0);
   CHECK(worst < 1e-6);
 
   // A bias add over rows (vector loads of both operands) and an innermost dim that is not a
   // whole number of vectors (the scalar walk).
   for (auto [rows, cols, dt] : {std::tuple{6, 24, DType::bf16}, std::tuple{5, 7, DType::f32}}) {
     Tensor m(dt, rows * cols, 41), bias(dt, cols, 42), sum(dt, rows * cols, 43);
-    elementwise(EwOp::add, {{m.get(), dt, {rows, cols}}, {bias.get(), dt, {cols}}}, sum.get(), dt, {rows, cols}, nullptr);
+    elementwise(EwOp::add, {{m.get(), dt, {rows, cols}}, {bias.get(), dt, {cols}}}, sum.get(), dt,
+                {rows, cols}, nullptr);
     auto hm = m.host(), hbias = bias.host(), hs = sum.host();
     std::vector<float> want(hm.size());
     for (int r = 0; r < rows; ++r)
@@ -107,13 +118,16 @@ TEST_CASE("element-wise with broadcast, Where and Cast match the host") {
   // A squeeze-excitation scale: [4, 6, 1, 1] times [4, 6, 7, 7], rows of 49 (not whole vectors),
   // the per-row operand first and second.
   {
-    Tensor se(DType::bf16, 4 * 6, 44), img(DType::bf16, 4 * 6 * 49, 45), prod(DType::bf16, 4 * 6 * 49, 46);
+    Tensor se(DType::bf16, 4 * 6, 44), img(DType::bf16, 4 * 6 * 49, 45),
+        prod(DType::bf16, 4 * 6 * 49, 46);
     auto hse = se.host(), himg = img.host();
     std::vector<float> want(himg.size());
     for (size_t i = 0; i < want.size(); ++i) want[i] = hse[i / 49] * himg[i];
     for (bool se_first : {true, false}) {
-      EwOperand s_op{se.get(), DType::bf16, {4, 6, 1, 1}}, i_op{img.get(), DType::bf16, {4, 6, 7, 7}};
-      std::vector<EwOperand> ops = se_first ? std::vector<EwOperand>{s_op, i_op} : std::vector<EwOperand>{i_op, s_op};
+      EwOperand s_op{se.get(), DType::bf16, {4, 6, 1, 1}},
+          i_op{img.get(), DType::bf16, {4, 6, 7, 7}};
+      std::vector<EwOperand> ops =
+          se_first ? std::vector<EwOperand>{s_op, i_op} : std::vector<EwOperand>{i_op, s_op};
       elementwise(EwOp::mul, ops, prod.get(), DType::bf16, {4, 6, 7, 7}, nullptr);
       CHECK(max_rel_error(prod.host(), want, 0.05) < 1e-2);
     }
@@ -121,8 +135,9 @@ TEST_CASE("element-wise with broadcast, Where and Cast match the host") {
     Tensor bias(DType::bf16, 6, 47);
     auto hbias = bias.host();
     for (size_t i = 0; i < want.size(); ++i) want[i] = himg[i] + hbias[(i / 49) % 6];
-    elementwise(EwOp::add, {{img.get(), DType::bf16, {4, 6, 7, 7}}, {bias.get(), DType::bf16, {6, 1, 1}}}, prod.get(), DType::bf16,
-                {4, 6, 7, 7}, nullptr);
+    elementwise(EwOp::add,
+                {{img.get(), DType::bf16, {4, 6, 7, 7}}, {bias.get(), DType::bf16, {6, 1, 1}}},
+                prod.get(), DType::bf16, {4, 6, 7, 7}, nullptr);
     CHECK(max_rel_error(prod.host(), want, 0.05) < 1e-2);
   }
 
@@ -130,16 +145,22 @@ TEST_CASE("element-wise with broadcast, Where and Cast match the host") {
   elementwise(EwOp::gelu, {{x.get(), DType::bf16, {4096}}}, y.get(), DType::bf16, {4096}, nullptr);
   auto hx = x.host(), hy = y.host();
   std::vector<float> want(hx.size());
-  for (size_t i = 0; i < hx.size(); ++i) want[i] = 0.5f * hx[i] * (1 + std::erf(hx[i] / std::sqrt(2.f)));
+  for (size_t i = 0; i < hx.size(); ++i)
+    want[i] = 0.5f * hx[i] * (1 + std::erf(hx[i] / std::sqrt(2.f)));
   CHECK(max_rel_error(hy, want, 0.05) < 1e-2);
-  elementwise(EwOp::swish, {{x.get(), DType::bf16, {4096}}}, y.get(), DType::bf16, {4096}, nullptr);  // fast division
+  elementwise(EwOp::swish, {{x.get(), DType::bf16, {4096}}}, y.get(), DType::bf16, {4096},
+              nullptr);  // fast division
   hy = y.host();
   for (size_t i = 0; i < hx.size(); ++i) want[i] = hx[i] / (1 + std::exp(-hx[i]));
   CHECK(max_rel_error(hy, want, 0.05) < 1e-2);
 
-  Tensor cond(DType::boolean, 64, 6), p(DType::f16, 64, 7), q(DType::f16, 64, 8), r(DType::f16, 64, 9);
-  elementwise(EwOp::where, {{cond.get(), DType::boolean, {64}}, {p.get(), DType::f16, {64}}, {q.get(), DType::f16, {64}}}, r.get(),
-              DType::f16, {64}, nullptr);
+  Tensor cond(DType::boolean, 64, 6), p(DType::f16, 64, 7), q(DType::f16, 64, 8),
+      r(DType::f16, 64, 9);
+  elementwise(EwOp::where,
+              {{cond.get(), DType::boolean, {64}},
+               {p.get(), DType::f16, {64}},
+               {q.get(), DType::f16, {64}}},
+              r.get(), DType::f16, {64}, nullptr);
   auto hc = cond.host(), hp = p.host(), hq = q.host(), hr = r.host();
   for (int i = 0; i < 64; ++i) CHECK(hr[i] == (hc[i] != 0 ? hp[i] : hq[i]));
 
@@ -148,24 +169,28 @@ TEST_CASE("element-wise with broadcast, Where and Cast match the host") {
   CHECK(max_rel_error(dst.host(), src.host()) < 1e-2);
   // To fp8 e4m3 (a W8A8 GEMM's activations): 3 mantissa bits, a relative step of 1/8 at most.
   Tensor act(DType::bf16, 4096, 12), act8(DType::f8e4m3fn, 4096, 13);
-  elementwise(EwOp::cast, {{act.get(), DType::bf16, {4096}}}, act8.get(), DType::f8e4m3fn, {4096}, nullptr);
+  elementwise(EwOp::cast, {{act.get(), DType::bf16, {4096}}}, act8.get(), DType::f8e4m3fn, {4096},
+              nullptr);
   CHECK(max_rel_error(act8.host(), act.host(), 0.05) < 0.07);
 }
 
 namespace {
 
 // Host norm of each row of x (+ skip), times gamma, plus beta.
-std::vector<float> host_norm(const std::vector<float>& x, const std::vector<float>* skip, const std::vector<float>& g,
-                             const std::vector<float>* b, int64_t rows, int64_t cols, bool rms) {
+std::vector<float> host_norm(const std::vector<float>& x, const std::vector<float>* skip,
+                             const std::vector<float>& g, const std::vector<float>* b, int64_t rows,
+                             int64_t cols, bool rms) {
   std::vector<float> y(x.size());
   for (int64_t r = 0; r < rows; ++r) {
     std::vector<double> v(static_cast<size_t>(cols));
     double mean = 0, sq = 0;
-    for (int64_t c = 0; c < cols; ++c) mean += v[c] = x[r * cols + c] + (skip ? (*skip)[r * cols + c] : 0.f);
+    for (int64_t c = 0; c < cols; ++c)
+      mean += v[c] = x[r * cols + c] + (skip ? (*skip)[r * cols + c] : 0.f);
     mean = rms ? 0 : mean / cols;
     for (double e : v) sq += (e - mean) * (e - mean);
     double inv = 1 / std::sqrt(sq / cols + 1e-5);
-    for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = static_cast<float>((v[c] - mean) * inv * g[c] + (b ? (*b)[c] : 0.f));
+    for (int64_t c = 0; c < cols; ++c)
+      y[r * cols + c] = static_cast<float>((v[c] - mean) * inv * g[c] + (b ? (*b)[c] : 0.f));
   }
   return y;
 }
@@ -177,7 +202,8 @@ TEST_CASE("row kernels: softmax and norms on vector, warp and block rows") {
   for (int64_t cols : {300, 301, 1501}) {
     DYNAMIC_SECTION("cols=" << cols) {
       const int64_t rows = 37;
-      Tensor x(DType::f32, rows * cols, 21), y(DType::f32, rows * cols, 22), g(DType::f32, cols, 23), b(DType::f32, cols, 24);
+      Tensor x(DType::f32, rows * cols, 21), y(DType::f32, rows * cols, 22),
+          g(DType::f32, cols, 23), b(DType::f32, cols, 24);
       auto hx = x.host(), hg = g.host(), hb = b.host();
       softmax_rows(x.get(), y.get(), DType::f32, rows, cols, false, nullptr);
       auto hy = y.host();
@@ -185,20 +211,27 @@ TEST_CASE("row kernels: softmax and norms on vector, warp and block rows") {
         double m = -1e30, s = 0;
         for (int64_t c = 0; c < cols; ++c) m = std::max<double>(m, hx[r * cols + c]);
         for (int64_t c = 0; c < cols; ++c) s += std::exp(hx[r * cols + c] - m);
-        for (int64_t c = 0; c < cols; ++c) REQUIRE(std::abs(hy[r * cols + c] - std::exp(hx[r * cols + c] - m) / s) < 1e-5);
+        for (int64_t c = 0; c < cols; ++c)
+          REQUIRE(std::abs(hy[r * cols + c] - std::exp(hx[r * cols + c] - m) / s) < 1e-5);
       }
       for (bool rms : {false, true}) {
-        norm_rows(x.get(), nullptr, g.get(), rms ? nullptr : b.get(), y.get(), DType::f32, rows, cols, rms, nullptr);
-        CHECK(max_rel_error(y.host(), host_norm(hx, nullptr, hg, rms ? nullptr : &hb, rows, cols, rms), 0.5) < 1e-4);
+        norm_rows(x.get(), nullptr, g.get(), rms ? nullptr : b.get(), y.get(), DType::f32, rows,
+                  cols, rms, nullptr);
+        CHECK(max_rel_error(y.host(),
+                            host_norm(hx, nullptr, hg, rms ? nullptr : &hb, rows, cols, rms),
+                            0.5) < 1e-4);
       }
     }
   }
   SECTION("bf16 RMS norm with a residual input, rows of 4096") {
     const int64_t rows = 3, cols = 4096;
-    Tensor x(DType::bf16, rows * cols, 25), skip(DType::bf16, rows * cols, 26), g(DType::bf16, cols, 27), y(DType::bf16, rows * cols, 28);
-    norm_rows(x.get(), skip.get(), g.get(), nullptr, y.get(), DType::bf16, rows, cols, true, nullptr);
+    Tensor x(DType::bf16, rows * cols, 25), skip(DType::bf16, rows * cols, 26),
+        g(DType::bf16, cols, 27), y(DType::bf16, rows * cols, 28);
+    norm_rows(x.get(), skip.get(), g.get(), nullptr, y.get(), DType::bf16, rows, cols, true,
+              nullptr);
     auto hs = skip.host();
-    CHECK(max_rel_error(y.host(), host_norm(x.host(), &hs, g.host(), nullptr, rows, cols, true), 0.5) < 2e-2);
+    CHECK(max_rel_error(y.host(), host_norm(x.host(), &hs, g.host(), nullptr, rows, cols, true),
+                        0.5) < 2e-2);
   }
 }
 
@@ -215,7 +248,8 @@ TEST_CASE("row kernels: reductions and top-k") {
     CHECK(std::abs(hr[r] - s / cols) < 1e-5);
   }
   Tensor vals(DType::f32, rows * 4, 26), idx(DType::i64, rows * 4, 27);
-  topk_rows(x.get(), vals.get(), static_cast<int64_t*>(idx.get()), DType::f32, rows, cols, 4, nullptr);
+  topk_rows(x.get(), vals.get(), static_cast<int64_t*>(idx.get()), DType::f32, rows, cols, 4,
+            nullptr);
   auto hv = vals.host(), hi = idx.host();
   for (int64_t r = 0; r < rows; ++r) {
     std::vector<float> row(hx.begin() + r * cols, hx.begin() + (r + 1) * cols);
@@ -229,7 +263,8 @@ TEST_CASE("row kernels: reductions and top-k") {
 
 TEST_CASE("copies: transposes, a concat half, concat and split in one launch") {
   Tensor x(DType::f32, 2 * 3 * 4, 31), y(DType::f32, 24, 32);
-  strided_copy(x.get(), y.get(), 4, {4, 3, 2}, {1, 4, 12}, {6, 2, 1}, 0, 0, nullptr);  // (2,3,4) -> perm (2,1,0)
+  strided_copy(x.get(), y.get(), 4, {4, 3, 2}, {1, 4, 12}, {6, 2, 1}, 0, 0,
+               nullptr);  // (2,3,4) -> perm (2,1,0)
   auto hx = x.host(), hy = y.host();
   for (int a = 0; a < 2; ++a)
     for (int b = 0; b < 3; ++b)
@@ -242,11 +277,13 @@ TEST_CASE("copies: transposes, a concat half, concat and split in one launch") {
   for (int i = 0; i < 37; ++i)
     for (int j = 0; j < 45; ++j) REQUIRE(hmatt[j * 37 + i] == hmat[i * 45 + j]);
   Tensor t3(DType::bf16, 2 * 33 * 40, 46), t3t(DType::bf16, 2 * 33 * 40, 47);
-  strided_copy(t3.get(), t3t.get(), 2, {2, 33, 40}, {33 * 40, 40, 1}, {33 * 40, 1, 33}, 0, 0, nullptr);
+  strided_copy(t3.get(), t3t.get(), 2, {2, 33, 40}, {33 * 40, 40, 1}, {33 * 40, 1, 33}, 0, 0,
+               nullptr);
   auto h3 = t3.host(), h3t = t3t.host();
   for (int bb = 0; bb < 2; ++bb)
     for (int i = 0; i < 33; ++i)
-      for (int j = 0; j < 40; ++j) REQUIRE(h3t[bb * 1320 + j * 33 + i] == h3[bb * 1320 + i * 40 + j]);
+      for (int j = 0; j < 40; ++j)
+        REQUIRE(h3t[bb * 1320 + j * 33 + i] == h3[bb * 1320 + i * 40 + j]);
   // A concat half: rows of 64 bf16 into the second half of rows of 128 (16-byte elements).
   Tensor part(DType::bf16, 3 * 64, 48), whole(DType::bf16, 3 * 128, 49);
   strided_copy(part.get(), whole.get(), 2, {3, 64}, {64, 1}, {128, 1}, 0, 64, nullptr);
@@ -256,7 +293,8 @@ TEST_CASE("copies: transposes, a concat half, concat and split in one launch") {
 
   // Concat and Split in one launch: 16-byte elements (parts of 64 and 128 bf16), then scalar
   // ones (parts of 3 and 5), and more parts than one launch takes (11 parts of 1 fp32 column).
-  for (auto cols : {std::vector<int64_t>{64, 128, 64}, std::vector<int64_t>{3, 5}, std::vector<int64_t>(11, 1)}) {
+  for (auto cols : {std::vector<int64_t>{64, 128, 64}, std::vector<int64_t>{3, 5},
+                    std::vector<int64_t>(11, 1)}) {
     int64_t total = 0, rows_n = 5;
     for (int64_t c : cols) total += c;
     DType dt = cols.size() == 11 ? DType::f32 : DType::bf16;
@@ -265,7 +303,8 @@ TEST_CASE("copies: transposes, a concat half, concat and split in one launch") {
     std::vector<Tensor> pieces;
     pieces.reserve(cols.size());
     std::vector<void*> ptrs;
-    for (size_t j = 0; j < cols.size(); ++j) pieces.emplace_back(dt, rows_n * cols[j], 60 + static_cast<int>(j));
+    for (size_t j = 0; j < cols.size(); ++j)
+      pieces.emplace_back(dt, rows_n * cols[j], 60 + static_cast<int>(j));
     for (auto& t : pieces) ptrs.push_back(t.get());
     concat_split(src.get(), ptrs, cols, rows_n, eb, true, nullptr);
     concat_split(back.get(), ptrs, cols, rows_n, eb, false, nullptr);
@@ -274,7 +313,8 @@ TEST_CASE("copies: transposes, a concat half, concat and split in one launch") {
     for (size_t j = 0; j < cols.size(); ++j) {
       auto hp = pieces[j].host();
       for (int64_t r = 0; r < rows_n; ++r)
-        for (int64_t c = 0; c < cols[j]; ++c) REQUIRE(hp[r * cols[j] + c] == hs[r * total + c0 + c]);
+        for (int64_t c = 0; c < cols[j]; ++c)
+          REQUIRE(hp[r * cols[j] + c] == hs[r * total + c0 + c]);
       c0 += cols[j];
     }
     for (int64_t i = 0; i < rows_n * total; ++i) REQUIRE(hb[i] == hs[i]);
@@ -300,19 +340,22 @@ TEST_CASE("copies: gather and rotary embedding against host references") {
     int64_t d, rot;
     bool bhsd;
   };
-  for (RopeCase rc : {RopeCase{DType::f32, 8, 8, false}, RopeCase{DType::bf16, 128, 64, true}, RopeCase{DType::f32, 6, 6, false}}) {
-    const int64_t batch = 2, seq = 5, heads = 2, maxpos = 10, d = rc.d, half = rc.rot / 2, rows = batch * seq * heads;
-    Tensor q(rc.dt, rows * d, 36), pos(DType::i64, batch * seq, 37, maxpos), cs(rc.dt, maxpos * half, 38),
-        sn(rc.dt, maxpos * half, 39), out(rc.dt, rows * d, 40);
-    rope(q.get(), static_cast<const int64_t*>(pos.get()), cs.get(), sn.get(), out.get(), rc.dt, rows, heads, seq, d, rc.rot,
-         rc.bhsd, nullptr);
+  for (RopeCase rc : {RopeCase{DType::f32, 8, 8, false}, RopeCase{DType::bf16, 128, 64, true},
+                      RopeCase{DType::f32, 6, 6, false}}) {
+    const int64_t batch = 2, seq = 5, heads = 2, maxpos = 10, d = rc.d, half = rc.rot / 2,
+                  rows = batch * seq * heads;
+    Tensor q(rc.dt, rows * d, 36), pos(DType::i64, batch * seq, 37, maxpos),
+        cs(rc.dt, maxpos * half, 38), sn(rc.dt, maxpos * half, 39), out(rc.dt, rows * d, 40);
+    rope(q.get(), static_cast<const int64_t*>(pos.get()), cs.get(), sn.get(), out.get(), rc.dt,
+         rows, heads, seq, d, rc.rot, rc.bhsd, nullptr);
     auto hq = q.host(), hp = pos.host(), hc = cs.host(), hs = sn.host(), ho = out.host();
     float tol = rc.dt == DType::bf16 ? 2e-2f : 1e-6f;
     for (int64_t r = 0; r < rows; ++r) {
       int64_t token = rc.bhsd ? (r / (heads * seq)) * seq + r % seq : r / heads;
       int64_t p = static_cast<int64_t>(hp[token]);
       for (int64_t j = 0; j < half; ++j) {
-        float c = hc[p * half + j], s = hs[p * half + j], a = hq[r * d + j], b = hq[r * d + j + half];
+        float c = hc[p * half + j], s = hs[p * half + j], a = hq[r * d + j],
+              b = hq[r * d + j + half];
         REQUIRE(std::abs(ho[r * d + j] - (a * c - b * s)) <= tol);
         REQUIRE(std::abs(ho[r * d + j + half] - (b * c + a * s)) <= tol);
       }
@@ -323,7 +366,8 @@ TEST_CASE("copies: gather and rotary embedding against host references") {
 
 TEST_CASE("copies: max pooling and im2col against host references") {
   Tensor img(DType::f32, 1 * 2 * 6 * 6, 41), pooled(DType::f32, 2 * 3 * 3, 42);
-  pool2d(img.get(), pooled.get(), DType::f32, Pool2d{1, 2, 6, 6, 3, 3, 3, 3, 2, 2, 1, 1, true}, nullptr);
+  pool2d(img.get(), pooled.get(), DType::f32, Pool2d{1, 2, 6, 6, 3, 3, 3, 3, 2, 2, 1, 1, true},
+         nullptr);
   auto hm = img.host(), hpool = pooled.host();
   for (int c = 0; c < 2; ++c)
     for (int oy = 0; oy < 3; ++oy)
@@ -351,14 +395,13 @@ TEST_CASE("copies: max pooling and im2col against host references") {
           }
 }
 
-
 TEST_CASE("flash prefill attention matches the host: causal and not, GQA, D 64 and 128") {
   for (int64_t D : {64, 128})
     for (bool causal : {false, true}) {
       DYNAMIC_SECTION("D=" << D << (causal ? " causal" : "")) {
         AttentionDims d{2, 4, 2, 77, 77, D, D, causal, 0};
-        Tensor q(DType::bf16, 2 * 77 * 4 * D, 51), k(DType::bf16, 2 * 2 * 77 * D, 52), v(DType::bf16, 2 * 2 * 77 * D, 53),
-            o(DType::bf16, 2 * 77 * 4 * D, 54);
+        Tensor q(DType::bf16, 2 * 77 * 4 * D, 51), k(DType::bf16, 2 * 2 * 77 * D, 52),
+            v(DType::bf16, 2 * 2 * 77 * D, 53), o(DType::bf16, 2 * 77 * 4 * D, 54);
         flash_prefill(q.get(), k.get(), v.get(), o.get(), DType::bf16, d, nullptr);
         auto hv = v.host();
         CHECK(max_rel_error(o.host(), host_attention(q.host(), k.host(), &hv, d), 0.05) < 3e-2);
@@ -371,11 +414,13 @@ TEST_CASE("flash prefill attention matches the host: causal and not, GQA, D 64 a
     bool causal;
     int64_t window;
   };
-  for (Case c : {Case{70, 220, 128, true, 0}, Case{70, 220, 64, true, 100}, Case{130, 200, 64, false, 0}}) {
-    DYNAMIC_SECTION("fp16 sq=" << c.sq << " skv=" << c.skv << " D=" << c.D << " window=" << c.window) {
+  for (Case c :
+       {Case{70, 220, 128, true, 0}, Case{70, 220, 64, true, 100}, Case{130, 200, 64, false, 0}}) {
+    DYNAMIC_SECTION("fp16 sq=" << c.sq << " skv=" << c.skv << " D=" << c.D
+                               << " window=" << c.window) {
       AttentionDims d{1, 6, 3, c.sq, c.skv, c.D, c.D, c.causal, c.window};
-      Tensor q(DType::f16, c.sq * 6 * c.D, 55), k(DType::f16, 3 * c.skv * c.D, 56), v(DType::f16, 3 * c.skv * c.D, 57),
-          o(DType::f16, c.sq * 6 * c.D, 58);
+      Tensor q(DType::f16, c.sq * 6 * c.D, 55), k(DType::f16, 3 * c.skv * c.D, 56),
+          v(DType::f16, 3 * c.skv * c.D, 57), o(DType::f16, c.sq * 6 * c.D, 58);
       flash_prefill(q.get(), k.get(), v.get(), o.get(), DType::f16, d, nullptr);
       auto hv = v.host();
       CHECK(max_rel_error(o.host(), host_attention(q.host(), k.host(), &hv, d), 0.05) < 3e-2);
@@ -386,13 +431,17 @@ TEST_CASE("flash prefill attention matches the host: causal and not, GQA, D 64 a
 TEST_CASE("split-KV decode attention matches the host: GQA and MLA's shared latent") {
   int sms = 132;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-  // MHA (group of 1), a group of 7 (padded to 8 heads) at D 64, and a group of 16 (the wide kernel);
-  // sliding windows of 300 and 100 keys (Mistral's over a longer cache), and one wider than the cache.
-  for (auto [hq, hkv, kv, D, window] : {std::tuple{4, 4, 777, 128, 0}, std::tuple{14, 2, 500, 64, 0}, std::tuple{16, 1, 300, 128, 0},
-                                        std::tuple{8, 2, 777, 128, 300}, std::tuple{16, 1, 300, 128, 100}, std::tuple{4, 4, 200, 64, 4096}}) {
+  // MHA (group of 1), a group of 7 (padded to 8 heads) at D 64, and a group of 16 (the wide
+  // kernel); sliding windows of 300 and 100 keys (Mistral's over a longer cache), and one wider
+  // than the cache.
+  for (auto [hq, hkv, kv, D, window] :
+       {std::tuple{4, 4, 777, 128, 0}, std::tuple{14, 2, 500, 64, 0},
+        std::tuple{16, 1, 300, 128, 0}, std::tuple{8, 2, 777, 128, 300},
+        std::tuple{16, 1, 300, 128, 100}, std::tuple{4, 4, 200, 64, 4096}}) {
     DYNAMIC_SECTION("heads " << hq << "/" << hkv << " D=" << D << " window=" << window) {
       AttentionDims d{1, hq, hkv, 1, kv, D, D, true, window};
-      Tensor q(DType::bf16, hq * D, 68), k(DType::bf16, hkv * kv * D, 69), v(DType::bf16, hkv * kv * D, 70), o(DType::bf16, hq * D, 71);
+      Tensor q(DType::bf16, hq * D, 68), k(DType::bf16, hkv * kv * D, 69),
+          v(DType::bf16, hkv * kv * D, 70), o(DType::bf16, hq * D, 71);
       DeviceBuffer ws(static_cast<size_t>(decode_workspace_bytes(d, sms)));
       prepare_decode_workspace(ws.get(), d, sms, nullptr);
       auto hv = v.host();
@@ -401,8 +450,10 @@ TEST_CASE("split-KV decode attention matches the host: GQA and MLA's shared late
         if (!decode_kernel_takes(kernel, d, true)) continue;
         for (int run = 0; run < 2; ++run) {  // the second run checks that the split counters reset
           ROOFLENS_CUDA_CHECK(cudaMemset(o.get(), 0, static_cast<size_t>(hq * D * 2)));
-          decode_attention(q.get(), k.get(), v.get(), o.get(), ws.get(), DType::bf16, d, sms, nullptr, kernel);
-          INFO((kernel == DecodeKernel::tensor_cores ? "tensor cores" : "CUDA cores") << ", run " << run);
+          decode_attention(q.get(), k.get(), v.get(), o.get(), ws.get(), DType::bf16, d, sms,
+                           nullptr, kernel);
+          INFO((kernel == DecodeKernel::tensor_cores ? "tensor cores" : "CUDA cores")
+               << ", run " << run);
           CHECK(max_rel_error(o.host(), want, 0.05) < 3e-2);
         }
       }
@@ -410,20 +461,23 @@ TEST_CASE("split-KV decode attention matches the host: GQA and MLA's shared late
   }
   {
     AttentionDims d{2, 8, 2, 1, 1000, 128, 128, true, 0};
-    Tensor q(DType::f16, 2 * 8 * 128, 61), k(DType::f16, 2 * 2 * 1000 * 128, 62), v(DType::f16, 2 * 2 * 1000 * 128, 63),
-        o(DType::f16, 2 * 8 * 128, 64);
+    Tensor q(DType::f16, 2 * 8 * 128, 61), k(DType::f16, 2 * 2 * 1000 * 128, 62),
+        v(DType::f16, 2 * 2 * 1000 * 128, 63), o(DType::f16, 2 * 8 * 128, 64);
     DeviceBuffer ws(static_cast<size_t>(decode_workspace_bytes(d, sms)));
     prepare_decode_workspace(ws.get(), d, sms, nullptr);
     auto hv = v.host();
     auto want = host_attention(q.host(), k.host(), &hv, d);
     decode_attention(q.get(), k.get(), v.get(), o.get(), ws.get(), DType::f16, d, sms, nullptr);
     CHECK(max_rel_error(o.host(), want, 0.05) < 2e-2);
-    decode_attention(q.get(), k.get(), v.get(), o.get(), ws.get(), DType::f16, d, sms, nullptr, DecodeKernel::tensor_cores);
+    decode_attention(q.get(), k.get(), v.get(), o.get(), ws.get(), DType::f16, d, sms, nullptr,
+                     DecodeKernel::tensor_cores);
     CHECK(max_rel_error(o.host(), want, 0.05) < 2e-2);
   }
   {
-    AttentionDims d{1, 16, 1, 1, 300, 576, 512, true, 0};  // MLA absorbed: V is the latent prefix of K
-    Tensor q(DType::bf16, 16 * 576, 65), k(DType::bf16, 300 * 576, 66), o(DType::bf16, 16 * 512, 67);
+    AttentionDims d{1,   16,  1,    1, 300,
+                    576, 512, true, 0};  // MLA absorbed: V is the latent prefix of K
+    Tensor q(DType::bf16, 16 * 576, 65), k(DType::bf16, 300 * 576, 66),
+        o(DType::bf16, 16 * 512, 67);
     DeviceBuffer ws(static_cast<size_t>(decode_workspace_bytes(d, sms)));
     prepare_decode_workspace(ws.get(), d, sms, nullptr);
     decode_attention(q.get(), k.get(), nullptr, o.get(), ws.get(), DType::bf16, d, sms, nullptr);
@@ -438,31 +492,37 @@ TEST_CASE("depthwise convolution matches the host: stride, padding, dilation, bi
   struct Case {
     int kh, kw, sh, sw, ph, pw, dh, dw;
   };
-  for (Case k : {Case{3, 3, 2, 2, 1, 1, 1, 1}, Case{5, 5, 1, 1, 4, 4, 2, 2}, Case{2, 3, 1, 2, 0, 1, 1, 1}, Case{7, 7, 1, 1, 3, 3, 1, 1},
-                 Case{5, 5, 2, 2, 2, 2, 1, 1}, Case{3, 3, 1, 1, 1, 1, 1, 1}})
+  for (Case k :
+       {Case{3, 3, 2, 2, 1, 1, 1, 1}, Case{5, 5, 1, 1, 4, 4, 2, 2}, Case{2, 3, 1, 2, 0, 1, 1, 1},
+        Case{7, 7, 1, 1, 3, 3, 1, 1}, Case{5, 5, 2, 2, 2, 2, 1, 1}, Case{3, 3, 1, 1, 1, 1, 1, 1}})
     for (bool rows : {false, true}) {
-    int n = 2, c = 3, h = 7, w = 9;
-    int oh = (h + 2 * k.ph - k.dh * (k.kh - 1) - 1) / k.sh + 1, ow = (w + 2 * k.pw - k.dw * (k.kw - 1) - 1) / k.sw + 1;
-    Tensor x(DType::f32, n * c * h * w, 51), wt(DType::f32, c * k.kh * k.kw, 52), bias(DType::f32, c, 53),
-        y(DType::f32, n * c * oh * ow, 54);
-    rooflens::kernels::DepthwiseConv2d dims{n, c, h, w, oh, ow, k.kh, k.kw, k.sh, k.sw, k.ph, k.pw, k.dh, k.dw};
-    if (rows && !rooflens::kernels::depthwise_rows_takes(dims)) continue;
-    INFO(k.kh << "x" << k.kw << " stride " << k.sh << (rows ? ", four outputs a thread" : ""));
-    rooflens::kernels::depthwise_conv2d(x.get(), wt.get(), bias.get(), y.get(), DType::f32, dims, nullptr, rows);
-    auto hx = x.host(), hw = wt.host(), hb = bias.host(), hy = y.host();
-    std::vector<float> want(hy.size());
-    for (int i = 0; i < n; ++i)
-      for (int ch = 0; ch < c; ++ch)
-        for (int oy = 0; oy < oh; ++oy)
-          for (int ox = 0; ox < ow; ++ox) {
-            float acc = hb[ch];
-            for (int ky = 0; ky < k.kh; ++ky)
-              for (int kx = 0; kx < k.kw; ++kx) {
-                int yy = oy * k.sh - k.ph + ky * k.dh, xx = ox * k.sw - k.pw + kx * k.dw;
-                if (yy >= 0 && yy < h && xx >= 0 && xx < w) acc += hx[((i * c + ch) * h + yy) * w + xx] * hw[(ch * k.kh + ky) * k.kw + kx];
-              }
-            want[((i * c + ch) * oh + oy) * ow + ox] = acc;
-          }
-    CHECK(gpu_test::max_rel_error(hy, want) < 5e-5);  // fp32 sums of up to 49 products in another order
-  }
+      int n = 2, c = 3, h = 7, w = 9;
+      int oh = (h + 2 * k.ph - k.dh * (k.kh - 1) - 1) / k.sh + 1,
+          ow = (w + 2 * k.pw - k.dw * (k.kw - 1) - 1) / k.sw + 1;
+      Tensor x(DType::f32, n * c * h * w, 51), wt(DType::f32, c * k.kh * k.kw, 52),
+          bias(DType::f32, c, 53), y(DType::f32, n * c * oh * ow, 54);
+      rooflens::kernels::DepthwiseConv2d dims{n,    c,    h,    w,    oh,   ow,   k.kh,
+                                              k.kw, k.sh, k.sw, k.ph, k.pw, k.dh, k.dw};
+      if (rows && !rooflens::kernels::depthwise_rows_takes(dims)) continue;
+      INFO(k.kh << "x" << k.kw << " stride " << k.sh << (rows ? ", four outputs a thread" : ""));
+      rooflens::kernels::depthwise_conv2d(x.get(), wt.get(), bias.get(), y.get(), DType::f32, dims,
+                                          nullptr, rows);
+      auto hx = x.host(), hw = wt.host(), hb = bias.host(), hy = y.host();
+      std::vector<float> want(hy.size());
+      for (int i = 0; i < n; ++i)
+        for (int ch = 0; ch < c; ++ch)
+          for (int oy = 0; oy < oh; ++oy)
+            for (int ox = 0; ox < ow; ++ox) {
+              float acc = hb[ch];
+              for (int ky = 0; ky < k.kh; ++ky)
+                for (int kx = 0; kx < k.kw; ++kx) {
+                  int yy = oy * k.sh - k.ph + ky * k.dh, xx = ox * k.sw - k.pw + kx * k.dw;
+                  if (yy >= 0 && yy < h && xx >= 0 && xx < w)
+                    acc += hx[((i * c + ch) * h + yy) * w + xx] * hw[(ch * k.kh + ky) * k.kw + kx];
+                }
+              want[((i * c + ch) * oh + oy) * ow + ox] = acc;
+            }
+      CHECK(gpu_test::max_rel_error(hy, want) <
+            5e-5);  // fp32 sums of up to 49 products in another order
+    }
 }

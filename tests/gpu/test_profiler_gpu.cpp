@@ -1,19 +1,20 @@
 // The harness on a real GPU: CUPTI sees every kernel with nothing dropped, NVTX ranges contain
 // the launches attributed to them, a profile run measures every replayable layer, and
 // calibrate's figures are plausible against the spec sheet.
-#include <catch2/catch.hpp>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <catch2/catch.hpp>
+
+#include "analyzer/hw/perf_model.hpp"
 #include "analyzer/transformers/analyze_transformer.hpp"
+#include "gpu_helpers.hpp"
 #include "kernels/calibrate_kernels.hpp"
-#include "profiler/timeline/attribution.hpp"
 #include "profiler/gpu/calibrate.hpp"
 #include "profiler/gpu/cupti_session.hpp"
 #include "profiler/gpu/harness.hpp"
-#include "gpu_helpers.hpp"
-#include "analyzer/hw/perf_model.hpp"
+#include "profiler/timeline/attribution.hpp"
 
 using namespace rooflens;
 using namespace rooflens::profiler;
@@ -35,8 +36,10 @@ TEST_CASE("CUPTI records every kernel launched under an external id, none droppe
   for (int i = 0; i < 50; ++i) CHECK(a.samples[{7, i}].kernels == 1);
 }
 
-TEST_CASE("profile of a GPT-2 decode step: every replayable layer measured, NVTX attribution right") {
-  TransformerConfig c = load_transformer_config(gpu_test::checkout_file("samples/configs/gpt2/config.json"));
+TEST_CASE(
+    "profile of a GPT-2 decode step: every replayable layer measured, NVTX attribution right") {
+  TransformerConfig c =
+      load_transformer_config(gpu_test::checkout_file("samples/configs/gpt2/config.json"));
   TransformerOptions o;
   o.workload = Workload::decode;
   o.lowering.batch = 1;
@@ -87,8 +90,11 @@ TEST_CASE("calibrate: figures plausible against the spec of this GPU") {
   CHECK(p.sm_clock_mhz < 3000);
 }
 
-TEST_CASE("labels say what ran: a layer labelled with a vendor library ran that library's kernels, ours ran ours") {
-  TransformerConfig c = load_transformer_config(gpu_test::checkout_file("samples/configs/gpt2/config.json"));
+TEST_CASE(
+    "labels say what ran: a layer labelled with a vendor library ran that library's kernels, ours "
+    "ran ours") {
+  TransformerConfig c =
+      load_transformer_config(gpu_test::checkout_file("samples/configs/gpt2/config.json"));
   for (Workload w : {Workload::prefill, Workload::decode}) {
     TransformerOptions o;
     o.workload = w;
@@ -106,10 +112,12 @@ TEST_CASE("labels say what ran: a layer labelled with a vendor library ran that 
     for (const NodeResult& n : a.nodes) {
       if (!n.measured || n.measured->status != ReplayStatus::measured) continue;
       const Measurement& m = *n.measured;
-      INFO(n.name << ": " << m.library << " " << m.algorithm << " ran " << fmt::format("{}", fmt::join(m.kernel_names, ", ")));
+      INFO(n.name << ": " << m.library << " " << m.algorithm << " ran "
+                  << fmt::format("{}", fmt::join(m.kernel_names, ", ")));
       REQUIRE(!m.kernel_names.empty());
       int own = 0;
-      for (const std::string& k : m.kernel_names) own += k.find("rooflens") != std::string::npos;  // our namespace, mangled
+      for (const std::string& k : m.kernel_names)
+        own += k.find("rooflens") != std::string::npos;  // our namespace, mangled
       int total = static_cast<int>(m.kernel_names.size());
       if (m.library == "rooflens") {
         CHECK(own == total);
@@ -127,7 +135,9 @@ TEST_CASE("labels say what ran: a layer labelled with a vendor library ran that 
   }
 }
 
-TEST_CASE("calibrate --quick measures its tables: timed points in every table, held-out errors, predictions read them") {
+TEST_CASE(
+    "calibrate --quick measures its tables: timed points in every table, held-out errors, "
+    "predictions read them") {
   CalibrateOptions o;
   o.quick = true;
   DeviceProfile p = run_calibrate(o);
@@ -152,6 +162,6 @@ TEST_CASE("calibrate --quick measures its tables: timed points in every table, h
   c.tensor_cores = true;
   RooflinePoint r = place_on_roofline(c, Precision::bf16, d);
   CHECK(r.source == PredictionSource::measured_table);
-  CHECK(r.predicted > 5e-6);   // 32 MiB of weights at no more than ~3.35 TB/s
+  CHECK(r.predicted > 5e-6);  // 32 MiB of weights at no more than ~3.35 TB/s
   CHECK(r.predicted < 50e-6);
 }

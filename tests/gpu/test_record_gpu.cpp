@@ -2,10 +2,10 @@
 // domains and two threads, and a CUDA graph (record_target.cu) is recorded whole: every kernel,
 // with the launch call that owns it, every range on its thread, nothing dropped; the program's exit
 // code comes back, and a SIGTERM still flushes what ran.
-#include <catch2/catch.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -23,7 +23,8 @@ int record(const std::string& out, const std::string& args) {
   using rooflens::bench::beside_binary_or;
   // This test process holds CUPTI (other GPU tests profiled) and set NVTX_INJECTION64_PATH for
   // itself; the recorded program is a fresh process of its own, as a user starts it.
-  std::string cmd = "env -u NVTX_INJECTION64_PATH -u CUDA_INJECTION64_PATH " + beside_binary_or("rooflens", ROOFLENS_BIN) + " record --out " + out + " -- " +
+  std::string cmd = "env -u NVTX_INJECTION64_PATH -u CUDA_INJECTION64_PATH " +
+                    beside_binary_or("rooflens", ROOFLENS_BIN) + " record --out " + out + " -- " +
                     beside_binary_or("rooflens_record_target", ROOFLENS_RECORD_TARGET) + " " + args;
   int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -44,7 +45,8 @@ std::map<std::string, int> kernel_counts(const Trace& t) {
 
 }  // namespace
 
-TEST_CASE("record of a CUDA program finds every kernel, copy and range, each kernel with its launch") {
+TEST_CASE(
+    "record of a CUDA program finds every kernel, copy and range, each kernel with its launch") {
   std::string out = scratch("known.json").string();
   REQUIRE(record(out, "") == 0);
   Trace t = read_trace(out);
@@ -96,8 +98,8 @@ TEST_CASE("record of a CUDA program finds every kernel, copy and range, each ker
   for (const auto& a : t.activities) {
     const ApiCall& c = *launch[a.correlation_id];
     const NvtxRange* around = a.name == "rooflens_test_kernel_b" && !a.graph_id ? ranges["inner"]
-                              : a.name == "rooflens_test_kernel_c"            ? ranges["worker"]
-                                                                              : nullptr;
+                              : a.name == "rooflens_test_kernel_c"              ? ranges["worker"]
+                                                                                : nullptr;
     if (!around) continue;
     CHECK(c.tid == around->tid);
     CHECK(c.start_ns >= around->start_ns);

@@ -2,7 +2,6 @@
 // engines, batched MoE GEMMs) against host references computed from the same inputs, run through
 // LayerReplay as the harness runs a layer.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -35,14 +34,21 @@ std::vector<std::vector<float>> host_buffers(const LayerReplay& r) {
       int64_t n = storage_bytes(b.dtype, 1) ? b.bytes / storage_bytes(b.dtype, 1) : 0;
       std::vector<uint8_t> raw(static_cast<size_t>(b.bytes));
       ROOFLENS_CUDA_CHECK(cudaDeviceSynchronize());
-      ROOFLENS_CUDA_CHECK(cudaMemcpy(raw.data(), r.buffers()[i++].get(), raw.size(), cudaMemcpyDeviceToHost));
+      ROOFLENS_CUDA_CHECK(
+          cudaMemcpy(raw.data(), r.buffers()[i++].get(), raw.size(), cudaMemcpyDeviceToHost));
       std::vector<float> f(static_cast<size_t>(n));
       for (int64_t e = 0; e < n; ++e) {
         uint16_t h;
         switch (b.dtype) {
-          case DType::f32: std::memcpy(&f[e], raw.data() + 4 * e, 4); break;
-          case DType::f16: std::memcpy(&h, raw.data() + 2 * e, 2), f[e] = half_to_float(h); break;
-          default: std::memcpy(&h, raw.data() + 2 * e, 2), f[e] = bf16_to_float(h); break;
+          case DType::f32:
+            std::memcpy(&f[e], raw.data() + 4 * e, 4);
+            break;
+          case DType::f16:
+            std::memcpy(&h, raw.data() + 2 * e, 2), f[e] = half_to_float(h);
+            break;
+          default:
+            std::memcpy(&h, raw.data() + 2 * e, 2), f[e] = bf16_to_float(h);
+            break;
         }
       }
       out.push_back(std::move(f));
@@ -66,9 +72,11 @@ struct Context {
 };
 
 // Direct convolution on NCHW, 2-D, symmetric pads.
-std::vector<float> host_conv(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>* bias, const ConvDims& c) {
+std::vector<float> host_conv(const std::vector<float>& x, const std::vector<float>& w,
+                             const std::vector<float>* bias, const ConvDims& c) {
   int64_t H = c.in_spatial[0], W = c.in_spatial[1], OH = c.out_spatial[0], OW = c.out_spatial[1];
-  int64_t KH = c.kernel[0], KW = c.kernel[1], cg = c.in_channels / c.groups, og = c.out_channels / c.groups;
+  int64_t KH = c.kernel[0], KW = c.kernel[1], cg = c.in_channels / c.groups,
+          og = c.out_channels / c.groups;
   std::vector<float> y(static_cast<size_t>(c.batch * c.out_channels * OH * OW));
   for (int64_t n = 0; n < c.batch; ++n)
     for (int64_t o = 0; o < c.out_channels; ++o)
@@ -79,9 +87,11 @@ std::vector<float> host_conv(const std::vector<float>& x, const std::vector<floa
           for (int64_t ci = 0; ci < cg; ++ci)
             for (int64_t ky = 0; ky < KH; ++ky)
               for (int64_t kx = 0; kx < KW; ++kx) {
-                int64_t iy = oy * c.strides[0] - c.pads[0] + ky * c.dilations[0], ix = ox * c.strides[1] - c.pads[1] + kx * c.dilations[1];
+                int64_t iy = oy * c.strides[0] - c.pads[0] + ky * c.dilations[0],
+                        ix = ox * c.strides[1] - c.pads[1] + kx * c.dilations[1];
                 if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
-                s += static_cast<double>(x[((n * c.in_channels + g * cg + ci) * H + iy) * W + ix]) * w[((o * cg + ci) * KH + ky) * KW + kx];
+                s += static_cast<double>(x[((n * c.in_channels + g * cg + ci) * H + iy) * W + ix]) *
+                     w[((o * cg + ci) * KH + ky) * KW + kx];
               }
           y[((n * c.out_channels + o) * OH + oy) * OW + ox] = static_cast<float>(s);
         }
@@ -102,7 +112,10 @@ ReplayPlan conv_plan(DType dt, Precision p, ConvDims c, bool bias) {
 
 }  // namespace
 
-TEST_CASE("cuDNN 9 is found on this machine (--cudnn, ROOFLENS_CUDNN, the loader's path, Python's nvidia/cudnn/lib)", "[cudnn]") {
+TEST_CASE(
+    "cuDNN 9 is found on this machine (--cudnn, ROOFLENS_CUDNN, the loader's path, Python's "
+    "nvidia/cudnn/lib)",
+    "[cudnn]") {
   const cudnn::Runtime& rt = cudnn::Runtime::load("");
   INFO(rt.status());
   REQUIRE(rt.available());
@@ -110,7 +123,10 @@ TEST_CASE("cuDNN 9 is found on this machine (--cudnn, ROOFLENS_CUDNN, the loader
   CHECK(rt.status().rfind("cuDNN 9.", 0) == 0);
 }
 
-TEST_CASE("convolution through cuDNN matches a direct host convolution: bias, stride, padding, groups, fp32 and bf16", "[cudnn]") {
+TEST_CASE(
+    "convolution through cuDNN matches a direct host convolution: bias, stride, padding, groups, "
+    "fp32 and bf16",
+    "[cudnn]") {
   Context c(false);
   struct Case {
     DType dt;
@@ -121,12 +137,19 @@ TEST_CASE("convolution through cuDNN matches a direct host convolution: bias, st
   };
   // ResNet's 7x7 stem (stride 2, pad 3) shrunk, a grouped 3x3 with dilation, a 1x1 projection.
   std::vector<Case> cases{
-      {DType::f32, Precision::fp32, ConvDims{2, 3, 16, 1, {20, 20}, {7, 7}, {10, 10}, {2, 2}, {3, 3, 3, 3}, {1, 1}, false}, true, 1e-4},
-      {DType::bf16, Precision::bf16, ConvDims{1, 32, 32, 4, {13, 11}, {3, 3}, {11, 9}, {1, 1}, {1, 1, 1, 1}, {2, 2}, false}, false, 3e-2},
-      {DType::bf16, Precision::bf16, ConvDims{2, 64, 128, 1, {7, 7}, {1, 1}, {7, 7}, {1, 1}, {0, 0, 0, 0}, {1, 1}, false}, true, 3e-2},
+      {DType::f32, Precision::fp32,
+       ConvDims{2, 3, 16, 1, {20, 20}, {7, 7}, {10, 10}, {2, 2}, {3, 3, 3, 3}, {1, 1}, false}, true,
+       1e-4},
+      {DType::bf16, Precision::bf16,
+       ConvDims{1, 32, 32, 4, {13, 11}, {3, 3}, {11, 9}, {1, 1}, {1, 1, 1, 1}, {2, 2}, false},
+       false, 3e-2},
+      {DType::bf16, Precision::bf16,
+       ConvDims{2, 64, 128, 1, {7, 7}, {1, 1}, {7, 7}, {1, 1}, {0, 0, 0, 0}, {1, 1}, false}, true,
+       3e-2},
   };
   for (const Case& k : cases) {
-    DYNAMIC_SECTION(dtype_name(k.dt) << " " << k.dims.kernel[0] << "x" << k.dims.kernel[1] << " groups " << k.dims.groups) {
+    DYNAMIC_SECTION(dtype_name(k.dt) << " " << k.dims.kernel[0] << "x" << k.dims.kernel[1]
+                                     << " groups " << k.dims.groups) {
       LayerReplay r(conv_plan(k.dt, k.p, k.dims, k.bias), c.ctx, nullptr);
       CHECK(r.label().library == (c.ctx.cudnn ? "cuDNN" : "rooflens"));
       r.launch(nullptr);
@@ -137,25 +160,31 @@ TEST_CASE("convolution through cuDNN matches a direct host convolution: bias, st
   }
 }
 
-TEST_CASE("attention through cuDNN SDPA matches the host: causal prefill, GQA, sliding window, decode over a cache", "[cudnn]") {
+TEST_CASE(
+    "attention through cuDNN SDPA matches the host: causal prefill, GQA, sliding window, decode "
+    "over a cache",
+    "[cudnn]") {
   Context c(false);
   struct Case {
     AttentionDims d;
     DType dt;
   };
   std::vector<Case> cases{
-      {AttentionDims{2, 4, 2, 77, 77, 64, 64, true, 0}, DType::bf16},      // causal, GQA 2
-      {AttentionDims{1, 6, 3, 70, 220, 128, 128, true, 0}, DType::f16},    // the last 70 queries of 220 keys
-      {AttentionDims{1, 4, 4, 96, 96, 64, 64, true, 32}, DType::bf16},     // sliding window of 32
-      {AttentionDims{3, 8, 2, 1, 513, 128, 128, false, 0}, DType::bf16},   // decode step, GQA 4
+      {AttentionDims{2, 4, 2, 77, 77, 64, 64, true, 0}, DType::bf16},  // causal, GQA 2
+      {AttentionDims{1, 6, 3, 70, 220, 128, 128, true, 0},
+       DType::f16},  // the last 70 queries of 220 keys
+      {AttentionDims{1, 4, 4, 96, 96, 64, 64, true, 32}, DType::bf16},    // sliding window of 32
+      {AttentionDims{3, 8, 2, 1, 513, 128, 128, false, 0}, DType::bf16},  // decode step, GQA 4
   };
   for (const Case& k : cases) {
     const AttentionDims& d = k.d;
-    DYNAMIC_SECTION("b" << d.batch << " h" << d.q_heads << "/" << d.kv_heads << " " << d.q_len << "x" << d.kv_len << " w" << d.window) {
+    DYNAMIC_SECTION("b" << d.batch << " h" << d.q_heads << "/" << d.kv_heads << " " << d.q_len
+                        << "x" << d.kv_len << " w" << d.window) {
       ReplayPlan plan;
       plan.node = 5;
       plan.precision = k.dt == DType::f16 ? Precision::fp16 : Precision::bf16;
-      plan.inputs = {buffer(k.dt, {d.batch, d.q_len, d.q_heads, d.head_dim_qk}), buffer(k.dt, {d.batch, d.kv_heads, d.kv_len, d.head_dim_qk}),
+      plan.inputs = {buffer(k.dt, {d.batch, d.q_len, d.q_heads, d.head_dim_qk}),
+                     buffer(k.dt, {d.batch, d.kv_heads, d.kv_len, d.head_dim_qk}),
                      buffer(k.dt, {d.batch, d.kv_heads, d.kv_len, d.head_dim_v})};
       plan.outputs = {buffer(k.dt, {d.batch, d.q_len, d.q_heads, d.head_dim_v})};
       plan.kernel = AttentionPlan{d, false};
@@ -169,14 +198,18 @@ TEST_CASE("attention through cuDNN SDPA matches the host: causal prefill, GQA, s
   }
 }
 
-TEST_CASE("GEMM plans: every cuBLASLt algorithm and the GEMV candidate agree with the host; the fastest is labelled", "[vendor]") {
+TEST_CASE(
+    "GEMM plans: every cuBLASLt algorithm and the GEMV candidate agree with the host; the fastest "
+    "is labelled",
+    "[vendor]") {
   Context c(true);
   // Eight decode rows folded into M against one [n, k] weight, with a bias.
   const int64_t m = 8, n = 192, k = 256;
   ReplayPlan plan;
   plan.node = 9;
   plan.precision = Precision::bf16;
-  plan.inputs = {buffer(DType::bf16, {m, k}), buffer(DType::bf16, {n, k}), buffer(DType::bf16, {n})};
+  plan.inputs = {buffer(DType::bf16, {m, k}), buffer(DType::bf16, {n, k}),
+                 buffer(DType::bf16, {n})};
   plan.outputs = {buffer(DType::bf16, {m, n})};
   plan.kernel = GemmPlan{GemmDims{1, m, n, k}, false, true, false, true};
   LayerReplay r(plan, c.ctx, nullptr);
@@ -199,7 +232,8 @@ TEST_CASE("GEMM plans: every cuBLASLt algorithm and the GEMV candidate agree wit
   CHECK(again.label().note.find("identical layer") != std::string::npos);
 }
 
-TEST_CASE("MoE experts as batched cuBLASLt GEMMs match the host under uniform routing", "[vendor]") {
+TEST_CASE("MoE experts as batched cuBLASLt GEMMs match the host under uniform routing",
+          "[vendor]") {
   Context c(true);
   for (int64_t tokens : {3, 40}) {  // decode-like (fewer assignments than experts) and prefill-like
     DYNAMIC_SECTION("tokens " << tokens) {
@@ -207,8 +241,10 @@ TEST_CASE("MoE experts as batched cuBLASLt GEMMs match the host under uniform ro
       ReplayPlan plan;
       plan.node = 11;
       plan.precision = Precision::bf16;
-      plan.inputs = {buffer(DType::bf16, {m.tokens, m.hidden}), buffer(DType::bf16, {m.tokens, m.experts}),
-                     buffer(DType::bf16, {m.experts, m.hidden, m.inter}), buffer(DType::bf16, {m.experts, m.inter, m.hidden}),
+      plan.inputs = {buffer(DType::bf16, {m.tokens, m.hidden}),
+                     buffer(DType::bf16, {m.tokens, m.experts}),
+                     buffer(DType::bf16, {m.experts, m.hidden, m.inter}),
+                     buffer(DType::bf16, {m.experts, m.inter, m.hidden}),
                      buffer(DType::bf16, {m.experts, m.hidden, m.inter})};
       plan.outputs = {buffer(DType::bf16, {m.tokens, m.hidden})};
       plan.kernel = MoePlan{m};
@@ -233,7 +269,8 @@ TEST_CASE("MoE experts as batched cuBLASLt GEMMs match the host under uniform ro
           }
           for (int64_t o = 0; o < m.hidden; ++o) {
             double s = 0;
-            for (int64_t i = 0; i < m.inter; ++i) s += act[i] * w2[(e * m.inter + i) * m.hidden + o];
+            for (int64_t i = 0; i < m.inter; ++i)
+              s += act[i] * w2[(e * m.inter + i) * m.hidden + o];
             want[t * m.hidden + o] += static_cast<float>(s);
           }
         }
@@ -242,7 +279,10 @@ TEST_CASE("MoE experts as batched cuBLASLt GEMMs match the host under uniform ro
   }
 }
 
-TEST_CASE("cuDNN convolution in NHWC (the layout deployments run) matches the host on the same logical tensors", "[cudnn]") {
+TEST_CASE(
+    "cuDNN convolution in NHWC (the layout deployments run) matches the host on the same logical "
+    "tensors",
+    "[cudnn]") {
   const cudnn::Runtime& rt = cudnn::Runtime::load("");
   if (!rt.available()) {
     WARN("skipped: " << rt.status());
@@ -259,7 +299,8 @@ TEST_CASE("cuDNN convolution in NHWC (the layout deployments run) matches the ho
   cudnn::Built built = rt.plugin()->conv(s);
   INFO(built.error);
   REQUIRE(built.op);
-  gpu_test::Tensor x(DType::f32, 2 * 16 * 81, 91), w(DType::f32, 32 * 16 * 9, 92), b(DType::f32, 32, 93), y(DType::f32, 2 * 32 * 25, 94);
+  gpu_test::Tensor x(DType::f32, 2 * 16 * 81, 91), w(DType::f32, 32 * 16 * 9, 92),
+      b(DType::f32, 32, 93), y(DType::f32, 2 * 32 * 25, 94);
   DeviceBuffer ws(static_cast<size_t>(std::max<int64_t>(built.op->workspace_bytes(0), 16)));
   REQUIRE(built.op->execute(0, {x.get(), w.get(), y.get(), b.get()}, ws.get(), nullptr).empty());
   // The device buffers hold NHWC (and KRSC filters): the host reference reads them so.

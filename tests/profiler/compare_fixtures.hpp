@@ -61,7 +61,9 @@ inline Trace through_file(const Trace& t, const std::string& name) {
   return read_timeline(p.string());
 }
 
-inline TimelineComparison compare(const Model& m, const Trace& t, int steps = 0) { return compare_timeline(m.analysis, m.graph, t, {"test", steps}); }
+inline TimelineComparison compare(const Model& m, const Trace& t, int steps = 0) {
+  return compare_timeline(m.analysis, m.graph, t, {"test", steps});
+}
 
 inline const ModuleComparison& row(const TimelineComparison& c, const std::string& path) {
   for (const auto& r : c.modules)
@@ -72,9 +74,8 @@ inline const ModuleComparison& row(const TimelineComparison& c, const std::strin
 
 inline constexpr double kUs = 1e-6;
 // Kernel time of one GPT-2 forward in gpt2_forward: embeddings 3 + 2 + 2.5, per layer 155
-// (ln 4, c_attn 20, flash 30, c_proj 8, residual adds 2 x 2.5, ln 4, c_fc 30, GELU 8 x 3, c_proj 30),
-// ln_f 4, lm_head 120.
+// (ln 4, c_attn 20, flash 30, c_proj 8, residual adds 2 x 2.5, ln 4, c_fc 30, GELU 8 x 3, c_proj
+// 30), ln_f 4, lm_head 120.
 inline constexpr double kForwardUs = 3 + 2 + 2.5 + 2 * 155 + 4 + 120;
-
 
 }  // namespace rooflens::test::compare_fixtures

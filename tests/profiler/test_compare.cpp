@@ -3,27 +3,27 @@
 // figure is a sum of durations written below. Attribution by vanilla nn.Module calls and by
 // module-path ranges, instance names mapped to paths, steps, unattributed time and host gaps,
 // CUDA graphs, model/trace mismatch and malformed files.
-#include <catch2/catch.hpp>
+#include <sys/wait.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "analyzer/core/errors.hpp"
 #include "analyzer/transformers/analyze_transformer.hpp"
-#include "tests/support/synthetic_timeline.hpp"
-#include "profiler/trace/compressed_text.hpp"
-#include "profiler/timeline/instance_map.hpp"
-#include "profiler/trace/json_stream.hpp"
-#include "profiler/timeline/module_compare.hpp"
-#include "profiler/trace/pytorch_trace.hpp"
-#include "profiler/trace/trace_io.hpp"
 #include "cli_run.hpp"
+#include "compare_fixtures.hpp"
 #include "config_model.hpp"
 #include "json_schema_check.hpp"
+#include "profiler/timeline/instance_map.hpp"
+#include "profiler/timeline/module_compare.hpp"
+#include "profiler/trace/compressed_text.hpp"
+#include "profiler/trace/json_stream.hpp"
+#include "profiler/trace/pytorch_trace.hpp"
+#include "profiler/trace/trace_io.hpp"
 #include "scratch_dir.hpp"
-#include "compare_fixtures.hpp"
-#include <sys/wait.h>
-#include <sstream>
+#include "tests/support/synthetic_timeline.hpp"
 
 using namespace rooflens;
 using namespace rooflens::profiler;
@@ -32,8 +32,10 @@ namespace fs = std::filesystem;
 
 using namespace rooflens::test::compare_fixtures;
 
-
-TEST_CASE("a vanilla PyTorch trace: module instances named by path through the module tree and call order", "[compare]") {
+TEST_CASE(
+    "a vanilla PyTorch trace: module instances named by path through the module tree and call "
+    "order",
+    "[compare]") {
   Trace t = through_file(gpt2_run(true).chrome_trace_json(), "vanilla.json");
   CHECK(t.source == "pytorch profiler");
   CHECK(t.gpu == "NVIDIA H100 80GB HBM3");
@@ -70,7 +72,9 @@ TEST_CASE("a vanilla PyTorch trace: module instances named by path through the m
   CHECK(m.unmapped.size() == 5);  // transformer.drop and two per block
 }
 
-TEST_CASE("attribution by vanilla module events: each kernel's time in its innermost module, per step", "[compare]") {
+TEST_CASE(
+    "attribution by vanilla module events: each kernel's time in its innermost module, per step",
+    "[compare]") {
   Trace t = through_file(gpt2_run(true).chrome_trace_json(), "vanilla.json");
   TimelineComparison c = compare(gpt2(), t);
   CHECK(c.steps == 3);
@@ -93,7 +97,8 @@ TEST_CASE("attribution by vanilla module events: each kernel's time in its inner
   REQUIRE(!gelu.hints.empty());
   CHECK(gelu.hints.front() == "8 kernels where one fused kernel is predicted");
   CHECK(gelu.top_kernels.at(0).count == 8);
-  CHECK_THAT(gelu.top_kernels.at(0).short_name, Catch::StartsWith("at::native::vectorized_elementwise_kernel<4, BinaryFunctor<"));
+  CHECK_THAT(gelu.top_kernels.at(0).short_name,
+             Catch::StartsWith("at::native::vectorized_elementwise_kernel<4, BinaryFunctor<"));
   // Each module's measurement is the sum of its kernels: over all modules, the whole timeline.
   double sum_total = 0, sum_step = 0;
   for (const auto& r : c.modules) {
@@ -105,7 +110,8 @@ TEST_CASE("attribution by vanilla module events: each kernel's time in its inner
   CHECK(sum_step == Approx(c.step_kernel_s));
   CHECK(row(c, "").subtree_measured_s == Approx(kForwardUs * kUs));
   // Blocks fold the layers: one row for both blocks' GELUs.
-  auto b = std::find_if(c.blocks.begin(), c.blocks.end(), [](const auto& r) { return r.path == "transformer.h.*.mlp.act"; });
+  auto b = std::find_if(c.blocks.begin(), c.blocks.end(),
+                        [](const auto& r) { return r.path == "transformer.h.*.mlp.act"; });
   REQUIRE(b != c.blocks.end());
   CHECK(b->instances == 2);
   CHECK(b->measured_s == Approx(48 * kUs));
@@ -113,14 +119,19 @@ TEST_CASE("attribution by vanilla module events: each kernel's time in its inner
   for (size_t i = 1; i < c.blocks.size(); ++i) CHECK(c.blocks[i - 1].gap_s >= c.blocks[i].gap_s);
 }
 
-TEST_CASE("module-path ranges (NVTX, root by class) attribute like the vanilla trace, through a gzip record file", "[compare]") {
-  TimelineComparison vanilla = compare(gpt2(), through_file(gpt2_run(true).chrome_trace_json(), "vanilla.json"));
+TEST_CASE(
+    "module-path ranges (NVTX, root by class) attribute like the vanilla trace, through a gzip "
+    "record file",
+    "[compare]") {
+  TimelineComparison vanilla =
+      compare(gpt2(), through_file(gpt2_run(true).chrome_trace_json(), "vanilla.json"));
   Trace t = through_file(gpt2_run(false, 3, false).trace(), "annotated.record.json.gz");
   CHECK(t.source == "rooflens record");
   TimelineComparison c = compare(gpt2(), t);
   CHECK(c.ranges == "module-path ranges (annotated)");
   CHECK(c.steps == 3);
-  CHECK_THAT(c.step_source, Catch::Contains("GPT2LMHeadModel"));  // the root range, once per forward
+  CHECK_THAT(c.step_source,
+             Catch::Contains("GPT2LMHeadModel"));  // the root range, once per forward
   REQUIRE(c.modules.size() == vanilla.modules.size());
   for (size_t i = 0; i < c.modules.size(); ++i) {
     INFO(c.modules[i].path);
@@ -130,29 +141,35 @@ TEST_CASE("module-path ranges (NVTX, root by class) attribute like the vanilla t
   }
 }
 
-TEST_CASE("range names that differ from the model's paths by a prefix are matched, and said so", "[compare]") {
+TEST_CASE("range names that differ from the model's paths by a prefix are matched, and said so",
+          "[compare]") {
   Trace t = gpt2_run(false, 2, false).trace();
   for (auto& r : t.ranges)
-    if (r.name.find('.') != std::string::npos || r.name == "transformer" || r.name == "lm_head") r.name = "m." + r.name;
+    if (r.name.find('.') != std::string::npos || r.name == "transformer" || r.name == "lm_head")
+      r.name = "m." + r.name;
   TimelineComparison c = compare(gpt2(), t);
   CHECK(c.matched_kernel_s == Approx(c.total_kernel_s));
   bool said = false;
-  for (const auto& n : c.notes) said |= n.find("1 leading component(s) dropped") != std::string::npos;
+  for (const auto& n : c.notes)
+    said |= n.find("1 leading component(s) dropped") != std::string::npos;
   CHECK(said);
 }
 
-TEST_CASE("steps: the repeating top-level range, --steps N, or N equal runs where nothing repeats", "[compare]") {
+TEST_CASE("steps: the repeating top-level range, --steps N, or N equal runs where nothing repeats",
+          "[compare]") {
   Trace t = gpt2_run(true, 4).trace();
   CHECK(compare(gpt2(), t).steps == 4);
   TimelineComparison last = compare(gpt2(), t, 2);
   CHECK(last.steps == 2);
   CHECK_THAT(last.step_source, Catch::Contains("the last 2"));
-  CHECK_THROWS_WITH(compare(gpt2(), t, 5), Catch::Contains("repeats 'ProfilerStep#*' only 4 times"));
+  CHECK_THROWS_WITH(compare(gpt2(), t, 5),
+                    Catch::Contains("repeats 'ProfilerStep#*' only 4 times"));
   // One forward, no root range: nothing repeats.
   SyntheticTimeline one;
   bench::gpt2_forward(one, 2, false);
   Trace single = one.trace();
-  single.ranges.erase(std::remove_if(single.ranges.begin(), single.ranges.end(), [](const auto& r) { return r.name == "GPT2LMHeadModel"; }),
+  single.ranges.erase(std::remove_if(single.ranges.begin(), single.ranges.end(),
+                                     [](const auto& r) { return r.name == "GPT2LMHeadModel"; }),
                       single.ranges.end());
   TimelineComparison whole = compare(gpt2(), single);
   CHECK(whole.steps == 1);
@@ -160,24 +177,30 @@ TEST_CASE("steps: the repeating top-level range, --steps N, or N equal runs wher
   CHECK(whole.step_kernel_s == Approx(kForwardUs * kUs));
   TimelineComparison thirds = compare(gpt2(), single, 3);  // 39 activities: 13 per step
   CHECK(thirds.steps == 3);
-  CHECK_THROWS_WITH(compare(gpt2(), single, 2), Catch::Contains("does not divide its 39 GPU activities"));
+  CHECK_THROWS_WITH(compare(gpt2(), single, 2),
+                    Catch::Contains("does not divide its 39 GPU activities"));
 }
 
 TEST_CASE("unattributed kernel time and host gaps, by hand", "[compare]") {
   // One lm_head range on thread (1, 1) from 0 to 1000 ns. Launches (host) and kernels (GPU), ns:
   //   k1 [30, 80]    launched [10, 20]     in lm_head
-  //   k2 [120, 150]  launched [100, 110]   in lm_head; gap 40 after k1, launch ended after it: host wait
-  //   k3 [160, 170]  launched [120, 130]   in lm_head; gap 10 < 30 ns, launched in time: kernel wait
-  //   k4 [2100, 2200] launched [2000, 2010] outside every range; gap 1930: host wait
-  //   k5 [2300, 2400] no launch call; gap 100: other
+  //   k2 [120, 150]  launched [100, 110]   in lm_head; gap 40 after k1, launch ended after it: host
+  //   wait k3 [160, 170]  launched [120, 130]   in lm_head; gap 10 < 30 ns, launched in time:
+  //   kernel wait k4 [2100, 2200] launched [2000, 2010] outside every range; gap 1930: host wait k5
+  //   [2300, 2400] no launch call; gap 100: other
   Trace t;
   t.gpu = "NVIDIA H100 80GB HBM3";
   t.ranges = {{"", "lm_head", 0, 1000, 1, 1}};
-  t.api_calls = {{"cudaLaunchKernel", 10, 20, 1, 1, 1}, {"cudaLaunchKernel", 100, 110, 2, 1, 1},
-                 {"cudaLaunchKernel", 120, 130, 3, 1, 1}, {"cudaLaunchKernel", 2000, 2010, 4, 1, 1}};
+  t.api_calls = {{"cudaLaunchKernel", 10, 20, 1, 1, 1},
+                 {"cudaLaunchKernel", 100, 110, 2, 1, 1},
+                 {"cudaLaunchKernel", 120, 130, 3, 1, 1},
+                 {"cudaLaunchKernel", 2000, 2010, 4, 1, 1}};
   using K = GpuActivity::Kind;
-  t.activities = {{K::kernel, "k1", 30, 80, 1, 7, 0}, {K::kernel, "k2", 120, 150, 2, 7, 0}, {K::kernel, "k3", 160, 170, 3, 7, 0},
-                  {K::kernel, "k4", 2100, 2200, 4, 7, 0}, {K::kernel, "k5", 2300, 2400, 0, 7, 0}};
+  t.activities = {{K::kernel, "k1", 30, 80, 1, 7, 0},
+                  {K::kernel, "k2", 120, 150, 2, 7, 0},
+                  {K::kernel, "k3", 160, 170, 3, 7, 0},
+                  {K::kernel, "k4", 2100, 2200, 4, 7, 0},
+                  {K::kernel, "k5", 2300, 2400, 0, 7, 0}};
   TimelineComparison c = compare(gpt2(), t);
   CHECK(c.total_kernel_s == Approx(290e-9));
   CHECK(c.attributed_kernel_s == Approx(90e-9));
@@ -191,11 +214,13 @@ TEST_CASE("unattributed kernel time and host gaps, by hand", "[compare]") {
   CHECK(c.idle.other_s == Approx(100e-9));
   CHECK(c.idle.gaps == 4);
   bool said = false;
-  for (const auto& n : c.notes) said |= n.find("69.0% of the kernel time is in no module range") != std::string::npos;
+  for (const auto& n : c.notes)
+    said |= n.find("69.0% of the kernel time is in no module range") != std::string::npos;
   CHECK(said);
 }
 
-TEST_CASE("kernels launched from a CUDA graph go to the range around the graph launch, said so", "[compare]") {
+TEST_CASE("kernels launched from a CUDA graph go to the range around the graph launch, said so",
+          "[compare]") {
   SyntheticTimeline t;
   t.enter("GPT2LMHeadModel", "");
   t.enter("lm_head", "");
@@ -210,14 +235,18 @@ TEST_CASE("kernels launched from a CUDA graph go to the range around the graph l
   const ModuleComparison& head = row(c, "lm_head");
   CHECK(head.measured_s == Approx(13 * kUs));
   CHECK(head.graph_s == Approx(12 * kUs));
-  CHECK(std::find(head.hints.begin(), head.hints.end(), "launched from a CUDA graph: attributed to the range around the graph launch") !=
+  CHECK(std::find(head.hints.begin(), head.hints.end(),
+                  "launched from a CUDA graph: attributed to the range around the graph launch") !=
         head.hints.end());
   bool said = false;
-  for (const auto& n : c.notes) said |= n.find("2 GPU activities") != std::string::npos && n.find("CUDA graphs") != std::string::npos;
+  for (const auto& n : c.notes)
+    said |= n.find("2 GPU activities") != std::string::npos &&
+            n.find("CUDA graphs") != std::string::npos;
   CHECK(said);
 }
 
-TEST_CASE("decode: copy kernels in the attention module are named as the KV cache concatenation", "[compare]") {
+TEST_CASE("decode: copy kernels in the attention module are named as the KV cache concatenation",
+          "[compare]") {
   static const Model llama = config_model("llama-2layer.json", Workload::decode, 1024);
   SyntheticTimeline t;
   t.enter("LlamaForCausalLM", "");
@@ -229,8 +258,14 @@ TEST_CASE("decode: copy kernels in the attention module are named as the KV cach
       t.launch("gemv", 2);
       t.exit();
     }
-    t.launch("void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::(anonymous namespace)::OpaqueType<2u>, unsigned int, 4, 64, 64>()", 40);
-    t.launch("void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::(anonymous namespace)::OpaqueType<2u>, unsigned int, 4, 64, 64>()", 40);
+    t.launch(
+        "void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::(anonymous "
+        "namespace)::OpaqueType<2u>, unsigned int, 4, 64, 64>()",
+        40);
+    t.launch(
+        "void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::(anonymous "
+        "namespace)::OpaqueType<2u>, unsigned int, 4, 64, 64>()",
+        40);
     t.launch("flash_fwd_splitkv_kernel", 10);
     t.enter(p + ".o_proj", "");
     t.launch("gemv", 2);
@@ -243,10 +278,13 @@ TEST_CASE("decode: copy kernels in the attention module are named as the KV cach
   CHECK(attn.measured_s == Approx(90 * kUs));
   // The layer's cache: K and V of 2 heads x 1024 tokens x 64 dims in bf16, 2 x 262,144 bytes.
   REQUIRE(!attn.hints.empty());
-  CHECK(attn.hints.front() == "copy kernels take 80.0 us of 90.0 us per step: KV cache concatenation copies the 0.5 MB cache every step");
+  CHECK(attn.hints.front() ==
+        "copy kernels take 80.0 us of 90.0 us per step: KV cache concatenation copies the 0.5 MB "
+        "cache every step");
 }
 
-TEST_CASE("ranges of another model: a mismatch is one clear error, a stray module is listed", "[compare]") {
+TEST_CASE("ranges of another model: a mismatch is one clear error, a stray module is listed",
+          "[compare]") {
   SyntheticTimeline other;
   other.enter("BertModel", "");
   other.enter("encoder.layer.0.attention.self", "");
@@ -256,7 +294,8 @@ TEST_CASE("ranges of another model: a mismatch is one clear error, a stray modul
   other.launch("gemm", 50);
   other.exit();
   other.exit();
-  CHECK_THROWS_WITH(compare(gpt2(), other.trace()), Catch::Contains("model/trace mismatch: 100% of the kernel time is in modules"));
+  CHECK_THROWS_WITH(compare(gpt2(), other.trace()),
+                    Catch::Contains("model/trace mismatch: 100% of the kernel time is in modules"));
   // GPT-2 plus an adapter the model does not have: compared, and the adapter listed with its time.
   SyntheticTimeline t;
   bench::gpt2_forward(t, 2, false);
@@ -276,8 +315,10 @@ TEST_CASE("a timeline from another GPU than the predictions: said, and compared"
   TimelineComparison c = compare(gpt2(), t);
   bool said = false;
   for (const auto& n : c.notes)
-    said |= n == "recorded on NVIDIA A100-SXM4-80GB (A100-SXM-80GB), predicted for H100-SXM: pass --device A100-SXM-80GB for "
-                 "predictions of the GPU that ran it";
+    said |= n ==
+            "recorded on NVIDIA A100-SXM4-80GB (A100-SXM-80GB), predicted for H100-SXM: pass "
+            "--device A100-SXM-80GB for "
+            "predictions of the GPU that ran it";
   CHECK(said);
 }
 
@@ -287,32 +328,41 @@ TEST_CASE("unusable timelines: one clear error naming the file", "[compare]") {
     std::ofstream(p, std::ios::binary) << text;
     INFO(name);
     CHECK_THROWS_AS(read_timeline(p.string()), InputError);
-    CHECK_THROWS_WITH(read_timeline(p.string()), Catch::Contains(p.string()) && Catch::Contains(says));
+    CHECK_THROWS_WITH(read_timeline(p.string()),
+                      Catch::Contains(p.string()) && Catch::Contains(says));
   };
   std::string good = gpt2_run(true, 1).chrome_trace_json();
   bad("truncated.json", good.substr(0, good.size() / 2), "not a readable trace");
   bad("empty.json", "", "not a readable trace");
   bad("object.json", "{\"a\": 1}", "neither a rooflens record file");
   bad("events_object.json", "{\"traceEvents\": {}}", "traceEvents is not an array");
-  bad("record_wrong_type.json", "{\"trace_version\": 2, \"gpu\": \"x\", \"activities\": [{\"kind\": \"kernel\", \"name\": 3}]}",
+  bad("record_wrong_type.json",
+      "{\"trace_version\": 2, \"gpu\": \"x\", \"activities\": [{\"kind\": \"kernel\", \"name\": "
+      "3}]}",
       "not a readable trace");
   bad("record_unknown_kind.json",
-      "{\"trace_version\": 2, \"activities\": [{\"kind\": \"fft\", \"name\": \"k\", \"start\": 1, \"end\": 2, \"correlation\": 1, "
+      "{\"trace_version\": 2, \"activities\": [{\"kind\": \"fft\", \"name\": \"k\", \"start\": 1, "
+      "\"end\": 2, \"correlation\": 1, "
       "\"stream\": 1, \"bytes\": 0}]}",
       "unknown activity kind 'fft'");
   std::string gz = gzip_compress(good);
   bad("cut.json.gz", gz.substr(0, gz.size() / 2), "corrupt or truncated gzip");
-  CHECK_THROWS_WITH(read_timeline((scratch() / "missing.json").string()), Catch::Contains("cannot open"));
+  CHECK_THROWS_WITH(read_timeline((scratch() / "missing.json").string()),
+                    Catch::Contains("cannot open"));
   // Readable, but nothing to compare: no GPU activity, or no module range.
-  Trace cpu_only = through_file("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"ts\": 1, \"dur\": 2}]}",
-                                "cpu_only.json");
+  Trace cpu_only = through_file(
+      "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"ts\": 1, "
+      "\"dur\": 2}]}",
+      "cpu_only.json");
   CHECK_THROWS_WITH(compare(gpt2(), cpu_only), Catch::Contains("no GPU activity"));
   SyntheticTimeline plain;
   plain.launch("k", 3);
-  CHECK_THROWS_WITH(compare(gpt2(), plain.trace()), Catch::Contains("no module ranges in the timeline"));
+  CHECK_THROWS_WITH(compare(gpt2(), plain.trace()),
+                    Catch::Contains("no module ranges in the timeline"));
 }
 
-TEST_CASE("Chrome trace times are read exactly, past what a double holds at epoch scale", "[compare]") {
+TEST_CASE("Chrome trace times are read exactly, past what a double holds at epoch scale",
+          "[compare]") {
   CHECK(microseconds_text_to_ns("1750000000123456.789") == 1750000000123456789);
   CHECK(microseconds_text_to_ns("12.5") == 12500);
   CHECK(microseconds_text_to_ns("7") == 7000);

@@ -34,13 +34,19 @@ TEST_CASE("an NVTX range's start and end become one range, in either order of ar
   CuptiRecordConverter c;
   Trace t;
   // Pushed and popped on thread 7, in order.
-  take(c, marker(1, CUPTI_ACTIVITY_FLAG_MARKER_START, 100, "outer", CUPTI_ACTIVITY_OBJECT_THREAD, 7), t);
-  take(c, marker(1, CUPTI_ACTIVITY_FLAG_MARKER_END, 400, nullptr, CUPTI_ACTIVITY_OBJECT_THREAD, 7), t);
+  take(c,
+       marker(1, CUPTI_ACTIVITY_FLAG_MARKER_START, 100, "outer", CUPTI_ACTIVITY_OBJECT_THREAD, 7),
+       t);
+  take(c, marker(1, CUPTI_ACTIVITY_FLAG_MARKER_END, 400, nullptr, CUPTI_ACTIVITY_OBJECT_THREAD, 7),
+       t);
   // Started on one thread, ended on another whose buffer came first.
   // (CUPTI names the starting thread on the start, as on the H100 machine.)
-  take(c, marker(2, CUPTI_ACTIVITY_FLAG_MARKER_END, 900, nullptr, CUPTI_ACTIVITY_OBJECT_THREAD, 8), t);
+  take(c, marker(2, CUPTI_ACTIVITY_FLAG_MARKER_END, 900, nullptr, CUPTI_ACTIVITY_OBJECT_THREAD, 8),
+       t);
   CHECK(c.open_ranges() == 1);
-  take(c, marker(2, CUPTI_ACTIVITY_FLAG_MARKER_START, 500, "across", CUPTI_ACTIVITY_OBJECT_THREAD, 7), t);
+  take(c,
+       marker(2, CUPTI_ACTIVITY_FLAG_MARKER_START, 500, "across", CUPTI_ACTIVITY_OBJECT_THREAD, 7),
+       t);
   REQUIRE(t.ranges.size() == 2);
   CHECK(c.open_ranges() == 0);
   CHECK(t.ranges[0].name == "outer");
@@ -58,7 +64,8 @@ TEST_CASE("an NVTX range's start and end become one range, in either order of ar
 TEST_CASE("an NVTX range never ended stays open and is counted") {
   CuptiRecordConverter c;
   Trace t;
-  take(c, marker(3, CUPTI_ACTIVITY_FLAG_MARKER_START, 10, "left", CUPTI_ACTIVITY_OBJECT_THREAD, 1), t);
+  take(c, marker(3, CUPTI_ACTIVITY_FLAG_MARKER_START, 10, "left", CUPTI_ACTIVITY_OBJECT_THREAD, 1),
+       t);
   CHECK(t.ranges.empty());
   CHECK(c.open_ranges() == 1);
 }

@@ -1,17 +1,17 @@
 // The harness's plain-C++ half, without a GPU: statistics, external ids, attribution (on hand
 // traces and on a trace recorded on an H100), prediction-vs-measurement and the error summary.
-#include <catch2/catch.hpp>
+#include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
-#include <unistd.h>
 #include <fstream>
 #include <set>
 
 #include "analyzer/core/errors.hpp"
-#include "profiler/timeline/attribution.hpp"
 #include "profiler/measure/prediction_error.hpp"
+#include "profiler/timeline/attribution.hpp"
 #include "profiler/trace/trace_io.hpp"
 
 using namespace rooflens;
@@ -47,24 +47,31 @@ namespace {
 Trace hand_trace() {
   Trace t;
   using K = GpuActivity::Kind;
-  t.activities = {{K::memset, "memset", 0, 50, 1, 7, 1 << 20},
-                  {K::kernel, "gemm_a", 100, 140, 2, 7, 0},
-                  {K::kernel, "gemm_a", 200, 240, 3, 7, 0},
-                  {K::memset, "memset", 240, 250, 4, 7, 64},
-                  {K::kernel, "splitk_reduce", 250, 262, 5, 7, 0},
-                  {K::kernel, "norm", 300, 310, 6, 7, 0}};
-  t.externals = {{2, external_id(3, 0)}, {3, external_id(3, 1)}, {4, external_id(3, 1)}, {5, external_id(3, 1)},
+  t.activities = {
+      {K::memset, "memset", 0, 50, 1, 7, 1 << 20},     {K::kernel, "gemm_a", 100, 140, 2, 7, 0},
+      {K::kernel, "gemm_a", 200, 240, 3, 7, 0},        {K::memset, "memset", 240, 250, 4, 7, 64},
+      {K::kernel, "splitk_reduce", 250, 262, 5, 7, 0}, {K::kernel, "norm", 300, 310, 6, 7, 0}};
+  t.externals = {{2, external_id(3, 0)},
+                 {3, external_id(3, 1)},
+                 {4, external_id(3, 1)},
+                 {5, external_id(3, 1)},
                  {6, external_id(5, 0)}};
-  t.api_calls = {{"cudaLaunchKernel", 10, 12, 2}, {"cuLaunchKernelEx", 20, 22, 3}, {"cudaMemsetAsync", 23, 24, 4},
-                 {"cuLaunchKernelEx", 25, 27, 5}, {"cudaLaunchKernel", 90, 92, 6}};
-  t.ranges = {{"rooflens", "blk.3#0", 5, 15}, {"rooflens", "blk.3#1", 18, 30}, {"rooflens", "blk.5#0", 40, 60},
+  t.api_calls = {{"cudaLaunchKernel", 10, 12, 2},
+                 {"cuLaunchKernelEx", 20, 22, 3},
+                 {"cudaMemsetAsync", 23, 24, 4},
+                 {"cuLaunchKernelEx", 25, 27, 5},
+                 {"cudaLaunchKernel", 90, 92, 6}};
+  t.ranges = {{"rooflens", "blk.3#0", 5, 15},
+              {"rooflens", "blk.3#1", 18, 30},
+              {"rooflens", "blk.5#0", 40, 60},
               {"other", "blk.5#0", 80, 100}};
   return t;
 }
 
 }  // namespace
 
-TEST_CASE("attribution by external id keeps every kernel of a layer and checks NVTX containment", "[profiler]") {
+TEST_CASE("attribution by external id keeps every kernel of a layer and checks NVTX containment",
+          "[profiler]") {
   Attribution a = attribute(hand_trace(), {{3, "blk.3"}, {5, "blk.5"}});
   CHECK(a.unattributed == 1);  // the L2 flush
   REQUIRE(a.samples.size() == 3);
@@ -82,20 +89,27 @@ TEST_CASE("attribution by external id keeps every kernel of a layer and checks N
   CHECK(a.problems[0].find("blk.5") != std::string::npos);
 }
 
-TEST_CASE("a sample's GPU time is its busy time: concurrent kernels count once, gaps not at all", "[profiler]") {
+TEST_CASE("a sample's GPU time is its busy time: concurrent kernels count once, gaps not at all",
+          "[profiler]") {
   Trace t;
   using K = GpuActivity::Kind;
   // [100, 150) and [120, 170) overlap on two streams: busy 100..170 = 70; then [200, 210): 10.
-  t.activities = {{K::kernel, "a", 100, 150, 1, 7, 0}, {K::kernel, "b", 120, 170, 2, 8, 0}, {K::kernel, "c", 200, 210, 3, 7, 0},
+  t.activities = {{K::kernel, "a", 100, 150, 1, 7, 0},
+                  {K::kernel, "b", 120, 170, 2, 8, 0},
+                  {K::kernel, "c", 200, 210, 3, 7, 0},
                   {K::kernel, "inside", 130, 140, 4, 9, 0}};
-  t.externals = {{1, external_id(0, 0)}, {2, external_id(0, 0)}, {3, external_id(0, 0)}, {4, external_id(0, 0)}};
+  t.externals = {{1, external_id(0, 0)},
+                 {2, external_id(0, 0)},
+                 {3, external_id(0, 0)},
+                 {4, external_id(0, 0)}};
   Attribution a = attribute(t, {});
   CHECK(a.samples.at({0, 0}).gpu_ns == 80);
   CHECK(a.samples.at({0, 0}).span_ns == 110);
   CHECK(a.samples.at({0, 0}).kernels == 4);
 }
 
-TEST_CASE("a trace recorded on an H100 (GPT-2 decode, first 14 layers) attributes cleanly", "[profiler]") {
+TEST_CASE("a trace recorded on an H100 (GPT-2 decode, first 14 layers) attributes cleanly",
+          "[profiler]") {
   Trace t = read_trace(ROOFLENS_SOURCE_DIR "/tests/data/traces/gpt2-decode-h100.record.json");
   CHECK(t.gpu == "NVIDIA H100 80GB HBM3");
   CHECK(t.dropped == 0);
@@ -127,7 +141,8 @@ TEST_CASE("a trace recorded on an H100 (GPT-2 decode, first 14 layers) attribute
     CHECK(s.kernels >= 1);
     kernels_per_sample[key.first].insert(s.kernels);
   }
-  for (const auto& [layer, counts] : kernels_per_sample) CHECK(counts.size() == 1);  // same launches every sample
+  for (const auto& [layer, counts] : kernels_per_sample)
+    CHECK(counts.size() == 1);                 // same launches every sample
   CHECK(*kernels_per_sample[6].begin() == 3);  // Split into q, k, v: three strided copies
   CHECK(*kernels_per_sample[7].begin() == 2);  // decode attention: split-KV pass and the combine
   bool saw_decode = false, saw_combine = false;
@@ -147,7 +162,9 @@ TEST_CASE("a trace recorded on an H100 (GPT-2 decode, first 14 layers) attribute
 TEST_CASE("trace files: round trip and clear errors", "[profiler]") {
   Trace t = hand_trace();
   t.gpu = "test";
-  std::string path = (std::filesystem::temp_directory_path() / ("rooflens_trace_" + std::to_string(::getpid()) + ".json")).string();
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("rooflens_trace_" + std::to_string(::getpid()) + ".json"))
+                         .string();
   {
     std::ofstream out(path);
     write_trace(out, t);
@@ -166,7 +183,8 @@ TEST_CASE("trace files: round trip and clear errors", "[profiler]") {
   std::remove(path.c_str());
 }
 
-TEST_CASE("prediction against measurement: achieved rates, measured class, signed error", "[profiler]") {
+TEST_CASE("prediction against measurement: achieved rates, measured class, signed error",
+          "[profiler]") {
   Device d;
   d.hbm_bandwidth = 1e9;
   d.cuda_core_flops["fp32"] = 1e12;  // the fp32 node's roof, from the device
@@ -207,10 +225,10 @@ TEST_CASE("error summary: per class and for the whole model", "[profiler]") {
     n.measured = m;
     a.nodes.push_back(n);
   };
-  add(OpFamily::gemm, 9, 10);       // -10%
-  add(OpFamily::gemm, 12, 10);      // +20%
-  add(OpFamily::gemm, 10, 10);      // 0
-  add(OpFamily::norm, 1, 2);        // -50%
+  add(OpFamily::gemm, 9, 10);   // -10%
+  add(OpFamily::gemm, 12, 10);  // +20%
+  add(OpFamily::gemm, 10, 10);  // 0
+  add(OpFamily::norm, 1, 2);    // -50%
   NodeResult skipped;
   Measurement not_replayed;
   not_replayed.reason = "no kernel for X";  // status defaults to not_replayed

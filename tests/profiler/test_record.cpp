@@ -2,16 +2,16 @@
 // and the command itself on programs that never touch CUDA (exit codes, signals, an incomplete
 // trace, CUPTI taken). With the CUDA build, the real injection library is loaded by a probe that
 // stands in for the driver; on a machine without one, CUPTI refuses and record says so.
-#include <catch2/catch.hpp>
 #include <sys/wait.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "cli_run.hpp"
 #include "profiler/trace/record_parts.hpp"
 #include "profiler/trace/trace_io.hpp"
-#include "cli_run.hpp"
 #include "scratch_dir.hpp"
 
 using namespace rooflens;
@@ -36,11 +36,14 @@ Run record(const std::string& env, const std::string& args) {
 }
 
 // Any existing file will do where the program never initializes CUDA.
-std::string any_library() { return std::string("ROOFLENS_RECORD_LIBRARY=") + ROOFLENS_FOREIGN_SO; }
+std::string any_library() {
+  return std::string("ROOFLENS_RECORD_LIBRARY=") + ROOFLENS_FOREIGN_SO;
+}
 
 }  // namespace
 
-TEST_CASE("record parts: merged, correlation ids kept apart per process, an unflushed process said", "[record]") {
+TEST_CASE("record parts: merged, correlation ids kept apart per process, an unflushed process said",
+          "[record]") {
   fs::path dir = scratch() / "parts";
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -84,7 +87,8 @@ TEST_CASE("record parts: merged, correlation ids kept apart per process, an unfl
   CHECK(t.ranges[0].tid == 101);
 }
 
-TEST_CASE("record returns the program's exit code and marks a failed or killed run incomplete", "[record]") {
+TEST_CASE("record returns the program's exit code and marks a failed or killed run incomplete",
+          "[record]") {
   fs::path out = scratch() / "exit3.json";
   Run r = record(any_library(), "--out " + out.string() + " -- sh -c 'exit 3'");
   INFO(r.err);
@@ -113,24 +117,34 @@ TEST_CASE("record returns the program's exit code and marks a failed or killed r
   CHECK(read_trace(fine.string()).complete);
 }
 
-TEST_CASE("record refuses in one line: CUPTI taken by another profiler, a program that cannot run, no library", "[record]") {
+TEST_CASE(
+    "record refuses in one line: CUPTI taken by another profiler, a program that cannot run, no "
+    "library",
+    "[record]") {
   fs::path out = scratch() / "refused.json";
-  Run r = record(any_library() + " CUDA_INJECTION64_PATH=/opt/nsight-systems/libToolsInjection64.so", "--out " + out.string() + " -- true");
+  Run r =
+      record(any_library() + " CUDA_INJECTION64_PATH=/opt/nsight-systems/libToolsInjection64.so",
+             "--out " + out.string() + " -- true");
   CHECK(r.code == 2);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  CHECK_THAT(r.err, Catch::Contains("CUPTI is taken: CUDA_INJECTION64_PATH=/opt/nsight-systems/libToolsInjection64.so"));
+  CHECK_THAT(
+      r.err,
+      Catch::Contains(
+          "CUPTI is taken: CUDA_INJECTION64_PATH=/opt/nsight-systems/libToolsInjection64.so"));
   CHECK_FALSE(fs::exists(out));
   r = record(any_library(), "--out " + out.string() + " -- /nonexistent/program");
   CHECK(r.code == 2);
   CHECK(r.err == "rooflens: cannot run '/nonexistent/program': No such file or directory\n");
   r = record("ROOFLENS_RECORD_LIBRARY=/nonexistent/librooflens_record.so", "-- true");
   CHECK(r.code == 2);
-  CHECK(r.err == "rooflens: ROOFLENS_RECORD_LIBRARY=/nonexistent/librooflens_record.so: no such file\n");
+  CHECK(r.err ==
+        "rooflens: ROOFLENS_RECORD_LIBRARY=/nonexistent/librooflens_record.so: no such file\n");
   r = record("", "--out " + out.string());
   CHECK(r.code == 2);  // no command
 }
 
-TEST_CASE("record with the real injection library, loaded the way the CUDA driver loads it", "[record]") {
+TEST_CASE("record with the real injection library, loaded the way the CUDA driver loads it",
+          "[record]") {
   fs::path lib = fs::path(ROOFLENS_BINARY_DIR) / "lib" / "librooflens_record.so";
   if (!fs::exists(lib)) {
     WARN("skipped: this build has no librooflens_record.so (no CUDA toolkit)");
@@ -145,7 +159,8 @@ TEST_CASE("record with the real injection library, loaded the way the CUDA drive
     // No driver here: CUPTI refuses, the part says why, record says it in one line.
     CHECK(r.code == 2);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-    CHECK_THAT(r.err, Catch::StartsWith("rooflens: CUPTI unavailable in process ") && Catch::Contains("cuptiSubscribe"));
+    CHECK_THAT(r.err, Catch::StartsWith("rooflens: CUPTI unavailable in process ") &&
+                          Catch::Contains("cuptiSubscribe"));
     REQUIRE(t.notes.size() == 1);
     CHECK_THAT(t.notes[0], Catch::Contains("cuptiSubscribe"));
     CHECK_FALSE(t.complete);

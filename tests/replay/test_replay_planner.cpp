@@ -36,7 +36,8 @@ Planned plan_onnx(const std::string& path, std::optional<Precision> forced = std
 
 Planned plan_config(const std::string& name, Workload w, DType weights = DType::bf16) {
   Planned p;
-  TransformerConfig c = load_transformer_config(std::string(ROOFLENS_SOURCE_DIR) + "/samples/configs/" + name + "/config.json");
+  TransformerConfig c = load_transformer_config(std::string(ROOFLENS_SOURCE_DIR) +
+                                                "/samples/configs/" + name + "/config.json");
   TransformerOptions o;
   o.workload = w;
   o.lowering.seq = 128;
@@ -50,7 +51,8 @@ Planned plan_config(const std::string& name, Workload w, DType weights = DType::
 
 }  // namespace
 
-TEST_CASE("ResNet-50: every costed node with a kernel is planned with conv and GEMM dims as costed", "[replay]") {
+TEST_CASE("ResNet-50: every costed node with a kernel is planned with conv and GEMM dims as costed",
+          "[replay]") {
   Planned p = plan_onnx(ROOFLENS_SOURCE_DIR "/samples/resnet50-opset17.onnx");
   int convs = 0;
   for (size_t i = 0; i < p.a.nodes.size(); ++i) {
@@ -108,7 +110,10 @@ TEST_CASE("ResNet-50: every costed node with a kernel is planned with conv and G
   CHECK(b.of("/conv1/Conv").plan->inputs[0].bytes == 3 * 224 * 224 * 2);
 }
 
-TEST_CASE("Llama decode: split-KV attention and RMS norm and rope and embedding gather with weights as stored", "[replay]") {
+TEST_CASE(
+    "Llama decode: split-KV attention and RMS norm and rope and embedding gather with weights as "
+    "stored",
+    "[replay]") {
   Planned p = plan_config("llama-2-7b", Workload::decode);
   const ReplayPlan& attn = *p.of("model.layers.0.self_attn.attn").plan;
   REQUIRE(attn.is<AttentionPlan>());
@@ -123,7 +128,8 @@ TEST_CASE("Llama decode: split-KV attention and RMS norm and rope and embedding 
   CHECK(norm.cols == 4096);
   const ReplayPlan& rope = *p.of("model.layers.0.self_attn.q_rope").plan;
   CHECK(rope.as<RopePlan>().head_dim == 128);
-  CHECK(rope.inputs[1].index_bound == 513);  // positions index the cos/sin rows of the 513 positions the step uses
+  CHECK(rope.inputs[1].index_bound ==
+        513);  // positions index the cos/sin rows of the 513 positions the step uses
   const ReplayPlan& emb = *p.of("model.embed_tokens").plan;
   CHECK(emb.is<GatherPlan>());
   CHECK(emb.inputs[1].index_bound == 32000);
@@ -133,9 +139,11 @@ TEST_CASE("Llama decode: split-KV attention and RMS norm and rope and embedding 
   CHECK_FALSE(q.b_kn);  // nn.Linear stores [out, in]
 }
 
-TEST_CASE("Mistral decode: a sliding window that covers the whole cache is planned as no window", "[replay]") {
+TEST_CASE("Mistral decode: a sliding window that covers the whole cache is planned as no window",
+          "[replay]") {
   // Mistral-7B v0.1's window is 4096 keys; at context 512 the one query sees all 513: the window
-  // masks nothing, and a kernel that refuses windows (cuDNN over 1,024 keys) must still be a candidate.
+  // masks nothing, and a kernel that refuses windows (cuDNN over 1,024 keys) must still be a
+  // candidate.
   Planned p = plan_config("mistral-7b", Workload::decode);
   for (const NodeResult& n : p.a.nodes)
     if (n.name == "model.layers.0.self_attn.attn") {
@@ -147,8 +155,10 @@ TEST_CASE("Mistral decode: a sliding window that covers the whole cache is plann
   CHECK(attn.dims.window == 0);
 }
 
-TEST_CASE("fp8 W8A8 decode: the activations' quantizing Cast and the fp8 GEMM are both planned", "[replay]") {
-  TransformerConfig c = load_transformer_config(std::string(ROOFLENS_SOURCE_DIR) + "/samples/configs/llama-3.1-8b/config.json");
+TEST_CASE("fp8 W8A8 decode: the activations' quantizing Cast and the fp8 GEMM are both planned",
+          "[replay]") {
+  TransformerConfig c = load_transformer_config(std::string(ROOFLENS_SOURCE_DIR) +
+                                                "/samples/configs/llama-3.1-8b/config.json");
   TransformerOptions o;
   o.workload = Workload::decode;
   o.lowering.context = 512;
@@ -186,7 +196,8 @@ TEST_CASE("MoE, MLA and what is not replayed, each with its reason", "[replay]")
   CHECK(d.reason.find("int4") != std::string::npos);
 
   ModelBuilder b;
-  b.input("x", DType::f32, {2, 3, 4, 5}).node("Transpose", {"x"}, {"t"}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  b.input("x", DType::f32, {2, 3, 4, 5})
+      .node("Transpose", {"x"}, {"t"}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
   b.input("y", DType::f32, {2, 4, 3, 5}).node("Concat", {"t", "y"}, {"c"}, {{"axis", int64_t{3}}});
   b.node("Hardmax", {"c"}, {"h"}).output("h").output("c");
   Planned m = plan_onnx(b.save());
@@ -194,7 +205,8 @@ TEST_CASE("MoE, MLA and what is not replayed, each with its reason", "[replay]")
   // out (2,4,3,5) reads x (2,3,4,5) with strides 60, 5, 20, 1.
   CHECK(tr.parts[0].src_strides == std::vector<int64_t>{60, 5, 20, 1});
   CHECK(tr.elem_bytes == 4);
-  // One launch: c is [2*4*3 rows, 10 columns]; t owns the first 5 columns of each row, y the next 5.
+  // One launch: c is [2*4*3 rows, 10 columns]; t owns the first 5 columns of each row, y the
+  // next 5.
   const ConcatSplitPlan& cat = m.d[1].plan->as<ConcatSplitPlan>();
   CHECK_FALSE(cat.split);
   CHECK(cat.outer == 24);
@@ -203,7 +215,8 @@ TEST_CASE("MoE, MLA and what is not replayed, each with its reason", "[replay]")
 }
 
 TEST_CASE("every element-wise functor name maps, and broadcast strides follow numpy", "[replay]") {
-  for (const char* op : {"Relu", "Gelu", "Swish", "Add", "Mul", "Where", "Cast", "Clip", "Div", "Tanh"})
+  for (const char* op :
+       {"Relu", "Gelu", "Swish", "Add", "Mul", "Where", "Cast", "Clip", "Div", "Tanh"})
     CHECK(elementwise_op_from(op).has_value());
   CHECK_FALSE(elementwise_op_from("Mod").has_value());
   CHECK(broadcast_strides({3, 1}, {4, 3, 8}) == std::vector<int64_t>{0, 1, 0});
@@ -211,8 +224,11 @@ TEST_CASE("every element-wise functor name maps, and broadcast strides follow nu
   CHECK(contiguous_strides({2, 3, 4}) == std::vector<int64_t>{12, 4, 1});
 }
 
-TEST_CASE("tensor parallel: the all-reduces are planned through NCCL when the replay has their GPUs", "[replay][tp]") {
-  TransformerConfig c = load_transformer_config(std::string(ROOFLENS_SOURCE_DIR) + "/samples/configs/llama-3.1-8b/config.json");
+TEST_CASE(
+    "tensor parallel: the all-reduces are planned through NCCL when the replay has their GPUs",
+    "[replay][tp]") {
+  TransformerConfig c = load_transformer_config(std::string(ROOFLENS_SOURCE_DIR) +
+                                                "/samples/configs/llama-3.1-8b/config.json");
   TransformerOptions o;
   o.workload = Workload::decode;
   o.lowering.batch = 8;
@@ -221,7 +237,8 @@ TEST_CASE("tensor parallel: the all-reduces are planned through NCCL when the re
   o.lowering.weights = o.lowering.activations = o.lowering.kv = DType::bf16;
   Graph g;
   Analysis a = analyze_transformer(c, o, &g);
-  std::vector<ReplayDecision> two = plan_replay(a, g, std::nullopt, 2), one = plan_replay(a, g, std::nullopt, 1),
+  std::vector<ReplayDecision> two = plan_replay(a, g, std::nullopt, 2),
+                              one = plan_replay(a, g, std::nullopt, 1),
                               four = plan_replay(a, g, std::nullopt, 4);
   int all_reduces = 0;
   for (size_t i = 0; i < a.nodes.size(); ++i) {

@@ -254,16 +254,20 @@ TEST_CASE("width 80: the compact layout, no line longer than 80, for each kind o
   }
 }
 
-TEST_CASE("first screen: the H100 is predicted from the profile rooflens ships and says so, and --math strict keeps fp32",
-          "[reports][first-screen]") {
+TEST_CASE(
+    "first screen: the H100 is predicted from the profile rooflens ships and says so, and --math "
+    "strict keeps fp32",
+    "[reports][first-screen]") {
   Run shipped = analyze(data_path("samples/resnet50-opset17.onnx"));
   INFO(first12(shipped));
   CHECK(headline(shipped, "device   ") ==
-        "device   H100-SXM: NVIDIA H100 SXM5 80GB (measured profile data/profiles/h100-sxm.json, shipped)");
+        "device   H100-SXM: NVIDIA H100 SXM5 80GB (measured profile data/profiles/h100-sxm.json, "
+        "shipped)");
   CHECK(shipped.result["device"]["roofs"] == "calibrated");
   // The profile's own figures, not the spec sheet's 3.35 TB/s.
   json profile = json::parse(slurp(data_path("data/profiles/h100-sxm.json")));
-  CHECK(shipped.result["device"]["hbm_bandwidth"].get<double>() == profile["hbm_bandwidth"].get<double>());
+  CHECK(shipped.result["device"]["hbm_bandwidth"].get<double>() ==
+        profile["hbm_bandwidth"].get<double>());
   // --math strict: no convolution moves to TF32, and every Conv node computes in fp32.
   Run strict = analyze(data_path("samples/resnet50-opset17.onnx") + " --math strict");
   CHECK(strict.result["math"]["tf32_nodes"] == 0);

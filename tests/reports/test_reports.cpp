@@ -1,16 +1,16 @@
 // JSON, CSV and terminal reports carry the analysis unchanged; files appear whole or not at all.
-#include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "analyzer/core/errors.hpp"
+#include "analyzer/transformers/analyze_transformer.hpp"
 #include "model_builder.hpp"
 #include "reports/atomic_file.hpp"
 #include "reports/sink.hpp"
-#include "analyzer/transformers/analyze_transformer.hpp"
 
 using namespace rooflens;
 using namespace rooflens::test;
@@ -50,7 +50,8 @@ TEST_CASE("JSON holds every node and totals that add up", "[reports]") {
   CHECK(j["totals"]["nodes_total"] == 3);
   CHECK(j["totals"]["flops_unknown_share"].is_null());
   CHECK(j["model"]["bound_dims"]["batch"] == 8);
-  CHECK(j["device"]["sources"]["hbm_bandwidth"].get<std::string>().find("datasheet") != std::string::npos);
+  CHECK(j["device"]["sources"]["hbm_bandwidth"].get<std::string>().find("datasheet") !=
+        std::string::npos);
 }
 
 TEST_CASE("CSV has a header and one row per node with the same column count", "[reports]") {
@@ -66,13 +67,16 @@ TEST_CASE("CSV has a header and one row per node with the same column count", "[
     int n = 1;
     bool quoted = false;
     for (char c : l) {
-      if (c == '"') quoted = !quoted;
-      else if (c == ',' && !quoted) ++n;
+      if (c == '"')
+        quoted = !quoted;
+      else if (c == ',' && !quoted)
+        ++n;
     }
     return n;
   };
   for (const auto& r : rows) CHECK(columns(r) == columns(rows[0]));
-  CHECK(rows[1].rfind("0,y,MatMul,gemm,costed,fp32,\"[8,64] [64,32]\",\"[8,32]\",32768,16384,", 0) == 0);
+  CHECK(rows[1].rfind("0,y,MatMul,gemm,costed,fp32,\"[8,64] [64,32]\",\"[8,32]\",32768,16384,",
+                      0) == 0);
 }
 
 TEST_CASE("the terminal report fits 100 columns and ends with the coverage line", "[reports]") {
@@ -96,7 +100,8 @@ TEST_CASE("config reports fit 100 columns too", "[reports]") {
   o.prompt = 256;
   o.gen = 8;
   o.lowering.tp = 8;
-  Analysis a = analyze_transformer(load_transformer_config(data_path("samples/configs/deepseek-v3/config.json")), o);
+  Analysis a = analyze_transformer(
+      load_transformer_config(data_path("samples/configs/deepseek-v3/config.json")), o);
   for (bool blocks : {false, true}) {
     std::ostringstream s;
     reports::TableSink(20, blocks).write(s, a);
@@ -121,7 +126,9 @@ TEST_CASE("outputs are written whole or not at all", "[reports]") {
   CHECK(fs::is_empty(dir));  // no temp file left behind
   reports::write_atomically(target.string(), [](std::ostream& o) { o << "{}"; });
   CHECK(fs::file_size(target) == 2);
-  CHECK_THROWS_AS(reports::write_atomically((dir / "missing" / "x.json").string(), [](std::ostream&) {}), InputError);
+  CHECK_THROWS_AS(
+      reports::write_atomically((dir / "missing" / "x.json").string(), [](std::ostream&) {}),
+      InputError);
   fs::remove_all(dir);
 }
 
@@ -133,7 +140,8 @@ TEST_CASE("names with invalid UTF-8 still give valid JSON", "[reports]") {
   std::ostringstream s;
   REQUIRE_NOTHROW(reports::JsonSink().write(s, a));
   auto j = nlohmann::json::parse(s.str());
-  CHECK(j["nodes"][0]["name"] == "bad\xEF\xBF\xBD\xEF\xBF\xBDname");  // each bad byte becomes U+FFFD
+  CHECK(j["nodes"][0]["name"] ==
+        "bad\xEF\xBF\xBD\xEF\xBF\xBDname");  // each bad byte becomes U+FFFD
 }
 
 TEST_CASE("the report's lines fit 100 columns wherever the model file sits", "[reports]") {
@@ -143,7 +151,8 @@ TEST_CASE("the report's lines fit 100 columns wherever the model file sits", "[r
   while (dir.string().size() < 150) dir /= "a_rather_long_folder_name";
   fs::create_directories(dir);
   fs::copy_file(data_path("samples/resnet50-opset17.onnx"), dir / "resnet50-opset17.onnx");
-  Analysis a = analyze_onnx((dir / "resnet50-opset17.onnx").string(), LoadOptions{}, AnalysisOptions{});
+  Analysis a =
+      analyze_onnx((dir / "resnet50-opset17.onnx").string(), LoadOptions{}, AnalysisOptions{});
   std::ostringstream s;
   reports::TableSink(15).write(s, a);
   std::istringstream lines(s.str());

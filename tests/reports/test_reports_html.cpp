@@ -1,9 +1,9 @@
 // Reports for people and programs: the JSON against its published schema, CSV with measured
 // columns, `rooflens report`, the Chrome trace, and the HTML page in headless Chromium.
-#include <catch2/catch.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -11,13 +11,13 @@
 
 #include "analyzer/transformers/analyze_transformer.hpp"
 #include "json_schema_check.hpp"
-#include "scratch_dir.hpp"
-#include "profiler/timeline/attribution.hpp"
 #include "profiler/measure/prediction_error.hpp"
+#include "profiler/timeline/attribution.hpp"
 #include "profiler/trace/trace_io.hpp"
 #include "reports/result_json.hpp"
 #include "reports/saved_result.hpp"
 #include "reports/sink.hpp"
+#include "scratch_dir.hpp"
 
 using namespace rooflens;
 namespace fs = std::filesystem;
@@ -43,7 +43,8 @@ Analysis profiled_resnet() {
     Measurement m;
     if (n.status == NodeStatus::costed && n.family != OpFamily::view) {
       m.status = ReplayStatus::measured;
-      m.time = summarize_samples({n.roof.predicted * 1.1, n.roof.predicted * 1.2, n.roof.predicted * 1.3});
+      m.time = summarize_samples(
+          {n.roof.predicted * 1.1, n.roof.predicted * 1.2, n.roof.predicted * 1.3});
       m.kernels = 1;
       m.kernel_names = {"k"};
       m.replay = "test";
@@ -67,15 +68,17 @@ std::string chromium() {
 }
 
 // Loads the page in headless Chromium with #selftest and returns the self-test's JSON.
-json browser_selftest(const fs::path& html, const fs::path& screenshot, const std::string& window = "1400,2400") {
+json browser_selftest(const fs::path& html, const fs::path& screenshot,
+                      const std::string& window = "1400,2400") {
   std::string browser = chromium();
   REQUIRE_FALSE(browser.empty());  // scripts/setup.sh installs Debian's chromium
-  std::string flags = " --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=" + window + " ";
+  std::string flags =
+      " --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=" + window + " ";
   fs::path dom = scratch() / (html.stem().string() + ".dom");
-  REQUIRE(sh("timeout 120 " + browser + flags + "--dump-dom 'file://" + html.string() + "#selftest' > " + dom.string() +
-             " 2> /dev/null") == 0);
-  REQUIRE(sh("timeout 120 " + browser + flags + "--screenshot=" + screenshot.string() + " 'file://" + html.string() +
-             "' > /dev/null 2>&1") == 0);
+  REQUIRE(sh("timeout 120 " + browser + flags + "--dump-dom 'file://" + html.string() +
+             "#selftest' > " + dom.string() + " 2> /dev/null") == 0);
+  REQUIRE(sh("timeout 120 " + browser + flags + "--screenshot=" + screenshot.string() +
+             " 'file://" + html.string() + "' > /dev/null 2>&1") == 0);
   CHECK(fs::file_size(screenshot) > 10000);
   std::smatch m;
   std::string text = slurp(dom);
@@ -103,7 +106,8 @@ void check_no_urls(const std::string& page) {
 
 }  // namespace
 
-TEST_CASE("the result JSON with measurements validates against docs/result.schema.json", "[reports]") {
+TEST_CASE("the result JSON with measurements validates against docs/result.schema.json",
+          "[reports]") {
   test::SchemaCheck schema(json::parse(slurp(ROOFLENS_SOURCE_DIR "/docs/result.schema.json")));
   Analysis a = profiled_resnet();
   json j = reports::result_json(a);
@@ -116,7 +120,8 @@ TEST_CASE("the result JSON with measurements validates against docs/result.schem
   // Each measured node came out 20% slower in the median than predicted: error -1/6.
   CHECK(j["nodes"][0]["measured"]["error"].get<double>() == Approx(1 / 1.2 - 1));
   // A transformer analysis too, and a corrupted document is caught.
-  TransformerConfig c = load_transformer_config(ROOFLENS_SOURCE_DIR "/samples/configs/llama-2-7b/config.json");
+  TransformerConfig c =
+      load_transformer_config(ROOFLENS_SOURCE_DIR "/samples/configs/llama-2-7b/config.json");
   TransformerOptions o;
   o.workload = Workload::generate;
   o.prompt = 128;
@@ -138,8 +143,10 @@ TEST_CASE("CSV carries the measured columns after a profile", "[reports]") {
     size_t n = 1;
     bool quoted = false;
     for (char c : l) {
-      if (c == '"') quoted = !quoted;
-      else if (c == ',' && !quoted) ++n;
+      if (c == '"')
+        quoted = !quoted;
+      else if (c == ',' && !quoted)
+        ++n;
     }
     return n;
   };
@@ -153,11 +160,14 @@ TEST_CASE("CSV carries the measured columns after a profile", "[reports]") {
   CHECK(rows == 123);  // header + 122 nodes
 }
 
-TEST_CASE("rooflens report re-renders a saved result and refuses another major schema", "[reports]") {
+TEST_CASE("rooflens report re-renders a saved result and refuses another major schema",
+          "[reports]") {
   fs::path saved = scratch() / "r.json", html = scratch() / "r.html", csv = scratch() / "r.csv";
-  REQUIRE(sh(std::string(ROOFLENS_BIN) + " analyze " ROOFLENS_SOURCE_DIR "/samples/resnet50-opset17.onnx --json " + saved.string() +
-             " > /dev/null") == 0);
-  CHECK(sh(std::string(ROOFLENS_BIN) + " report " + saved.string() + " --html " + html.string() + " --csv " + csv.string()) == 0);
+  REQUIRE(sh(std::string(ROOFLENS_BIN) +
+             " analyze " ROOFLENS_SOURCE_DIR "/samples/resnet50-opset17.onnx --json " +
+             saved.string() + " > /dev/null") == 0);
+  CHECK(sh(std::string(ROOFLENS_BIN) + " report " + saved.string() + " --html " + html.string() +
+           " --csv " + csv.string()) == 0);
   CHECK(fs::file_size(html) > 50000);
   CHECK(slurp(csv).rfind("index,name,op", 0) == 0);
   json j = json::parse(slurp(saved));
@@ -165,17 +175,20 @@ TEST_CASE("rooflens report re-renders a saved result and refuses another major s
   fs::path future = scratch() / "future.json";
   std::ofstream(future) << j.dump();
   fs::path err = scratch() / "err.txt";
-  CHECK(sh(std::string(ROOFLENS_BIN) + " report " + future.string() + " --html " + (scratch() / "x.html").string() + " 2> " +
-           err.string()) == 2);
+  CHECK(sh(std::string(ROOFLENS_BIN) + " report " + future.string() + " --html " +
+           (scratch() / "x.html").string() + " 2> " + err.string()) == 2);
   std::string e = slurp(err);
   CHECK(e.find("schema version 2.0") != std::string::npos);
   CHECK(std::count(e.begin(), e.end(), '\n') == 1);
   CHECK_FALSE(fs::exists(scratch() / "x.html"));
 }
 
-TEST_CASE("Chrome trace of a recorded H100 run: kernels on streams and NVTX ranges and predictions", "[reports]") {
-  profiler::Trace t = profiler::read_trace(ROOFLENS_SOURCE_DIR "/tests/data/traces/gpt2-decode-h100.record.json");
-  TransformerConfig c = load_transformer_config(ROOFLENS_SOURCE_DIR "/samples/configs/gpt2/config.json");
+TEST_CASE("Chrome trace of a recorded H100 run: kernels on streams and NVTX ranges and predictions",
+          "[reports]") {
+  profiler::Trace t =
+      profiler::read_trace(ROOFLENS_SOURCE_DIR "/tests/data/traces/gpt2-decode-h100.record.json");
+  TransformerConfig c =
+      load_transformer_config(ROOFLENS_SOURCE_DIR "/samples/configs/gpt2/config.json");
   TransformerOptions o;
   o.workload = Workload::decode;
   o.lowering.context = 1024;
@@ -194,14 +207,18 @@ TEST_CASE("Chrome trace of a recorded H100 run: kernels on streams and NVTX rang
     if (e["cat"] == "memory" && e["args"]["layer"] == "(none: L2 flush or set-up)") ++flush;
   }
   int recorded_kernels = 0;
-  for (const auto& x : t.activities) recorded_kernels += x.kind == profiler::GpuActivity::Kind::kernel;
+  for (const auto& x : t.activities)
+    recorded_kernels += x.kind == profiler::GpuActivity::Kind::kernel;
   CHECK(kernels == recorded_kernels);
   CHECK(ranges == static_cast<int>(t.ranges.size()));
   CHECK(predicted == 14);  // one slice per layer in the recording
   CHECK(flush > 0);
 }
 
-TEST_CASE("HTML in headless Chromium: loads clean with no network and one point per costed node and hover and sort", "[reports][browser]") {
+TEST_CASE(
+    "HTML in headless Chromium: loads clean with no network and one point per costed node and "
+    "hover and sort",
+    "[reports][browser]") {
   fs::path html = scratch() / "resnet50.html";
   {
     std::ofstream out(html);
@@ -214,7 +231,8 @@ TEST_CASE("HTML in headless Chromium: loads clean with no network and one point 
   check_selftest(r);
   // ResNet-50's 122 nodes: every one has FLOPs but Flatten, which is listed under the chart, not
   // drawn at its floor (it moves data only).
-  CHECK(r["checks"]["one_point_per_node_with_flops"]["detail"] == "121 points + 1 listed without FLOPs, 122 costed nodes");
+  CHECK(r["checks"]["one_point_per_node_with_flops"]["detail"] ==
+        "121 points + 1 listed without FLOPs, 122 costed nodes");
 }
 
 TEST_CASE("HTML of a 5000-node model: under 5 MB and rendered in under 2 s", "[reports][browser]") {
@@ -222,12 +240,14 @@ TEST_CASE("HTML of a 5000-node model: under 5 MB and rendered in under 2 s", "[r
   cfg["num_hidden_layers"] = 400;  // 400 decoder layers of 16 nodes: 6,403 nodes
   fs::path config = scratch() / "config.json", html = scratch() / "big.html";
   std::ofstream(config) << cfg.dump();
-  REQUIRE(sh(std::string(ROOFLENS_BIN) + " analyze " + config.string() + " --phase generate --prompt 512 --gen 64 --html " +
-             html.string() + " > /dev/null") == 0);
+  REQUIRE(sh(std::string(ROOFLENS_BIN) + " analyze " + config.string() +
+             " --phase generate --prompt 512 --gen 64 --html " + html.string() + " > /dev/null") ==
+          0);
   size_t bytes = fs::file_size(html);
   INFO("HTML bytes: " << bytes);
   CHECK(bytes < 5u * 1024 * 1024);
-  json r = browser_selftest(html, ROOFLENS_BINARY_DIR "/test-artifacts/llama-400-layers-report.png");
+  json r =
+      browser_selftest(html, ROOFLENS_BINARY_DIR "/test-artifacts/llama-400-layers-report.png");
   check_selftest(r);
   std::smatch m;
   std::string detail = r["checks"]["one_point_per_node_with_flops"]["detail"];
@@ -235,35 +255,49 @@ TEST_CASE("HTML of a 5000-node model: under 5 MB and rendered in under 2 s", "[r
   CHECK(std::stoi(m[1].str()) > 5000);
 }
 
-TEST_CASE("HTML of ResNet-50, GPT-2 decode, Llama-2-7B generate and Mixtral: roof labels apart, memory chart visible", "[reports][browser]") {
+TEST_CASE(
+    "HTML of ResNet-50, GPT-2 decode, Llama-2-7B generate and Mixtral: roof labels apart, memory "
+    "chart visible",
+    "[reports][browser]") {
   struct Page {
     const char* name;
     std::string args;
   };
   const std::string configs = ROOFLENS_SOURCE_DIR "/samples/configs/";
-  for (const Page& p : {Page{"resnet50", ROOFLENS_SOURCE_DIR "/samples/resnet50-opset17.onnx"},
-                        Page{"gpt2-decode", configs + "gpt2/config.json --phase decode --batch 8 --context 1024"},
-                        Page{"llama-generate", configs + "llama-2-7b/config.json --phase generate --prompt 2048 --gen 64"},
-                        Page{"mixtral-tp2", configs + "mixtral-8x7b/config.json --phase decode --batch 16 --context 4096 --tp 2"}}) {
+  for (const Page& p :
+       {Page{"resnet50", ROOFLENS_SOURCE_DIR "/samples/resnet50-opset17.onnx"},
+        Page{"gpt2-decode", configs + "gpt2/config.json --phase decode --batch 8 --context 1024"},
+        Page{"llama-generate",
+             configs + "llama-2-7b/config.json --phase generate --prompt 2048 --gen 64"},
+        Page{"mixtral-tp2",
+             configs +
+                 "mixtral-8x7b/config.json --phase decode --batch 16 --context 4096 --tp 2"}}) {
     INFO(p.name);
     fs::path html = scratch() / (std::string(p.name) + ".html");
-    REQUIRE(sh(std::string(ROOFLENS_BIN) + " analyze " + p.args + " --html " + html.string() + " > /dev/null") == 0);
-    json r = browser_selftest(html, ROOFLENS_BINARY_DIR "/test-artifacts/" + std::string(p.name) + "-report.png");
+    REQUIRE(sh(std::string(ROOFLENS_BIN) + " analyze " + p.args + " --html " + html.string() +
+               " > /dev/null") == 0);
+    json r = browser_selftest(
+        html, ROOFLENS_BINARY_DIR "/test-artifacts/" + std::string(p.name) + "-report.png");
     check_selftest(r);
     CHECK(r["checks"].contains("roof_labels_apart"));
     CHECK(r["checks"].contains("memory_chart_visible"));
   }
 }
 
-TEST_CASE("the terminal report of a profile run, from its JSON: measured table and errors within 100 columns", "[reports]") {
+TEST_CASE(
+    "the terminal report of a profile run, from its JSON: measured table and errors within 100 "
+    "columns",
+    "[reports]") {
   Analysis a = profiled_resnet();
   std::ostringstream direct;
   reports::TableSink(5).write(direct, a);
   std::string t = direct.str();
   CHECK(t.find("\nMeasured on test GPU (") != std::string::npos);
-  // Every measured node took 1.2x its prediction in the median (profiled_resnet): error -1/6 = -17%.
+  // Every measured node took 1.2x its prediction in the median (profiled_resnet): error -1/6 =
+  // -17%.
   CHECK(t.find("   -17% ") != std::string::npos);
-  CHECK(t.find("replay: 121 measured, 0 not replayed, 0 skipped, 1 without a kernel") != std::string::npos);
+  CHECK(t.find("replay: 121 measured, 0 not replayed, 0 skipped, 1 without a kernel") !=
+        std::string::npos);
   std::istringstream lines(t);
   std::string line;
   while (std::getline(lines, line)) CHECK(line.size() <= 100);
@@ -288,7 +322,10 @@ TEST_CASE("the terminal report of a profile run, from its JSON: measured table a
   }
 }
 
-TEST_CASE("HTML at 1280 px: nothing overflows its box on the analyze, training, generate and compare pages", "[reports][browser]") {
+TEST_CASE(
+    "HTML at 1280 px: nothing overflows its box on the analyze, training, generate and compare "
+    "pages",
+    "[reports][browser]") {
   // The self-test's nothing_overflows check compares every element's box with its parent's and
   // its text's width with its own; each page also passes the other self-test checks.
   struct Page {
@@ -298,22 +335,35 @@ TEST_CASE("HTML at 1280 px: nothing overflows its box on the analyze, training, 
   const std::string src = ROOFLENS_SOURCE_DIR "/", bin = std::string(ROOFLENS_BIN) + " ";
   for (const Page& p :
        {Page{"resnet50", "analyze " + src + "samples/resnet50-opset17.onnx"},
-        Page{"gpt2-train", "analyze " + src + "samples/configs/gpt2/config.json --phase train --batch 8 --seq 1024"},
-        Page{"llama-generate", "analyze " + src + "samples/configs/llama-2-7b/config.json --phase generate --prompt 512 --gen 16"},
+        Page{"gpt2-train",
+             "analyze " + src +
+                 "samples/configs/gpt2/config.json --phase train --batch 8 --seq 1024"},
+        Page{"llama-generate",
+             "analyze " + src +
+                 "samples/configs/llama-2-7b/config.json --phase generate --prompt 512 --gen 16"},
         Page{"gpt2-compare", "compare " + src + "tests/data/traces/h100/gpt2.config.json " + src +
-                                 "tests/data/traces/h100/gpt2-prefill.vanilla.h100.json.gz --phase prefill --seq 512"}}) {
+                                 "tests/data/traces/h100/gpt2-prefill.vanilla.h100.json.gz --phase "
+                                 "prefill --seq 512"}}) {
     INFO(p.name);
     fs::path html = scratch() / (std::string(p.name) + "-1280.html");
     REQUIRE(sh(bin + p.command + " --html " + html.string() + " > /dev/null") == 0);
-    json r = browser_selftest(html, ROOFLENS_BINARY_DIR "/test-artifacts/" + std::string(p.name) + "-1280.png", "1280,800");
+    json r = browser_selftest(
+        html, ROOFLENS_BINARY_DIR "/test-artifacts/" + std::string(p.name) + "-1280.png",
+        "1280,800");
     check_selftest(r);
-    CHECK(r["checks"]["nothing_overflows"]["detail"].get<std::string>().rfind("0 overflowing", 0) == 0);
+    CHECK(r["checks"]["nothing_overflows"]["detail"].get<std::string>().rfind("0 overflowing", 0) ==
+          0);
   }
 }
 
-TEST_CASE("HTML of a training step shows the step: its split, the loss and optimizer rows, the host's note", "[reports][browser]") {
+TEST_CASE(
+    "HTML of a training step shows the step: its split, the loss and optimizer rows, the host's "
+    "note",
+    "[reports][browser]") {
   fs::path html = scratch() / "gpt2-train.html";
-  REQUIRE(sh(std::string(ROOFLENS_BIN) + " analyze " ROOFLENS_SOURCE_DIR "/samples/configs/gpt2/config.json --phase train --batch 8 " +
+  REQUIRE(sh(std::string(ROOFLENS_BIN) +
+             " analyze " ROOFLENS_SOURCE_DIR
+             "/samples/configs/gpt2/config.json --phase train --batch 8 " +
              "--seq 1024 --device-profile spec --html " + html.string() + " > /dev/null") == 0);
   json r = browser_selftest(html, ROOFLENS_BINARY_DIR "/test-artifacts/gpt2-train.png");
   check_selftest(r);
@@ -322,7 +372,8 @@ TEST_CASE("HTML of a training step shows the step: its split, the loss and optim
   // loss and optimizer row of the result is a row of the page's table.
   std::smatch m;
   std::string detail = r["checks"]["training_step_shown"]["detail"];
-  REQUIRE(std::regex_match(detail, m, std::regex(R"(4 parts in the split, (\d+) of (\d+) step rows)")));
+  REQUIRE(
+      std::regex_match(detail, m, std::regex(R"(4 parts in the split, (\d+) of (\d+) step rows)")));
   CHECK(m[1] == m[2]);
   CHECK(std::stoi(m[1].str()) >= 2);  // at least the loss and the optimizer
 }

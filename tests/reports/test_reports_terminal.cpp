@@ -1,9 +1,9 @@
 // The terminal report as a person reads it (one renderer for `analyze` and `report`, names cut
 // so the block index survives, the headline of each workload), and the predicted timeline.
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <sys/wait.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -31,7 +31,8 @@ fs::path scratch() {
 
 // Runs the CLI; stdout into `out`. The exit code.
 int cli(const std::string& args, const fs::path& out) {
-  int status = std::system((std::string(ROOFLENS_BIN) + " " + args + " > " + out.string() + " 2>&1").c_str());
+  int status = std::system(
+      (std::string(ROOFLENS_BIN) + " " + args + " > " + out.string() + " 2>&1").c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
@@ -49,7 +50,9 @@ Analysis config(const char* name, Workload w, int64_t tp = 1) {
   o.lowering.batch = 8;
   o.lowering.context = 4096;
   o.lowering.tp = tp;
-  return analyze_transformer(load_transformer_config(data_path(std::string("samples/configs/") + name + "/config.json")), o);
+  return analyze_transformer(
+      load_transformer_config(data_path(std::string("samples/configs/") + name + "/config.json")),
+      o);
 }
 
 }  // namespace
@@ -61,7 +64,8 @@ TEST_CASE("names are cut so that the block index and the op survive", "[reports]
   CHECK(fit_name("/transformer/h.3/mlp/c_proj/MatMul", 20, "MatMul") == "...h.3/mlp/c_proj");
   CHECK(fit_name("/transformer/h.3/mlp/c_proj/MatMul", 16, "MatMul") == "...h.3/...c_proj");
   CHECK(fit_name("/transformer/h.3/attn/MatMul_1", 20, "MatMul") == "...h.3/attn/MatMul_1");
-  CHECK(fit_name("/encoder/layers/encoder_layer_11/mlp/mlp.3/MatMul", 28, "MatMul") == "...encoder_layer_11/...mlp.3");
+  CHECK(fit_name("/encoder/layers/encoder_layer_11/mlp/mlp.3/MatMul", 28, "MatMul") ==
+        "...encoder_layer_11/...mlp.3");
   CHECK(fit_name("model.layers.31.self_attn.q_proj", 29) == "...layers.31.self_attn.q_proj");
   CHECK(fit_name("model.layers.31.self_attn.q_proj", 28) == "...31.self_attn.q_proj");
   CHECK(fit_name("short", 28) == "short");
@@ -72,17 +76,23 @@ TEST_CASE("names are cut so that the block index and the op survive", "[reports]
   CHECK(reports::fit_op("AVeryLongCustomOperatorName", 12) == "AVeryLongC..");
 }
 
-TEST_CASE("analyze and report print the same report, nodes and transformer section included", "[reports][cli]") {
-  for (std::string model : {std::string("samples/configs/llama-2-7b/config.json --phase generate --prompt 512 --gen 16"),
-                            std::string("samples/resnet50-opset17.onnx")}) {
+TEST_CASE("analyze and report print the same report, nodes and transformer section included",
+          "[reports][cli]") {
+  for (std::string model :
+       {std::string(
+            "samples/configs/llama-2-7b/config.json --phase generate --prompt 512 --gen 16"),
+        std::string("samples/resnet50-opset17.onnx")}) {
     INFO(model);
-    fs::path saved = scratch() / "saved.json", direct = scratch() / "direct.txt", again = scratch() / "again.txt";
-    REQUIRE(cli("analyze " + data_path("") + model + " --top 3 --json " + saved.string(), direct) == 0);
+    fs::path saved = scratch() / "saved.json", direct = scratch() / "direct.txt",
+             again = scratch() / "again.txt";
+    REQUIRE(cli("analyze " + data_path("") + model + " --top 3 --json " + saved.string(), direct) ==
+            0);
     REQUIRE(cli("report " + saved.string() + " --top 3", again) == 0);
     CHECK(slurp(direct) == slurp(again));
     // A generate run tabulates its blocks, the prefill beside the first decode step.
-    CHECK(slurp(again).find(model.find("generate") != std::string::npos ? "Top 3 blocks of the generate run" : "Top 3 nodes") !=
-          std::string::npos);
+    CHECK(slurp(again).find(model.find("generate") != std::string::npos
+                                ? "Top 3 blocks of the generate run"
+                                : "Top 3 nodes") != std::string::npos);
     fs::path blocks = scratch() / "blocks.txt", blocks_again = scratch() / "blocks_again.txt";
     REQUIRE(cli("analyze " + data_path("") + model + " --by block --top 4", blocks) == 0);
     REQUIRE(cli("report " + saved.string() + " --by block --top 4", blocks_again) == 0);
@@ -92,25 +102,33 @@ TEST_CASE("analyze and report print the same report, nodes and transformer secti
   CHECK(text.rfind("model    resnet50-opset17.onnx", 0) == 0);
 }
 
-TEST_CASE("each workload's headline: generate totals, decode tokens/s, per GPU under --tp, folded seqlens inputs", "[reports]") {
+TEST_CASE(
+    "each workload's headline: generate totals, decode tokens/s, per GPU under --tp, folded "
+    "seqlens inputs",
+    "[reports]") {
   Analysis g = config("llama-2-7b", Workload::generate);
   std::string t = table(g);
   const GenerationSweep& sweep = *g.transformer->generation;
   // The headline is the whole run: prefill plus 255 decode steps, and its tokens/s.
-  CHECK(t.find(fmt::format("  predicted   {} for 256 tokens x batch 8: {:.1f} tokens/s (prefill {} + 255 decode steps)",
-                           reports::human_time(sweep.total_s), sweep.tokens_per_s, reports::human_time(sweep.ttft_s))) !=
-        std::string::npos);
+  CHECK(t.find(fmt::format("  predicted   {} for 256 tokens x batch 8: {:.1f} tokens/s (prefill {} "
+                           "+ 255 decode steps)",
+                           reports::human_time(sweep.total_s), sweep.tokens_per_s,
+                           reports::human_time(sweep.ttft_s))) != std::string::npos);
   CHECK(sweep.tokens_per_s == Approx(8.0 * 256 / sweep.total_s));
-  CHECK(t.find("Top 15 blocks of the generate run: the prefill beside the first decode step (2048 cached)") != std::string::npos);
+  CHECK(t.find("Top 15 blocks of the generate run: the prefill beside the first decode step (2048 "
+               "cached)") != std::string::npos);
   CHECK(t.find("samples/s") == std::string::npos);
 
   Analysis d = config("mistral-7b", Workload::decode, 2);
   t = table(d);
   CHECK(d.totals.throughput_unit == "tokens/s");
-  CHECK(d.totals.throughput == Approx(8 / d.totals.predicted_s));  // one token for each of 8 sequences a step
-  CHECK(t.find(" a decode step for batch 8 (one token each, 4096 cached) -> ") != std::string::npos);
+  CHECK(d.totals.throughput ==
+        Approx(8 / d.totals.predicted_s));  // one token for each of 8 sequences a step
+  CHECK(t.find(" a decode step for batch 8 (one token each, 4096 cached) -> ") !=
+        std::string::npos);
   CHECK(t.find("samples/s") == std::string::npos);
-  // Mistral-7B: 8 KV heads over 2 GPUs, 4 x 128 x 2 (K and V) x 2 bytes x 32 layers = 64 KiB a token on each GPU.
+  // Mistral-7B: 8 KV heads over 2 GPUs, 4 x 128 x 2 (K and V) x 2 bytes x 32 layers = 64 KiB a
+  // token on each GPU.
   CHECK(t.find("  KV cache    per GPU: 64.0 KiB a token,") != std::string::npos);
   CHECK(t.find("of 79.2 GiB per GPU: fits") != std::string::npos);
   // One line for the sliding-window sequence lengths: one input the 32 layers share.
@@ -126,16 +144,23 @@ TEST_CASE("the memory total and fits are computed once, in the analyzer", "[repo
   const MemoryFit& fit = a.transformer->memory;
   // Weights + the batch's KV cache + the activation peak; the JSON and the table carry that sum.
   CHECK(a.memory_total.total_bytes == fit.weight_bytes + fit.kv_cache_bytes + fit.activation_bytes);
-  CHECK(a.memory_total.kv_cache_bytes == 8 * 4097LL * 32 * 2 * 4096 * 2);  // batch x tokens x layers x K,V x hidden x fp16
+  CHECK(a.memory_total.kv_cache_bytes ==
+        8 * 4097LL * 32 * 2 * 4096 * 2);  // batch x tokens x layers x K,V x hidden x fp16
   json j = reports::result_json(a);
   CHECK(j["memory"]["total_bytes"] == a.memory_total.total_bytes);
   CHECK(j["memory"]["fits"] == a.memory_total.fits);
   CHECK(j["transformer"]["memory"]["total_bytes"] == a.memory_total.total_bytes);
 }
 
-TEST_CASE("a predicted timeline without a GPU: one slice per costed node, back to back, and the generate steps", "[reports][cli]") {
-  fs::path trace = scratch() / "resnet.trace.json", saved = scratch() / "resnet.json", out = scratch() / "out.txt";
-  REQUIRE(cli("analyze " + data_path("samples/resnet50-opset17.onnx") + " --trace " + trace.string() + " --json " + saved.string(), out) == 0);
+TEST_CASE(
+    "a predicted timeline without a GPU: one slice per costed node, back to back, and the generate "
+    "steps",
+    "[reports][cli]") {
+  fs::path trace = scratch() / "resnet.trace.json", saved = scratch() / "resnet.json",
+           out = scratch() / "out.txt";
+  REQUIRE(cli("analyze " + data_path("samples/resnet50-opset17.onnx") + " --trace " +
+                  trace.string() + " --json " + saved.string(),
+              out) == 0);
   json doc = json::parse(slurp(trace));
   json result = json::parse(slurp(saved));
   double cursor = 0, total = 0;
@@ -163,8 +188,8 @@ TEST_CASE("a predicted timeline without a GPU: one slice per costed node, back t
 
   // Generate: the prefill's nodes, and on a track of their own the prefill and 15 decode steps.
   fs::path gen = scratch() / "gen.trace.json";
-  REQUIRE(cli("analyze " + data_path("samples/configs/gpt2/config.json") + " --phase generate --prompt 128 --gen 16 --trace " +
-                  gen.string(),
+  REQUIRE(cli("analyze " + data_path("samples/configs/gpt2/config.json") +
+                  " --phase generate --prompt 128 --gen 16 --trace " + gen.string(),
               out) == 0);
   doc = json::parse(slurp(gen));
   int steps = 0;
@@ -189,12 +214,14 @@ TEST_CASE("a 1.2 result from an older rooflens still renders", "[reports]") {
   j["memory"].erase("activation_bytes");
   j["memory"].erase("peak_node_index");
   j["totals"].erase("throughput_unit");
-  for (const char* k : {"mla", "experts", "experts_per_token", "shared_experts", "group_size"}) j["transformer"].erase(k);
+  for (const char* k : {"mla", "experts", "experts_per_token", "shared_experts", "group_size"})
+    j["transformer"].erase(k);
   fs::path old = scratch() / "old.json", out = scratch() / "old.txt";
   std::ofstream(old) << j.dump();
   REQUIRE(cli("report " + old.string(), out) == 0);
   std::string text = slurp(out);
   CHECK(text.rfind("model    llama-2-7b/config.json", 0) == 0);
-  // 8 sequences x 4097 tokens x 512 KiB (32 layers x K and V x 4096 x fp16), from the transformer section.
+  // 8 sequences x 4097 tokens x 512 KiB (32 layers x K and V x 4096 x fp16), from the transformer
+  // section.
   CHECK(text.find("+ KV 16.0 GiB") != std::string::npos);
 }

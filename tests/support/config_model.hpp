@@ -16,8 +16,10 @@ struct Model {
 inline Model config_model(const std::string& path, Workload w, int64_t seq_or_context) {
   TransformerOptions o;
   o.workload = w;
-  if (w == Workload::prefill) o.lowering.seq = seq_or_context;
-  else o.lowering.context = seq_or_context;
+  if (w == Workload::prefill)
+    o.lowering.seq = seq_or_context;
+  else
+    o.lowering.context = seq_or_context;
   Model m;
   m.analysis = analyze_transformer(load_transformer_config(path), o, &m.graph);
   return m;

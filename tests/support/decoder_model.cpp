@@ -122,11 +122,14 @@ int64_t write_decoder(const std::string& path, const DecoderShape& s) {
   w.ints("last_axis", {-1});
   w.ints("heads_shape", {0, 0, s.heads, hd});
   w.ints("merge_shape", {0, 0, s.hidden});
-  std::string x = w.node("Gather", {w.weight("model.embed_tokens.weight", {s.vocab, s.hidden}), "input_ids"}, "model.embed_tokens");
+  std::string x =
+      w.node("Gather", {w.weight("model.embed_tokens.weight", {s.vocab, s.hidden}), "input_ids"},
+             "model.embed_tokens");
   for (int64_t l = 0; l < s.layers; ++l) {
     std::string p = "model.layers." + std::to_string(l);
     std::string h = rms_norm(w, x, p + ".input_layernorm", s.hidden);
-    auto proj = [&](const std::string& name, const std::string& input, int64_t in_dim, int64_t out_dim) {
+    auto proj = [&](const std::string& name, const std::string& input, int64_t in_dim,
+                    int64_t out_dim) {
       return w.node("MatMul", {input, w.weight(p + name + ".weight", {in_dim, out_dim})}, p + name);
     };
     auto heads = [&](const std::string& t, const std::string& name, std::vector<int64_t> perm) {
@@ -140,17 +143,26 @@ int64_t write_decoder(const std::string& path, const DecoderShape& s) {
     std::string scaled = w.node("Mul", {scores, "scale"}, p + ".self_attn.scale");
     std::string probs = w.node("Softmax", {scaled}, p + ".self_attn.softmax", {{"axis", -1}});
     std::string ctx = w.node("MatMul", {probs, v}, p + ".self_attn.context");
-    std::string merged = w.node("Reshape", {w.node("Transpose", {ctx}, p + ".ctx.transpose", {}, {{"perm", {0, 2, 1, 3}}}), "merge_shape"}, p + ".ctx.reshape");
+    std::string merged =
+        w.node("Reshape",
+               {w.node("Transpose", {ctx}, p + ".ctx.transpose", {}, {{"perm", {0, 2, 1, 3}}}),
+                "merge_shape"},
+               p + ".ctx.reshape");
     std::string attn = proj(".self_attn.o_proj", merged, s.hidden, s.hidden);
     x = w.node("Add", {x, attn}, p + ".attn_residual");
     std::string h2 = rms_norm(w, x, p + ".post_attention_layernorm", s.hidden);
     std::string gate = proj(".mlp.gate_proj", h2, s.hidden, s.intermediate);
     std::string up = proj(".mlp.up_proj", h2, s.hidden, s.intermediate);
-    std::string silu = w.node("Mul", {gate, w.node("Sigmoid", {gate}, p + ".mlp.sigmoid")}, p + ".mlp.silu");
-    std::string down = proj(".mlp.down_proj", w.node("Mul", {silu, up}, p + ".mlp.mul"), s.intermediate, s.hidden);
+    std::string silu =
+        w.node("Mul", {gate, w.node("Sigmoid", {gate}, p + ".mlp.sigmoid")}, p + ".mlp.silu");
+    std::string down =
+        proj(".mlp.down_proj", w.node("Mul", {silu, up}, p + ".mlp.mul"), s.intermediate, s.hidden);
     x = w.node("Add", {x, down}, p + ".mlp_residual");
   }
-  std::string out = w.node("MatMul", {rms_norm(w, x, "model.norm", s.hidden), w.weight("lm_head.weight", {s.hidden, s.vocab})}, "lm_head");
+  std::string out = w.node(
+      "MatMul",
+      {rms_norm(w, x, "model.norm", s.hidden), w.weight("lm_head.weight", {s.hidden, s.vocab})},
+      "lm_head");
   g->add_output()->set_name(out);
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!m.SerializeToOstream(&f)) throw std::runtime_error("cannot write " + path);

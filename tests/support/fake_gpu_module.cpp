@@ -5,4 +5,7 @@ namespace {
 const rooflens::gpu::ModuleApi kApi{rooflens::gpu::kModuleAbi, "0.0.0-another-build"};
 }
 
-extern "C" __attribute__((visibility("default"))) const rooflens::gpu::ModuleApi* rooflens_gpu_module() { return &kApi; }
+extern "C" __attribute__((visibility("default"))) const rooflens::gpu::ModuleApi*
+rooflens_gpu_module() {
+  return &kApi;
+}

@@ -54,12 +54,14 @@ class SchemaCheck {
       errors_.push_back(at + ": " + v.dump() + " not in " + s["enum"].dump());
     if (s.contains("minimum") && v.is_number() && v.get<double>() < s["minimum"].get<double>())
       errors_.push_back(at + ": below minimum");
-    if (s.contains("pattern") && v.is_string() && !std::regex_search(v.get<std::string>(), std::regex(s["pattern"].get<std::string>())))
+    if (s.contains("pattern") && v.is_string() &&
+        !std::regex_search(v.get<std::string>(), std::regex(s["pattern"].get<std::string>())))
       errors_.push_back(at + ": does not match " + s["pattern"].get<std::string>());
     if (v.is_object()) {
       if (s.contains("required"))
         for (const auto& k : s["required"])
-          if (!v.contains(k.get<std::string>())) errors_.push_back(at + ": missing '" + k.get<std::string>() + "'");
+          if (!v.contains(k.get<std::string>()))
+            errors_.push_back(at + ": missing '" + k.get<std::string>() + "'");
       if (s.contains("properties"))
         for (auto& [k, sub] : s["properties"].items())
           if (v.contains(k)) visit(sub, v[k], at + "/" + k);

@@ -32,8 +32,10 @@ ModelBuilder& ModelBuilder::input(const std::string& name, DType t, std::vector<
   auto* shape = tt->mutable_shape();
   for (const Dim& d : dims) {
     auto* dim = shape->add_dim();
-    if (std::holds_alternative<int64_t>(d)) dim->set_dim_value(std::get<int64_t>(d));
-    else dim->set_dim_param(std::get<std::string>(d));
+    if (std::holds_alternative<int64_t>(d))
+      dim->set_dim_value(std::get<int64_t>(d));
+    else
+      dim->set_dim_param(std::get<std::string>(d));
   }
   return *this;
 }
@@ -90,7 +92,8 @@ ModelBuilder& ModelBuilder::scalar(const std::string& name, float value) {
 }
 
 ModelBuilder& ModelBuilder::node(const std::string& op, std::vector<std::string> inputs,
-                                 std::vector<std::string> outputs, std::vector<Attr> attrs, const std::string& domain) {
+                                 std::vector<std::string> outputs, std::vector<Attr> attrs,
+                                 const std::string& domain) {
   auto* n = model_.mutable_graph()->add_node();
   n->set_op_type(op);
   n->set_domain(domain);
@@ -100,10 +103,16 @@ ModelBuilder& ModelBuilder::node(const std::string& op, std::vector<std::string>
   for (const Attr& a : attrs) {
     auto* p = n->add_attribute();
     p->set_name(a.name);
-    if (auto* i = std::get_if<int64_t>(&a.value)) { p->set_type(onnx::AttributeProto::INT); p->set_i(*i); }
-    else if (auto* f = std::get_if<double>(&a.value)) { p->set_type(onnx::AttributeProto::FLOAT); p->set_f(static_cast<float>(*f)); }
-    else if (auto* s = std::get_if<std::string>(&a.value)) { p->set_type(onnx::AttributeProto::STRING); p->set_s(*s); }
-    else if (auto* is = std::get_if<std::vector<int64_t>>(&a.value)) {
+    if (auto* i = std::get_if<int64_t>(&a.value)) {
+      p->set_type(onnx::AttributeProto::INT);
+      p->set_i(*i);
+    } else if (auto* f = std::get_if<double>(&a.value)) {
+      p->set_type(onnx::AttributeProto::FLOAT);
+      p->set_f(static_cast<float>(*f));
+    } else if (auto* s = std::get_if<std::string>(&a.value)) {
+      p->set_type(onnx::AttributeProto::STRING);
+      p->set_s(*s);
+    } else if (auto* is = std::get_if<std::vector<int64_t>>(&a.value)) {
       p->set_type(onnx::AttributeProto::INTS);
       for (int64_t v : *is) p->add_ints(v);
     } else if (auto* fs = std::get_if<std::vector<double>>(&a.value)) {
@@ -116,14 +125,15 @@ ModelBuilder& ModelBuilder::node(const std::string& op, std::vector<std::string>
 
 std::string ModelBuilder::save() const {
   static std::atomic<int> seq{0};
-  std::string path = "/tmp/rooflens_test_" + std::to_string(::getpid()) + "_" + std::to_string(seq++) + ".onnx";
+  std::string path =
+      "/tmp/rooflens_test_" + std::to_string(::getpid()) + "_" + std::to_string(seq++) + ".onnx";
   std::ofstream out(path, std::ios::binary);
   if (!model_.SerializeToOstream(&out)) throw std::runtime_error("cannot write " + path);
   return path;
 }
 
-Analysis analyze_model(const ModelBuilder& b, std::map<std::string, int64_t> dims, std::optional<Precision> precision,
-                       const std::string& device) {
+Analysis analyze_model(const ModelBuilder& b, std::map<std::string, int64_t> dims,
+                       std::optional<Precision> precision, const std::string& device) {
   std::string path = b.save();
   LoadOptions load;
   load.dims = std::move(dims);
@@ -146,7 +156,9 @@ const NodeResult& node_named(const Analysis& a, const std::string& name) {
   throw std::runtime_error("no node " + name);
 }
 
-std::string data_path(const std::string& relative) { return std::string(ROOFLENS_SOURCE_DIR) + "/" + relative; }
+std::string data_path(const std::string& relative) {
+  return std::string(ROOFLENS_SOURCE_DIR) + "/" + relative;
+}
 
 Analysis analyze_built(GraphBuilder& b, int out) {
   b.output(out);

@@ -29,12 +29,15 @@ class ModelBuilder {
   ModelBuilder& output(const std::string& name);
   // A float (or other) initializer whose data is left external: only dims and dtype matter.
   ModelBuilder& weight(const std::string& name, DType t, std::vector<int64_t> dims);
-  ModelBuilder& ints(const std::string& name, std::vector<int64_t> values);  // 1-D int64 initializer
-  ModelBuilder& scalar(const std::string& name, float value);                // float scalar initializer
-  ModelBuilder& int_scalar(const std::string& name, int64_t value);          // 0-d int64 initializer
-  ModelBuilder& floats(const std::string& name, std::vector<float> values);  // 1-D float32 initializer
-  ModelBuilder& node(const std::string& op, std::vector<std::string> inputs, std::vector<std::string> outputs,
-                     std::vector<Attr> attrs = {}, const std::string& domain = "");
+  ModelBuilder& ints(const std::string& name,
+                     std::vector<int64_t> values);                   // 1-D int64 initializer
+  ModelBuilder& scalar(const std::string& name, float value);        // float scalar initializer
+  ModelBuilder& int_scalar(const std::string& name, int64_t value);  // 0-d int64 initializer
+  ModelBuilder& floats(const std::string& name,
+                       std::vector<float> values);  // 1-D float32 initializer
+  ModelBuilder& node(const std::string& op, std::vector<std::string> inputs,
+                     std::vector<std::string> outputs, std::vector<Attr> attrs = {},
+                     const std::string& domain = "");
   onnx::ModelProto& proto() { return model_; }
   std::string save() const;  // path of a temp file holding the model
 
@@ -44,7 +47,8 @@ class ModelBuilder {
 };
 
 Analysis analyze_model(const ModelBuilder& b, std::map<std::string, int64_t> dims = {},
-                       std::optional<Precision> precision = std::nullopt, const std::string& device = "H100-SXM");
+                       std::optional<Precision> precision = std::nullopt,
+                       const std::string& device = "H100-SXM");
 const NodeResult& node_named(const Analysis& a, const std::string& name);
 // Marks `out` as the graph's output and analyzes what `b` built (default options).
 Analysis analyze_built(GraphBuilder& b, int out);

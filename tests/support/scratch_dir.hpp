@@ -11,7 +11,8 @@
 namespace rooflens::test {
 
 inline std::filesystem::path scratch_dir(const std::string& tag) {
-  std::filesystem::path d = std::filesystem::temp_directory_path() / ("rooflens_" + tag + "_" + std::to_string(::getpid()));
+  std::filesystem::path d = std::filesystem::temp_directory_path() /
+                            ("rooflens_" + tag + "_" + std::to_string(::getpid()));
   std::filesystem::create_directories(d);
   return d;
 }

@@ -20,14 +20,16 @@ class SyntheticTimeline {
 
   // A range opens: a vanilla module instance ("Linear_3", domain nn.Module), a record_function
   // ("record_function"), or an NVTX range (any other domain).
-  void enter(const std::string& name, const std::string& domain = "nn.Module", double host_us = 1.0);
+  void enter(const std::string& name, const std::string& domain = "nn.Module",
+             double host_us = 1.0);
   void exit(double host_us = 0.5);
   // One launch call of host_us on the host, then gpu_us on the GPU; returns its correlation id.
   uint32_t launch(const std::string& kernel, double gpu_us, double host_us = 4.0,
-                  profiler::GpuActivity::Kind kind = profiler::GpuActivity::Kind::kernel, uint64_t bytes = 0,
-                  const std::string& api = "cudaLaunchKernel");
+                  profiler::GpuActivity::Kind kind = profiler::GpuActivity::Kind::kernel,
+                  uint64_t bytes = 0, const std::string& api = "cudaLaunchKernel");
   // A CUDA graph launch: one call, then every kernel of the graph (graph_id set).
-  void graph_launch(const std::vector<std::pair<std::string, double>>& kernels, double host_us = 6.0);
+  void graph_launch(const std::vector<std::pair<std::string, double>>& kernels,
+                    double host_us = 6.0);
   void host(double us);  // Python between calls
   // A kernel whose launch call the trace lacks (correlation 0, as for CUPTI-internal work).
   void orphan_kernel(const std::string& kernel, double gpu_us);

@@ -45,7 +45,8 @@ AttentionLayout ms_attention(const Inputs& in) {
   const Node& n = in.node;
   AttentionLayout L;
   Shape x = in.shape(0), w = in.shape(1);
-  if (x.size() != 3 || w.size() != 2) reject(in, "Attention input must be (B,S,hidden) and weights 2-D");
+  if (x.size() != 3 || w.size() != 2)
+    reject(in, "Attention input must be (B,S,hidden) and weights 2-D");
   int64_t heads = n.attr_int("num_heads", 0);
   auto sizes = n.attr_ints("qkv_hidden_sizes");
   int64_t qh = sizes && sizes->size() == 3 ? (*sizes)[0] : w[1] / 3;
@@ -78,9 +79,12 @@ AttentionLayout ms_multi_head(const Inputs& in) {
   const Node& n = in.node;
   AttentionLayout L;
   Shape q = in.shape(0);
-  if (q.size() != 3 && q.size() != 5) reject(in, "MultiHeadAttention query must be (B,S,hidden) or packed (B,S,N,3,H)");
-  if (in.has(1) && in.shape(1).size() != 3 && in.shape(1).size() != 4) reject(in, "key must be 3-D or 4-D");
-  if (in.has(2) && in.shape(2).size() != 3 && in.shape(2).size() != 4) reject(in, "value must be 3-D or 4-D");
+  if (q.size() != 3 && q.size() != 5)
+    reject(in, "MultiHeadAttention query must be (B,S,hidden) or packed (B,S,N,3,H)");
+  if (in.has(1) && in.shape(1).size() != 3 && in.shape(1).size() != 4)
+    reject(in, "key must be 3-D or 4-D");
+  if (in.has(2) && in.shape(2).size() != 3 && in.shape(2).size() != 4)
+    reject(in, "value must be 3-D or 4-D");
   int64_t heads = n.attr_int("num_heads", 0);
   L.core.q_heads = L.core.kv_heads = heads;
   L.core.batch = q[0];
@@ -121,8 +125,9 @@ AttentionLayout ms_group_query(const Inputs& in) {
   L.core.q_len = q[1];
   L.core.q_heads = heads;
   L.core.kv_heads = kv_heads;
-  int64_t head_dim = in.has(1) ? divide_exact(in.ictx, q[2], heads, "query hidden size")
-                               : divide_exact(in.ictx, q[2], heads + 2 * kv_heads, "packed QKV hidden size");
+  int64_t head_dim =
+      in.has(1) ? divide_exact(in.ictx, q[2], heads, "query hidden size")
+                : divide_exact(in.ictx, q[2], heads + 2 * kv_heads, "packed QKV hidden size");
   L.core.head_dim_qk = L.core.head_dim_v = head_dim;
   if (in.has(3)) L.past_len = past_length(in, 3);
   int64_t total = L.past_len + q[1];
@@ -164,8 +169,10 @@ AttentionLayout onnx_attention(const Inputs& in) {
   L.core.kv_len += L.past_len;
   L.present_len = L.core.kv_len;
   L.core.causal = n.attr_int("is_causal", 0) != 0;
-  if (four_d) L.out = {q[0], L.core.q_heads, L.core.q_len, L.core.head_dim_v};
-  else L.out = {q[0], L.core.q_len, L.core.q_heads * L.core.head_dim_v};
+  if (four_d)
+    L.out = {q[0], L.core.q_heads, L.core.q_len, L.core.head_dim_v};
+  else
+    L.out = {q[0], L.core.q_len, L.core.q_heads * L.core.head_dim_v};
   return L;
 }
 
@@ -182,13 +189,16 @@ using LayoutFn = AttentionLayout (*)(const Inputs&);
 
 Inputs infer_inputs(const InferContext& ctx) {
   return Inputs{&ctx, [&ctx](size_t i) { return ctx.has_input(i); },
-                [&ctx](size_t i) { return ctx.shape(i); }, [&ctx](size_t i) { return ctx.value(i); }, ctx.node()};
+                [&ctx](size_t i) { return ctx.shape(i); },
+                [&ctx](size_t i) { return ctx.value(i); }, ctx.node()};
 }
 
 Inputs cost_inputs(const CostContext& ctx) {
   return Inputs{nullptr, [&ctx](size_t i) { return ctx.has_input(i); },
                 [&ctx](size_t i) { return ctx.in_shape(i); },
-                [&ctx](size_t i) -> const Value* { return ctx.input(i).value ? &*ctx.input(i).value : nullptr; },
+                [&ctx](size_t i) -> const Value* {
+                  return ctx.input(i).value ? &*ctx.input(i).value : nullptr;
+                },
                 ctx.node()};
 }
 
@@ -203,7 +213,8 @@ void infer_attention(InferContext& ctx, LayoutFn layout) {
   Shape kv{L.core.batch, L.core.kv_heads, L.present_len, L.core.head_dim_qk};
   Shape vv{L.core.batch, L.core.kv_heads, L.present_len, L.core.head_dim_v};
   if (n.op_type == "Attention" && n.domain == "com.microsoft") {
-    ctx.set_output(1, dt, Shape{2, L.core.batch, L.core.q_heads, L.present_len, L.core.head_dim_qk});
+    ctx.set_output(1, dt,
+                   Shape{2, L.core.batch, L.core.q_heads, L.present_len, L.core.head_dim_qk});
   } else {
     ctx.set_output(1, dt, kv);
     ctx.set_output(2, dt, vv);
@@ -222,7 +233,8 @@ NodeCost cost_attention(const CostContext& ctx, LayoutFn layout) {
   if (L.projection_out > 0) {  // com.microsoft Attention projects QKV itself
     GemmDims proj{1, checked_mul(L.core.batch, L.core.q_len), L.projection_out, L.projection_in};
     c.macs = gemm_macs(proj);
-    int64_t extra = checked_add(gemm_flops(proj), ctx.has_input(2) ? checked_mul(proj.m, proj.n) : 0);
+    int64_t extra =
+        checked_add(gemm_flops(proj), ctx.has_input(2) ? checked_mul(proj.m, proj.n) : 0);
     c.flops = checked_add(c.flops, extra);
     c.dense_flops = checked_add(*c.dense_flops, extra);
   }
@@ -233,14 +245,17 @@ NodeCost cost_attention(const CostContext& ctx, LayoutFn layout) {
   ctx.write_all_outputs(c);
   // One block per 128 queries per head; the key length is split in chunks of 256 (split-KV,
   // as flash-decoding does) so a decode step still fills the GPU.
-  c.parallel_tiles = checked_mul(checked_mul(checked_mul(L.core.batch, L.core.q_heads), ceil_div(L.core.q_len, 128)),
-                                 ceil_div(L.core.kv_len, 256));
+  c.parallel_tiles = checked_mul(
+      checked_mul(checked_mul(L.core.batch, L.core.q_heads), ceil_div(L.core.q_len, 128)),
+      ceil_div(L.core.kv_len, 256));
   c.tensor_cores = true;
   c.tiled = L.core.q_len > 1;  // flash attention tiles; a decode step streams the cache
   c.kernel.attention = L.core;
   if (L.projection_out > 0)
-    c.kernel.gemm = GemmDims{1, checked_mul(L.core.batch, L.core.q_len), L.projection_out, L.projection_in};
-  c.note = L.core.causal ? "causal: executed scores only (dense figure kept); fused traffic" : "fused traffic";
+    c.kernel.gemm =
+        GemmDims{1, checked_mul(L.core.batch, L.core.q_len), L.projection_out, L.projection_in};
+  c.note = L.core.causal ? "causal: executed scores only (dense figure kept); fused traffic"
+                         : "fused traffic";
   if (L.core.window > 0) c.note += fmt::format("; local window {}", L.core.window);
   if (L.core.chunk > 0) c.note += fmt::format("; chunks of {}", L.core.chunk);
   if (L.core.softcap) c.note += "; soft-capped scores";

@@ -18,7 +18,10 @@ Shape broadcast(const InferContext& ctx, const std::vector<Shape>& shapes) {
       int64_t d = s[s.size() - 1 - k];
       int64_t& o = out[rank - 1 - k];
       if (d == o || d == 1) continue;
-      if (o == 1) { o = d; continue; }
+      if (o == 1) {
+        o = d;
+        continue;
+      }
       ctx.fail(fmt::format("shapes cannot broadcast (dim {} vs {})", o, d));
     }
   }
@@ -59,13 +62,16 @@ Shape reduce_shape(const Shape& in, const std::vector<int64_t>& axes, bool keepd
   Shape out;
   for (size_t a = 0; a < in.size(); ++a) {
     bool reduced = std::find(axes.begin(), axes.end(), static_cast<int64_t>(a)) != axes.end();
-    if (!reduced) out.push_back(in[a]);
-    else if (keepdims) out.push_back(1);
+    if (!reduced)
+      out.push_back(in[a]);
+    else if (keepdims)
+      out.push_back(1);
   }
   return out;
 }
 
-std::optional<std::vector<int64_t>> axes_from(const InferContext& ctx, const char* attr, size_t input_index) {
+std::optional<std::vector<int64_t>> axes_from(const InferContext& ctx, const char* attr,
+                                              size_t input_index) {
   if (ctx.has_input(input_index)) return ints_of(ctx, input_index, "axes");
   return ctx.node().attr_ints(attr);
 }

@@ -20,7 +20,8 @@ NodeCost data_inputs_cost(const CostContext& ctx, std::initializer_list<size_t> 
 Shape reduce_shape(const Shape& in, const std::vector<int64_t>& axes, bool keepdims);
 
 // Axes for ops whose axes moved from an attribute to input `input_index` in newer opsets.
-std::optional<std::vector<int64_t>> axes_from(const InferContext& ctx, const char* attr, size_t input_index);
+std::optional<std::vector<int64_t>> axes_from(const InferContext& ctx, const char* attr,
+                                              size_t input_index);
 
 // Values of integer tensors that come out of shape arithmetic.
 std::vector<int64_t> ints_of(const InferContext& ctx, size_t i, const char* what);

@@ -27,7 +27,9 @@ ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const 
     if (ctx) ctx->fail(m);
     throw std::logic_error(m);
   };
-  if (x.size() < 3 || w.size() != x.size()) fail(fmt::format("input rank {} and weight rank {} do not fit a convolution", x.size(), w.size()));
+  if (x.size() < 3 || w.size() != x.size())
+    fail(fmt::format("input rank {} and weight rank {} do not fit a convolution", x.size(),
+                     w.size()));
   bool transpose = n.op_type == "ConvTranspose";
   size_t sd = x.size() - 2;
   ConvGeometry g;
@@ -40,10 +42,12 @@ ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const 
   if (auto ks = n.attr_ints("kernel_shape"); ks && ks->size() == sd) g.kernel = *ks;
   if (!transpose) {
     if (checked_mul(w[1], g.groups) != g.in_channels)
-      fail(fmt::format("weight expects {} input channels x {} groups, input has {}", w[1], g.groups, g.in_channels));
+      fail(fmt::format("weight expects {} input channels x {} groups, input has {}", w[1], g.groups,
+                       g.in_channels));
     g.out_channels = w[0];
   } else {
-    if (w[0] != g.in_channels) fail(fmt::format("weight expects {} input channels, input has {}", w[0], g.in_channels));
+    if (w[0] != g.in_channels)
+      fail(fmt::format("weight expects {} input channels, input has {}", w[0], g.in_channels));
     g.out_channels = checked_mul(w[1], g.groups);
   }
   auto strides = attr_or(n, "strides", sd, 1), dil = attr_or(n, "dilations", sd, 1);
@@ -61,14 +65,19 @@ ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const 
     if (strides[i] <= 0 || dil[i] <= 0) fail("strides and dilations must be positive");
     int64_t eff_k = dil[i] * (g.kernel[i] - 1) + 1, in = g.in_spatial[i], out;
     if (transpose) {
-      if (out_shape && out_shape->size() >= sd) out = (*out_shape)[out_shape->size() - sd + i];
-      else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") out = in * strides[i];
-      else if (auto_pad == "VALID") out = strides[i] * (in - 1) + out_pad[i] + eff_k;
-      else out = strides[i] * (in - 1) + out_pad[i] + eff_k - pads[i] - pads[i + sd];
+      if (out_shape && out_shape->size() >= sd)
+        out = (*out_shape)[out_shape->size() - sd + i];
+      else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")
+        out = in * strides[i];
+      else if (auto_pad == "VALID")
+        out = strides[i] * (in - 1) + out_pad[i] + eff_k;
+      else
+        out = strides[i] * (in - 1) + out_pad[i] + eff_k - pads[i] - pads[i + sd];
     } else {
       if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
         out = ceil_div(in, strides[i]);
-        int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + eff_k - in);  // implied padding
+        int64_t total =
+            std::max<int64_t>(0, (out - 1) * strides[i] + eff_k - in);  // implied padding
         g.pads[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
         g.pads[i + sd] = total - g.pads[i];
       } else if (auto_pad == "VALID") {
@@ -78,7 +87,9 @@ ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const 
         out = (in + pads[i] + pads[i + sd] - eff_k) / strides[i] + 1;
       }
     }
-    if (out <= 0) fail(fmt::format("spatial dim {} would be {} (input {}, kernel {})", i, out, in, g.kernel[i]));
+    if (out <= 0)
+      fail(
+          fmt::format("spatial dim {} would be {} (input {}, kernel {})", i, out, in, g.kernel[i]));
     g.out_spatial.push_back(out);
   }
   return g;
@@ -86,47 +97,69 @@ ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const 
 
 // Where the weight and the bias are: QLinearConv interleaves scales and zero points; ConvInteger's
 // third input is a zero point, not a bias.
-size_t weight_input(const Node& n) { return n.op_type == "QLinearConv" ? 3 : 1; }
-int bias_input(const Node& n) { return n.op_type == "QLinearConv" ? 8 : n.op_type == "ConvInteger" ? -1 : 2; }
+size_t weight_input(const Node& n) {
+  return n.op_type == "QLinearConv" ? 3 : 1;
+}
+int bias_input(const Node& n) {
+  return n.op_type == "QLinearConv" ? 8 : n.op_type == "ConvInteger" ? -1 : 2;
+}
 
 void infer_conv(InferContext& ctx) {
   const Node& n = ctx.node();
   ConvGeometry g = conv_geometry(n, ctx.shape(0), ctx.shape(weight_input(n)), &ctx);
   int bias = bias_input(n);
   if (bias >= 0 && ctx.has_input(bias) && ctx.shape(bias) != Shape{g.out_channels})
-    ctx.fail(fmt::format("bias has shape {}, expected [{}]", shape_string(ctx.shape(bias)), g.out_channels));
+    ctx.fail(fmt::format("bias has shape {}, expected [{}]", shape_string(ctx.shape(bias)),
+                         g.out_channels));
   Shape out{g.batch, g.out_channels};
   out.insert(out.end(), g.out_spatial.begin(), g.out_spatial.end());
-  DType dtype = n.op_type == "ConvInteger" ? DType::i32 : n.op_type == "QLinearConv" && ctx.has_input(7) ? ctx.dtype(7) : ctx.dtype(0);
+  DType dtype = n.op_type == "ConvInteger"                       ? DType::i32
+                : n.op_type == "QLinearConv" && ctx.has_input(7) ? ctx.dtype(7)
+                                                                 : ctx.dtype(0);
   ctx.set_output(0, dtype, out);
 }
 
 NodeCost cost_conv(const CostContext& ctx) {
   const Node& n = ctx.node();
   ConvGeometry g = conv_geometry(n, ctx.in_shape(0), ctx.in_shape(weight_input(n)), nullptr);
-  int64_t k = checked_product(g.kernel, "kernel"), out_sp = checked_product(g.out_spatial, "conv output");
+  int64_t k = checked_product(g.kernel, "kernel"),
+          out_sp = checked_product(g.out_spatial, "conv output");
   int64_t in_sp = checked_product(g.in_spatial, "conv input");
   NodeCost c;
-  if (n.op_type == "ConvTranspose")  // each input element scatters into out_channels/groups * k outputs
+  if (n.op_type ==
+      "ConvTranspose")  // each input element scatters into out_channels/groups * k outputs
     c.macs = conv_macs(g.batch, g.in_channels, in_sp, g.out_channels / g.groups, k);
   else
     c.macs = conv_macs(g.batch, g.out_channels, out_sp, g.in_channels / g.groups, k);
   c.flops = checked_mul(2, *c.macs, "conv FLOPs");
-  if (int bias = bias_input(n); bias >= 0 && ctx.has_input(bias)) c.flops = checked_add(c.flops, ctx.out_elements(0), "conv FLOPs");
+  if (int bias = bias_input(n); bias >= 0 && ctx.has_input(bias))
+    c.flops = checked_add(c.flops, ctx.out_elements(0), "conv FLOPs");
   // QLinearConv requantizes its int32 accumulators: a multiply and an add per output.
-  if (n.op_type == "QLinearConv") c.flops = checked_add(c.flops, checked_mul(2, ctx.out_elements(0)), "conv FLOPs");
+  if (n.op_type == "QLinearConv")
+    c.flops = checked_add(c.flops, checked_mul(2, ctx.out_elements(0)), "conv FLOPs");
   ctx.read_all_inputs(c);
   ctx.write_all_outputs(c);
   // Implicit GEMM: M = batch * output pixels, N = output channels, K = reduction per output.
-  c.parallel_tiles = gemm_tiles(GemmDims{1, checked_mul(g.batch, out_sp), g.out_channels, checked_mul(g.in_channels / g.groups, k)});
+  c.parallel_tiles = gemm_tiles(GemmDims{1, checked_mul(g.batch, out_sp), g.out_channels,
+                                         checked_mul(g.in_channels / g.groups, k)});
   // Depthwise convolutions (one input channel per group) have no reduction for the matrix units.
   c.tensor_cores = g.in_channels / g.groups > 1;
   c.tiled = c.tensor_cores && checked_mul(g.batch, out_sp) > kGemvMaxRows;
   if (!c.tensor_cores && n.op_type == "Conv")  // a depthwise window kernel on the CUDA cores
-    c.instructions = static_cast<double>(ctx.out_elements(0)) *
-                     (kDepthwiseKernelInstructions + kDepthwiseInstructionsPerElement * static_cast<double>(k));
-  c.kernel.conv = ConvDims{g.batch, g.in_channels, g.out_channels, g.groups, g.in_spatial, g.kernel,
-                           g.out_spatial, g.strides, g.pads, g.dilations, n.op_type == "ConvTranspose"};
+    c.instructions =
+        static_cast<double>(ctx.out_elements(0)) *
+        (kDepthwiseKernelInstructions + kDepthwiseInstructionsPerElement * static_cast<double>(k));
+  c.kernel.conv = ConvDims{g.batch,
+                           g.in_channels,
+                           g.out_channels,
+                           g.groups,
+                           g.in_spatial,
+                           g.kernel,
+                           g.out_spatial,
+                           g.strides,
+                           g.pads,
+                           g.dilations,
+                           n.op_type == "ConvTranspose"};
   return c;
 }
 

@@ -31,8 +31,10 @@ std::optional<Value> gather_value(const Value* in, int64_t out_count, F source) 
   v.is_float = in->is_float;
   for (int64_t e = 0; e < out_count; ++e) {
     int64_t s = source(e);
-    if (in->is_float) v.reals.push_back(in->reals.at(s));
-    else v.ints.push_back(in->ints.at(s));
+    if (in->is_float)
+      v.reals.push_back(in->reals.at(s));
+    else
+      v.ints.push_back(in->ints.at(s));
   }
   return v;
 }
@@ -42,8 +44,12 @@ std::optional<Value> copy_value(const InferContext& ctx, size_t i) {
   return v ? std::optional<Value>(*v) : std::nullopt;
 }
 
-NodeCost no_cost(const CostContext&) { return NodeCost{}; }
-NodeCost copy_cost(const CostContext& ctx) { return rules::data_inputs_cost(ctx, {0}); }
+NodeCost no_cost(const CostContext&) {
+  return NodeCost{};
+}
+NodeCost copy_cost(const CostContext& ctx) {
+  return rules::data_inputs_cost(ctx, {0});
+}
 
 // ---- views ----------------------------------------------------------------------------------
 
@@ -74,10 +80,12 @@ void infer_reshape(InferContext& ctx) {
   }
   int64_t total = checked_product(in);
   if (infer_at >= 0) {
-    if (known == 0 || total % known != 0) ctx.fail(fmt::format("cannot reshape {} into {}", shape_string(in), fmt::join(target, ",")));
+    if (known == 0 || total % known != 0)
+      ctx.fail(fmt::format("cannot reshape {} into {}", shape_string(in), fmt::join(target, ",")));
     out[infer_at] = total / known;
   } else if (known != total) {
-    ctx.fail(fmt::format("cannot reshape {} ({} elements) into {}", shape_string(in), total, shape_string(out)));
+    ctx.fail(fmt::format("cannot reshape {} ({} elements) into {}", shape_string(in), total,
+                         shape_string(out)));
   }
   ctx.set_output(0, ctx.dtype(0), out, copy_value(ctx, 0));
 }
@@ -108,9 +116,12 @@ void infer_unsqueeze(InferContext& ctx) {
   Shape out;
   size_t j = 0;
   for (int64_t i = 0; i < rank; ++i) {
-    if (std::find(norm.begin(), norm.end(), i) != norm.end()) out.push_back(1);
-    else if (j < in.size()) out.push_back(in[j++]);
-    else ctx.fail("repeated unsqueeze axes");
+    if (std::find(norm.begin(), norm.end(), i) != norm.end())
+      out.push_back(1);
+    else if (j < in.size())
+      out.push_back(in[j++]);
+    else
+      ctx.fail("repeated unsqueeze axes");
   }
   ctx.set_output(0, ctx.dtype(0), out, copy_value(ctx, 0));
 }
@@ -157,11 +168,13 @@ void infer_constant(InferContext& ctx) {
   } else if (const Attribute* f = n.typed_attr("value_float", K::f)) {
     ctx.set_output(0, DType::f32, Shape{}, Value::of_reals({f->f}));
   } else if (const Attribute* fs = n.typed_attr("value_floats", K::floats)) {
-    ctx.set_output(0, DType::f32, Shape{static_cast<int64_t>(fs->floats.size())}, Value::of_reals(fs->floats));
+    ctx.set_output(0, DType::f32, Shape{static_cast<int64_t>(fs->floats.size())},
+                   Value::of_reals(fs->floats));
   } else if (const Attribute* i = n.typed_attr("value_int", K::i)) {
     ctx.set_output(0, DType::i64, Shape{}, Value::of_ints({i->i}));
   } else if (const Attribute* is = n.typed_attr("value_ints", K::ints)) {
-    ctx.set_output(0, DType::i64, Shape{static_cast<int64_t>(is->ints.size())}, Value::of_ints(is->ints));
+    ctx.set_output(0, DType::i64, Shape{static_cast<int64_t>(is->ints.size())},
+                   Value::of_ints(is->ints));
   } else {
     ctx.fail("Constant has no value attribute rooflens can read");
   }
@@ -182,7 +195,8 @@ void infer_constant_of_shape(InferContext& ctx) {
 }
 
 void infer_range(InferContext& ctx) {
-  const Value &s = ctx.required_value(0, "start"), &l = ctx.required_value(1, "limit"), &d = ctx.required_value(2, "delta");
+  const Value &s = ctx.required_value(0, "start"), &l = ctx.required_value(1, "limit"),
+              &d = ctx.required_value(2, "delta");
   if (s.size() != 1 || l.size() != 1 || d.size() != 1) ctx.fail("Range takes scalars");
   double start = s.real_at(0), limit = l.real_at(0), delta = d.real_at(0);
   if (delta == 0) ctx.fail("Range delta is 0");
@@ -193,7 +207,8 @@ void infer_range(InferContext& ctx) {
   if (count <= kMaxFoldedElements) {
     std::vector<double> xs;
     for (int64_t i = 0; i < count; ++i) xs.push_back(start + i * delta);
-    v = is_float(ctx.dtype(0)) ? Value::of_reals(xs) : Value::of_ints(std::vector<int64_t>(xs.begin(), xs.end()));
+    v = is_float(ctx.dtype(0)) ? Value::of_reals(xs)
+                               : Value::of_ints(std::vector<int64_t>(xs.begin(), xs.end()));
   }
   ctx.set_output(0, ctx.dtype(0), Shape{count}, std::move(v));
 }
@@ -252,9 +267,12 @@ void infer_concat(InferContext& ctx) {
       const Shape& s = ctx.shape(k);
       auto st = strides_of(s);
       int64_t src = 0;
-      for (int64_t a = 0; a < rank; ++a) src += (a == axis ? along : (e / out_st[a]) % out[a]) * st[a];
-      if (r.is_float) r.reals.push_back(ctx.value(k)->real_at(src));
-      else r.ints.push_back(ctx.value(k)->int_at(src));
+      for (int64_t a = 0; a < rank; ++a)
+        src += (a == axis ? along : (e / out_st[a]) % out[a]) * st[a];
+      if (r.is_float)
+        r.reals.push_back(ctx.value(k)->real_at(src));
+      else
+        r.ints.push_back(ctx.value(k)->int_at(src));
     }
     v = std::move(r);
   }
@@ -266,18 +284,22 @@ void infer_split(InferContext& ctx) {
   const Shape& in = ctx.shape(0);
   int64_t axis = ctx.axis(n.attr_int("axis", 0), static_cast<int64_t>(in.size()));
   std::vector<int64_t> parts;
-  if (ctx.has_input(1)) parts = ints_of(ctx, 1, "split");
-  else if (auto s = n.attr_ints("split")) parts = *s;
+  if (ctx.has_input(1))
+    parts = ints_of(ctx, 1, "split");
+  else if (auto s = n.attr_ints("split"))
+    parts = *s;
   size_t outputs = ctx.num_outputs();
   if (parts.empty()) {
     int64_t k = n.attr_int("num_outputs", static_cast<int64_t>(outputs));
     if (k <= 0) ctx.fail("Split into no outputs");
     int64_t chunk = ceil_div(in[axis], k);
-    for (int64_t i = 0; i < k; ++i) parts.push_back(std::max<int64_t>(0, std::min(chunk, in[axis] - i * chunk)));
+    for (int64_t i = 0; i < k; ++i)
+      parts.push_back(std::max<int64_t>(0, std::min(chunk, in[axis] - i * chunk)));
   }
   int64_t total = 0;
   for (int64_t p : parts) total = checked_add(total, p);
-  if (total != in[axis] || parts.size() != outputs) ctx.fail(fmt::format("split sizes do not add up to {}", in[axis]));
+  if (total != in[axis] || parts.size() != outputs)
+    ctx.fail(fmt::format("split sizes do not add up to {}", in[axis]));
   int64_t offset = 0;
   for (size_t o = 0; o < outputs; ++o) {
     Shape s = in;
@@ -346,7 +368,8 @@ void infer_slice(InferContext& ctx) {
   auto in_st = strides_of(in), out_st = strides_of(s.out);
   auto v = gather_value(ctx.value(0), checked_product(s.out), [&](int64_t e) {
     int64_t src = 0;
-    for (size_t k = 0; k < in.size(); ++k) src += (s.start[k] + ((e / out_st[k]) % s.out[k]) * s.step[k]) * in_st[k];
+    for (size_t k = 0; k < in.size(); ++k)
+      src += (s.start[k] + ((e / out_st[k]) % s.out[k]) * s.step[k]) * in_st[k];
     return src;
   });
   ctx.set_output(0, ctx.dtype(0), s.out, std::move(v));
@@ -375,7 +398,8 @@ void infer_gather(InferContext& ctx) {
     int64_t nidx = static_cast<int64_t>(iv->size());
     for (size_t k = 0; k < iv->size(); ++k) {
       int64_t i = iv->int_at(k);
-      if (i < -data[axis] || i >= data[axis]) ctx.fail(fmt::format("index {} is out of range for dim {}", i, data[axis]));
+      if (i < -data[axis] || i >= data[axis])
+        ctx.fail(fmt::format("index {} is out of range for dim {}", i, data[axis]));
     }
     v = gather_value(ctx.value(0), checked_product(out), [&](int64_t e) {
       int64_t in_inner = e % inner, rest = e / inner;
@@ -404,7 +428,8 @@ void infer_gather_nd(InferContext& ctx) {
   int64_t b = ctx.node().attr_int("batch_dims", 0);
   if (idx.empty()) ctx.fail("GatherND indices need rank >= 1");
   int64_t last = idx.back();
-  if (b + last > static_cast<int64_t>(data.size())) ctx.fail("GatherND index depth exceeds the data rank");
+  if (b + last > static_cast<int64_t>(data.size()))
+    ctx.fail("GatherND index depth exceeds the data rank");
   Shape out(idx.begin(), idx.end() - 1);
   out.insert(out.end(), data.begin() + b + last, data.end());
   ctx.set_output(0, ctx.dtype(0), out);
@@ -414,7 +439,8 @@ void infer_expand(InferContext& ctx) {
   Shape target = ints_of(ctx, 1, "shape");
   Shape out = rules::broadcast(ctx, {ctx.shape(0), target});
   const Shape& in = ctx.shape(0);
-  auto v = gather_value(ctx.value(0), checked_product(out), [&](int64_t e) { return broadcast_source_index(in, out, e); });
+  auto v = gather_value(ctx.value(0), checked_product(out),
+                        [&](int64_t e) { return broadcast_source_index(in, out, e); });
   ctx.set_output(0, ctx.dtype(0), out, std::move(v));
 }
 
@@ -432,8 +458,9 @@ void infer_tile(InferContext& ctx) {
 void infer_pad(InferContext& ctx) {
   Shape s = ctx.shape(0);
   int64_t rank = static_cast<int64_t>(s.size());
-  std::vector<int64_t> pads = ctx.has_input(1) ? ints_of(ctx, 1, "pads")
-                                               : ctx.node().attr_ints("pads").value_or(std::vector<int64_t>{});
+  std::vector<int64_t> pads = ctx.has_input(1)
+                                  ? ints_of(ctx, 1, "pads")
+                                  : ctx.node().attr_ints("pads").value_or(std::vector<int64_t>{});
   std::vector<int64_t> axes;
   if (ctx.has_input(3)) {
     for (int64_t a : ints_of(ctx, 3, "axes")) axes.push_back(ctx.axis(a, rank));
@@ -453,12 +480,16 @@ void infer_resize(InferContext& ctx) {
   Shape in = ctx.shape(0);
   int64_t rank = static_cast<int64_t>(in.size());
   std::vector<int64_t> axes;
-  if (auto a = n.attr_ints("axes")) for (int64_t x : *a) axes.push_back(ctx.axis(x, rank));
-  else for (int64_t x = 0; x < rank; ++x) axes.push_back(x);
+  if (auto a = n.attr_ints("axes"))
+    for (int64_t x : *a) axes.push_back(ctx.axis(x, rank));
+  else
+    for (int64_t x = 0; x < rank; ++x) axes.push_back(x);
   Shape out = in;
-  // Upsample-7 and Resize: scales attr (7), input 1 (Upsample-9, Resize-10), input 2 (Resize-11+); sizes input 3.
+  // Upsample-7 and Resize: scales attr (7), input 1 (Upsample-9, Resize-10), input 2 (Resize-11+);
+  // sizes input 3.
   size_t scales_at = n.op_type == "Upsample" || n.opset < 11 ? 1 : 2;
-  if (n.opset >= 11 && n.op_type == "Resize" && ctx.has_input(3) && !ctx.shape(3).empty() && ctx.shape(3)[0] > 0) {
+  if (n.opset >= 11 && n.op_type == "Resize" && ctx.has_input(3) && !ctx.shape(3).empty() &&
+      ctx.shape(3)[0] > 0) {
     auto sizes = ints_of(ctx, 3, "sizes");
     if (sizes.size() != axes.size()) ctx.fail("sizes does not match the resized axes");
     for (size_t i = 0; i < axes.size(); ++i) out[axes[i]] = sizes[i];
@@ -488,13 +519,17 @@ NodeCost cost_resize(const CostContext& ctx) {
   int64_t d = 0;
   for (size_t i = 0; i < in.size(); ++i) d += in[i] != out[i];
   std::string mode = ctx.node().attr_string("mode", "nearest");
-  int64_t taps = mode == "linear" || mode == "bilinear" ? (1LL << d) : mode == "cubic" ? (1LL << (2 * d)) : 0;
+  int64_t taps = mode == "linear" || mode == "bilinear" ? (1LL << d)
+                 : mode == "cubic"                      ? (1LL << (2 * d))
+                                                        : 0;
   NodeCost c = rules::data_inputs_cost(ctx, {0});
   c.flops = taps ? checked_mul(ctx.out_elements(0), 2 * taps - 1) : 0;
   return c;
 }
 
-void infer_scatter(InferContext& ctx) { ctx.set_output(0, ctx.dtype(0), ctx.shape(0)); }
+void infer_scatter(InferContext& ctx) {
+  ctx.set_output(0, ctx.dtype(0), ctx.shape(0));
+}
 
 NodeCost cost_scatter(const CostContext& ctx) {
   // Out of place: copy the data, then write the updates at the indices.
@@ -535,21 +570,28 @@ void infer_nonzero(InferContext& ctx) {
   throw NotInferable{"NonZero's output size depends on the data"};
 }
 
-void same_shape(InferContext& ctx) { ctx.set_output(0, ctx.dtype(0), ctx.shape(0)); }
+void same_shape(InferContext& ctx) {
+  ctx.set_output(0, ctx.dtype(0), ctx.shape(0));
+}
 
 }  // namespace
 
 void register_data_movement_rules(RuleRegistry& r) {
   for (auto [name, fn] : std::initializer_list<std::pair<const char*, void (*)(InferContext&)>>{
-           {"Reshape", infer_reshape}, {"Squeeze", infer_squeeze}, {"Unsqueeze", infer_unsqueeze},
-           {"Flatten", infer_flatten}, {"Identity", infer_identity}, {"Dropout", infer_identity}})
+           {"Reshape", infer_reshape},
+           {"Squeeze", infer_squeeze},
+           {"Unsqueeze", infer_unsqueeze},
+           {"Flatten", infer_flatten},
+           {"Identity", infer_identity},
+           {"Dropout", infer_identity}})
     r.add({"", name, OpFamily::view, fn, no_cost});
   r.add({"", "Shape", OpFamily::data_movement, infer_shape, no_cost});
   r.add({"", "Size", OpFamily::data_movement, infer_size, no_cost});
   r.add({"", "Constant", OpFamily::data_movement, infer_constant, no_cost});
   r.add({"", "ConstantOfShape", OpFamily::data_movement, infer_constant_of_shape,
          [](const CostContext& c) { return rules::data_inputs_cost(c, {}); }});
-  r.add({"", "Range", OpFamily::data_movement, infer_range, [](const CostContext& c) { return rules::data_inputs_cost(c, {}); }});
+  r.add({"", "Range", OpFamily::data_movement, infer_range,
+         [](const CostContext& c) { return rules::data_inputs_cost(c, {}); }});
   r.add({"", "Transpose", OpFamily::data_movement, infer_transpose, [](const CostContext& ctx) {
            NodeCost c = copy_cost(ctx);
            // Keeping the innermost axis in place, it moves whole contiguous rows: a copy.
@@ -587,7 +629,8 @@ void register_data_movement_rules(RuleRegistry& r) {
   r.add({"", "DepthToSpace", OpFamily::data_movement, infer_depth_space, copy_cost});
   r.add({"", "SpaceToDepth", OpFamily::data_movement, infer_depth_space, copy_cost});
   r.add({"", "Trilu", OpFamily::data_movement, same_shape, copy_cost});
-  r.add({"", "OneHot", OpFamily::data_movement, infer_one_hot, [](const CostContext& c) { return rules::data_inputs_cost(c, {0}); }});
+  r.add({"", "OneHot", OpFamily::data_movement, infer_one_hot,
+         [](const CostContext& c) { return rules::data_inputs_cost(c, {0}); }});
   r.add({"", "NonZero", OpFamily::data_movement, infer_nonzero, copy_cost});
 }
 

@@ -16,49 +16,80 @@ struct ElementwiseOp {
   const char* domain;
   const char* name;
   Arity arity;
-  int64_t flops;    // per output element; variadic ops: per extra input
-  bool to_bool;     // comparisons and logic produce bool
+  int64_t flops;  // per output element; variadic ops: per extra input
+  bool to_bool;   // comparisons and logic produce bool
 };
 
 // clip = max + min = 2; sigmoid = neg, exp, add, divide = 4; softplus = exp, add, log = 3.
 constexpr ElementwiseOp kOps[] = {
-    {"", "Relu", Arity::unary, 1, false},        {"", "LeakyRelu", Arity::unary, 2, false},
-    {"", "Elu", Arity::unary, 3, false},         {"", "Selu", Arity::unary, 4, false},
-    {"", "Celu", Arity::unary, 4, false},        {"", "ThresholdedRelu", Arity::unary, 1, false},
-    {"", "Sigmoid", Arity::unary, 4, false},     {"", "HardSigmoid", Arity::unary, 4, false},
-    {"", "HardSwish", Arity::unary, 5, false},   {"", "Softplus", Arity::unary, 3, false},
-    {"", "Softsign", Arity::unary, 3, false},    {"", "Mish", Arity::unary, 5, false},
-    {"", "Tanh", Arity::unary, 1, false},        {"", "Erf", Arity::unary, 1, false},
-    {"", "Exp", Arity::unary, 1, false},         {"", "Log", Arity::unary, 1, false},
-    {"", "Sqrt", Arity::unary, 1, false},        {"", "Reciprocal", Arity::unary, 1, false},
-    {"", "Neg", Arity::unary, 1, false},         {"", "Abs", Arity::unary, 1, false},
-    {"", "Sign", Arity::unary, 1, false},        {"", "Floor", Arity::unary, 1, false},
-    {"", "Ceil", Arity::unary, 1, false},        {"", "Round", Arity::unary, 1, false},
-    {"", "Sin", Arity::unary, 1, false},         {"", "Cos", Arity::unary, 1, false},
-    {"", "Tan", Arity::unary, 1, false},         {"", "Asin", Arity::unary, 1, false},
-    {"", "Acos", Arity::unary, 1, false},        {"", "Atan", Arity::unary, 1, false},
-    {"", "Sinh", Arity::unary, 1, false},        {"", "Cosh", Arity::unary, 1, false},
-    {"", "Not", Arity::unary, 1, true},          {"", "IsNaN", Arity::unary, 1, true},
-    {"", "IsInf", Arity::unary, 1, true},        {"", "BitwiseNot", Arity::unary, 1, false},
+    {"", "Relu", Arity::unary, 1, false},
+    {"", "LeakyRelu", Arity::unary, 2, false},
+    {"", "Elu", Arity::unary, 3, false},
+    {"", "Selu", Arity::unary, 4, false},
+    {"", "Celu", Arity::unary, 4, false},
+    {"", "ThresholdedRelu", Arity::unary, 1, false},
+    {"", "Sigmoid", Arity::unary, 4, false},
+    {"", "HardSigmoid", Arity::unary, 4, false},
+    {"", "HardSwish", Arity::unary, 5, false},
+    {"", "Softplus", Arity::unary, 3, false},
+    {"", "Softsign", Arity::unary, 3, false},
+    {"", "Mish", Arity::unary, 5, false},
+    {"", "Tanh", Arity::unary, 1, false},
+    {"", "Erf", Arity::unary, 1, false},
+    {"", "Exp", Arity::unary, 1, false},
+    {"", "Log", Arity::unary, 1, false},
+    {"", "Sqrt", Arity::unary, 1, false},
+    {"", "Reciprocal", Arity::unary, 1, false},
+    {"", "Neg", Arity::unary, 1, false},
+    {"", "Abs", Arity::unary, 1, false},
+    {"", "Sign", Arity::unary, 1, false},
+    {"", "Floor", Arity::unary, 1, false},
+    {"", "Ceil", Arity::unary, 1, false},
+    {"", "Round", Arity::unary, 1, false},
+    {"", "Sin", Arity::unary, 1, false},
+    {"", "Cos", Arity::unary, 1, false},
+    {"", "Tan", Arity::unary, 1, false},
+    {"", "Asin", Arity::unary, 1, false},
+    {"", "Acos", Arity::unary, 1, false},
+    {"", "Atan", Arity::unary, 1, false},
+    {"", "Sinh", Arity::unary, 1, false},
+    {"", "Cosh", Arity::unary, 1, false},
+    {"", "Not", Arity::unary, 1, true},
+    {"", "IsNaN", Arity::unary, 1, true},
+    {"", "IsInf", Arity::unary, 1, true},
+    {"", "BitwiseNot", Arity::unary, 1, false},
     {"", "Gelu", Arity::unary, 5, false},  // erf form; the tanh form is counted in gelu_flops
-    {"", "Add", Arity::binary, 1, false},        {"", "Sub", Arity::binary, 1, false},
-    {"", "Mul", Arity::binary, 1, false},        {"", "Div", Arity::binary, 1, false},
-    {"", "Pow", Arity::binary, 1, false},        {"", "Mod", Arity::binary, 1, false},
-    {"", "PRelu", Arity::binary, 2, false},      {"", "BitShift", Arity::binary, 1, false},
-    {"", "BitwiseAnd", Arity::binary, 1, false}, {"", "BitwiseOr", Arity::binary, 1, false},
-    {"", "BitwiseXor", Arity::binary, 1, false}, {"", "Equal", Arity::binary, 1, true},
-    {"", "Less", Arity::binary, 1, true},        {"", "Greater", Arity::binary, 1, true},
-    {"", "LessOrEqual", Arity::binary, 1, true}, {"", "GreaterOrEqual", Arity::binary, 1, true},
-    {"", "And", Arity::binary, 1, true},         {"", "Or", Arity::binary, 1, true},
-    {"", "Xor", Arity::binary, 1, true},         {"", "Min", Arity::variadic, 1, false},
-    {"", "Max", Arity::variadic, 1, false},      {"", "Sum", Arity::variadic, 1, false},
-    {"", "Mean", Arity::variadic, 1, false},     {"", "Where", Arity::where, 0, false},
-    {"", "Clip", Arity::clip, 2, false},         {"", "Cast", Arity::cast, 0, false},
+    {"", "Add", Arity::binary, 1, false},
+    {"", "Sub", Arity::binary, 1, false},
+    {"", "Mul", Arity::binary, 1, false},
+    {"", "Div", Arity::binary, 1, false},
+    {"", "Pow", Arity::binary, 1, false},
+    {"", "Mod", Arity::binary, 1, false},
+    {"", "PRelu", Arity::binary, 2, false},
+    {"", "BitShift", Arity::binary, 1, false},
+    {"", "BitwiseAnd", Arity::binary, 1, false},
+    {"", "BitwiseOr", Arity::binary, 1, false},
+    {"", "BitwiseXor", Arity::binary, 1, false},
+    {"", "Equal", Arity::binary, 1, true},
+    {"", "Less", Arity::binary, 1, true},
+    {"", "Greater", Arity::binary, 1, true},
+    {"", "LessOrEqual", Arity::binary, 1, true},
+    {"", "GreaterOrEqual", Arity::binary, 1, true},
+    {"", "And", Arity::binary, 1, true},
+    {"", "Or", Arity::binary, 1, true},
+    {"", "Xor", Arity::binary, 1, true},
+    {"", "Min", Arity::variadic, 1, false},
+    {"", "Max", Arity::variadic, 1, false},
+    {"", "Sum", Arity::variadic, 1, false},
+    {"", "Mean", Arity::variadic, 1, false},
+    {"", "Where", Arity::where, 0, false},
+    {"", "Clip", Arity::clip, 2, false},
+    {"", "Cast", Arity::cast, 0, false},
     {"", "CastLike", Arity::cast, 0, false},
     // ONNX Runtime's fused activations (com.microsoft).
-    {"com.microsoft", "FastGelu", Arity::binary, 9, false},   // tanh form; + bias when given
-    {"com.microsoft", "BiasGelu", Arity::binary, 6, false},   // bias add + erf form
-    {"com.microsoft", "QuickGelu", Arity::unary, 6, false},   // x * sigmoid(alpha * x)
+    {"com.microsoft", "FastGelu", Arity::binary, 9, false},  // tanh form; + bias when given
+    {"com.microsoft", "BiasGelu", Arity::binary, 6, false},  // bias add + erf form
+    {"com.microsoft", "QuickGelu", Arity::unary, 6, false},  // x * sigmoid(alpha * x)
     {"com.microsoft", "Gelu", Arity::unary, 5, false},
     // x * sigmoid(alpha * x) (ONNX opset 24; SiLU when alpha = 1): sigmoid 4, scale, multiply.
     {"", "Swish", Arity::unary, 5, false},
@@ -122,7 +153,8 @@ Value make_value(DType dtype, std::vector<double> xs) {
 }
 
 // Folds the op over known small inputs; nullopt when any input value is unknown.
-std::optional<Value> fold(const InferContext& ctx, const ElementwiseOp& op, DType out_dtype, const Shape& out) {
+std::optional<Value> fold(const InferContext& ctx, const ElementwiseOp& op, DType out_dtype,
+                          const Shape& out) {
   int64_t count = checked_product(out);
   if (count > kMaxFoldedElements) return std::nullopt;
   std::vector<const Value*> vals;
@@ -139,10 +171,15 @@ std::optional<Value> fold(const InferContext& ctx, const ElementwiseOp& op, DTyp
   std::vector<double> r(count);
   try {
     for (int64_t e = 0; e < count; ++e) {
-      auto at = [&](size_t i) { return vals[i]->real_at(broadcast_source_index(shapes[i], out, e)); };
-      if (op.arity == Arity::cast) r[e] = at(0);
-      else if (op.arity == Arity::unary) r[e] = apply_unary(name, at(0));
-      else if (op.arity == Arity::where) r[e] = at(0) != 0 ? at(1) : at(2);
+      auto at = [&](size_t i) {
+        return vals[i]->real_at(broadcast_source_index(shapes[i], out, e));
+      };
+      if (op.arity == Arity::cast)
+        r[e] = at(0);
+      else if (op.arity == Arity::unary)
+        r[e] = apply_unary(name, at(0));
+      else if (op.arity == Arity::where)
+        r[e] = at(0) != 0 ? at(1) : at(2);
       else if (op.arity == Arity::clip) {
         double x = at(0);
         if (vals.size() > 1) x = std::max(x, at(1));
@@ -177,9 +214,9 @@ DType output_dtype(const InferContext& ctx, const ElementwiseOp& op) {
 
 void register_op(RuleRegistry& r, const ElementwiseOp& op) {
   auto infer = [op](InferContext& ctx) {
-    Shape out = op.arity == Arity::cast ? ctx.shape(0)
-              : op.arity == Arity::clip ? ctx.shape(0)
-                                        : rules::broadcast(ctx, rules::input_shapes(ctx));
+    Shape out = op.arity == Arity::cast   ? ctx.shape(0)
+                : op.arity == Arity::clip ? ctx.shape(0)
+                                          : rules::broadcast(ctx, rules::input_shapes(ctx));
     DType dt = output_dtype(ctx, op);
     auto value = fold(ctx, op, dt, out);
     ctx.set_output(0, dt, out, std::move(value));
@@ -195,8 +232,10 @@ void register_op(RuleRegistry& r, const ElementwiseOp& op) {
       per = std::max<int64_t>(present - 1, 0) + (name == "Mean" ? 1 : 0);
     }
     if (name == "FastGelu" && ctx.has_input(1)) per += 1;
-    if (op.arity == Arity::clip && n.opset < 11) per = 2;
-    else if (op.arity == Arity::clip) per = (ctx.has_input(1) ? 1 : 0) + (ctx.has_input(2) ? 1 : 0);
+    if (op.arity == Arity::clip && n.opset < 11)
+      per = 2;
+    else if (op.arity == Arity::clip)
+      per = (ctx.has_input(1) ? 1 : 0) + (ctx.has_input(2) ? 1 : 0);
     NodeCost c = rules::elementwise_cost(ctx, per);
     if (name == "Gelu" && n.attr_string("approximate", "none") == "tanh")
       c.instructions = static_cast<double>(ctx.out_elements(0)) * kTanhGeluInstructions;

@@ -41,11 +41,14 @@ MatMulShapes matmul_shapes(const InferContext* ctx, Shape a, Shape b, bool trans
   return r;
 }
 
-bool fused_trans(const Node& n, const char* key) { return n.domain == "com.microsoft" && n.attr_int(key, 0) != 0; }
+bool fused_trans(const Node& n, const char* key) {
+  return n.domain == "com.microsoft" && n.attr_int(key, 0) != 0;
+}
 
 void infer_matmul(InferContext& ctx) {
   const Node& n = ctx.node();
-  auto s = matmul_shapes(&ctx, ctx.shape(0), ctx.shape(1), fused_trans(n, "transA"), fused_trans(n, "transB"));
+  auto s = matmul_shapes(&ctx, ctx.shape(0), ctx.shape(1), fused_trans(n, "transA"),
+                         fused_trans(n, "transB"));
   // output_dtype (set by the config lowering): an 8-bit GEMM writes a 16-bit result.
   DType out = n.op_type == "MatMulInteger" ? DType::i32 : ctx.dtype(0);
   if (auto code = n.attr_int("output_dtype", 0); code > 0) out = static_cast<DType>(code);
@@ -54,7 +57,8 @@ void infer_matmul(InferContext& ctx) {
 
 NodeCost cost_matmul(const CostContext& ctx) {
   const Node& n = ctx.node();
-  auto s = matmul_shapes(nullptr, ctx.in_shape(0), ctx.in_shape(1), fused_trans(n, "transA"), fused_trans(n, "transB"));
+  auto s = matmul_shapes(nullptr, ctx.in_shape(0), ctx.in_shape(1), fused_trans(n, "transA"),
+                         fused_trans(n, "transB"));
   // Batch broadcast was validated at inference; recompute batch from the output.
   Shape out = ctx.out_shape(0);
   int64_t rows_cols = 1;
@@ -69,10 +73,12 @@ NodeCost cost_matmul(const CostContext& ctx) {
     s.dims.batch = 1;
   }
   NodeCost c = gemm_cost(s.dims, true);
-  if (n.domain == "com.microsoft" && n.attr_float("alpha", 1.0) != 1.0) c.flops = checked_add(c.flops, ctx.out_elements(0));
+  if (n.domain == "com.microsoft" && n.attr_float("alpha", 1.0) != 1.0)
+    c.flops = checked_add(c.flops, ctx.out_elements(0));
   // Weight-only quantization (lowered configs): integer weights with their scales as a third
   // input; dequantizing is one multiply per weight element.
-  if (n.domain.empty() && n.op_type == "MatMul" && ctx.has_input(2) && !is_float(ctx.input(1).dtype))
+  if (n.domain.empty() && n.op_type == "MatMul" && ctx.has_input(2) &&
+      !is_float(ctx.input(1).dtype))
     c.flops = checked_add(c.flops, ctx.in_elements(1));
   ctx.read_all_inputs(c);
   ctx.write_all_outputs(c);
@@ -122,7 +128,8 @@ struct EinsumPlan {
   std::map<char, int64_t> sizes;
 };
 
-EinsumPlan plan_einsum(const InferContext* ctx, const std::string& equation, const std::vector<Shape>& shapes) {
+EinsumPlan plan_einsum(const InferContext* ctx, const std::string& equation,
+                       const std::vector<Shape>& shapes) {
   auto fail = [&](const std::string& m) {
     if (ctx) ctx->fail(m);
     throw std::logic_error(m);
@@ -165,13 +172,16 @@ EinsumPlan plan_einsum(const InferContext* ctx, const std::string& equation, con
   };
   for (size_t t = 0; t < raw.size(); ++t) {
     std::string term = expand(raw[t], shapes[t].size());
-    if (term.size() != shapes[t].size()) fail(fmt::format("einsum term '{}' does not match rank {}", raw[t], shapes[t].size()));
+    if (term.size() != shapes[t].size())
+      fail(fmt::format("einsum term '{}' does not match rank {}", raw[t], shapes[t].size()));
     for (size_t i = 0; i < term.size(); ++i) {
       int64_t d = shapes[t][i];
       auto [it, fresh] = plan.sizes.emplace(term[i], d);
       if (!fresh && it->second != d) {
-        if (it->second == 1) it->second = d;
-        else if (d != 1) fail(fmt::format("einsum index '{}' has sizes {} and {}", term[i], it->second, d));
+        if (it->second == 1)
+          it->second = d;
+        else if (d != 1)
+          fail(fmt::format("einsum index '{}' has sizes {} and {}", term[i], it->second, d));
       }
     }
     plan.terms.push_back(term);
@@ -203,10 +213,14 @@ GemmDims einsum_as_gemm(const EinsumPlan& plan) {
   for (auto [ch, size] : plan.sizes) {
     bool in_a = a.find(ch) != std::string::npos, in_b = b.find(ch) != std::string::npos,
          in_o = o.find(ch) != std::string::npos;
-    if (in_a && in_b && in_o) d.batch = checked_mul(d.batch, size);
-    else if (in_a && in_b) d.k = checked_mul(d.k, size);
-    else if (in_a && in_o) d.m = checked_mul(d.m, size);
-    else if (in_b && in_o) d.n = checked_mul(d.n, size);
+    if (in_a && in_b && in_o)
+      d.batch = checked_mul(d.batch, size);
+    else if (in_a && in_b)
+      d.k = checked_mul(d.k, size);
+    else if (in_a && in_o)
+      d.m = checked_mul(d.m, size);
+    else if (in_b && in_o)
+      d.n = checked_mul(d.n, size);
   }
   return d;
 }
@@ -230,7 +244,8 @@ NodeCost einsum_cost(const EinsumPlan& plan) {
     std::set<char> all = acc;
     all.insert(plan.terms[t].begin(), plan.terms[t].end());
     std::set<char> keep(plan.output.begin(), plan.output.end());
-    for (size_t u = t + 1; u < plan.terms.size(); ++u) keep.insert(plan.terms[u].begin(), plan.terms[u].end());
+    for (size_t u = t + 1; u < plan.terms.size(); ++u)
+      keep.insert(plan.terms[u].begin(), plan.terms[u].end());
     std::set<char> next;
     for (char ch : all)
       if (keep.count(ch)) next.insert(ch);
@@ -261,7 +276,8 @@ NodeCost cost_einsum(const CostContext& ctx) {
   ctx.read_all_inputs(c);
   ctx.write_all_outputs(c);
   c.tensor_cores = c.macs.has_value();
-  c.parallel_tiles = c.tensor_cores ? ceil_div(ctx.out_elements(0), 128 * 128) : elementwise_tiles(ctx.out_elements(0));
+  c.parallel_tiles = c.tensor_cores ? ceil_div(ctx.out_elements(0), 128 * 128)
+                                    : elementwise_tiles(ctx.out_elements(0));
   return c;
 }
 

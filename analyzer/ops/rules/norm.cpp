@@ -24,7 +24,8 @@ struct RowSplit {
 
 RowSplit split_at(const Shape& s, int64_t axis) {
   RowSplit r{1, 1};
-  for (size_t i = 0; i < s.size(); ++i) (static_cast<int64_t>(i) < axis ? r.rows : r.row_size) *= s[i];
+  for (size_t i = 0; i < s.size(); ++i)
+    (static_cast<int64_t>(i) < axis ? r.rows : r.row_size) *= s[i];
   return r;
 }
 
@@ -63,15 +64,16 @@ NodeCost cost_layer_norm_like(const CostContext& ctx, bool rms) {
   // Inputs: X, [skip], scale, [bias]. Skip variants: X, skip, gamma, [beta], [bias].
   int64_t per = rms ? kRmsNormPerElement : kLayerNormPerElement;
   if (skip) {
-    per += 1;                                      // + skip
-    if (!rms && ctx.has_input(3)) per += 1;        // beta
-    if (ctx.has_input(rms ? 3 : 4)) per += 1;      // + bias
+    per += 1;                                  // + skip
+    if (!rms && ctx.has_input(3)) per += 1;    // beta
+    if (ctx.has_input(rms ? 3 : 4)) per += 1;  // + bias
   } else if (!rms && ctx.has_input(2)) {
     per += 1;  // bias
   }
   NodeCost c;
   int64_t elems = checked_mul(rs.rows, rs.row_size);
-  c.flops = checked_add(checked_mul(elems, per), checked_mul(rs.rows, rms ? kRmsNormPerRow : kLayerNormPerRow));
+  c.flops = checked_add(checked_mul(elems, per),
+                        checked_mul(rs.rows, rms ? kRmsNormPerRow : kLayerNormPerRow));
   ctx.read_all_inputs(c);
   ctx.write_all_outputs(c);
   c.parallel_tiles = rs.rows;
@@ -81,7 +83,9 @@ NodeCost cost_layer_norm_like(const CostContext& ctx, bool rms) {
   return c;
 }
 
-void infer_same_as_input(InferContext& ctx) { ctx.set_output(0, ctx.dtype(0), ctx.shape(0)); }
+void infer_same_as_input(InferContext& ctx) {
+  ctx.set_output(0, ctx.dtype(0), ctx.shape(0));
+}
 
 // Softmax family: the axis must exist (default 1 before opset 13, -1 after).
 void infer_softmax(InferContext& ctx) {
@@ -95,7 +99,8 @@ void infer_instance_group_norm(InferContext& ctx) {
   if (x.size() < 3) ctx.fail("input needs (N, C, spatial...)");
   if (ctx.node().op_type == "GroupNormalization") {
     int64_t groups = ctx.node().attr_int("num_groups", 0);
-    if (groups <= 0 || x[1] % groups != 0) ctx.fail(fmt::format("num_groups {} does not divide {} channels", groups, x[1]));
+    if (groups <= 0 || x[1] % groups != 0)
+      ctx.fail(fmt::format("num_groups {} does not divide {} channels", groups, x[1]));
   }
   infer_same_as_input(ctx);
 }
@@ -105,7 +110,8 @@ void infer_batch_norm(InferContext& ctx) {
   if (x.size() < 2) ctx.fail("BatchNormalization input needs a channel dim");
   for (size_t i = 1; i < 5 && i < ctx.num_inputs(); ++i)
     if (ctx.has_input(i) && ctx.shape(i) != Shape{x[1]})
-      ctx.fail(fmt::format("input {} has shape {}, expected [{}]", i, shape_string(ctx.shape(i)), x[1]));
+      ctx.fail(
+          fmt::format("input {} has shape {}, expected [{}]", i, shape_string(ctx.shape(i)), x[1]));
   ctx.set_output(0, ctx.dtype(0), x);
   for (size_t o = 1; o < ctx.num_outputs(); ++o) ctx.set_output(o, ctx.dtype(1), Shape{x[1]});
 }
@@ -125,7 +131,8 @@ NodeCost cost_instance_group_norm(const CostContext& ctx) {
   int64_t rows = checked_mul(x[0], groups);
   NodeCost c;
   int64_t elems = ctx.in_elements(0);
-  c.flops = checked_add(checked_mul(elems, kLayerNormPerElement + 1), checked_mul(rows, kLayerNormPerRow));
+  c.flops = checked_add(checked_mul(elems, kLayerNormPerElement + 1),
+                        checked_mul(rows, kLayerNormPerRow));
   ctx.read_all_inputs(c);
   ctx.write_all_outputs(c);
   c.parallel_tiles = rows;
@@ -156,12 +163,16 @@ void register_norm_rules(RuleRegistry& r) {
   r.add({"", "LayerNormalization", OpFamily::norm, infer_layer_norm_like, ln});
   r.add({"", "RMSNormalization", OpFamily::norm, infer_layer_norm_like, rms});
   r.add({"com.microsoft", "SkipLayerNormalization", OpFamily::norm, infer_layer_norm_like, ln});
-  r.add({"com.microsoft", "SimplifiedLayerNormalization", OpFamily::norm, infer_layer_norm_like, rms});
+  r.add({"com.microsoft", "SimplifiedLayerNormalization", OpFamily::norm, infer_layer_norm_like,
+         rms});
   r.add({"", "SimplifiedLayerNormalization", OpFamily::norm, infer_layer_norm_like, rms});
-  r.add({"com.microsoft", "SkipSimplifiedLayerNormalization", OpFamily::norm, infer_layer_norm_like, rms});
+  r.add({"com.microsoft", "SkipSimplifiedLayerNormalization", OpFamily::norm, infer_layer_norm_like,
+         rms});
   r.add({"", "BatchNormalization", OpFamily::norm, infer_batch_norm, cost_batch_norm});
-  r.add({"", "InstanceNormalization", OpFamily::norm, infer_instance_group_norm, cost_instance_group_norm});
-  r.add({"", "GroupNormalization", OpFamily::norm, infer_instance_group_norm, cost_instance_group_norm});
+  r.add({"", "InstanceNormalization", OpFamily::norm, infer_instance_group_norm,
+         cost_instance_group_norm});
+  r.add({"", "GroupNormalization", OpFamily::norm, infer_instance_group_norm,
+         cost_instance_group_norm});
   // p=2: square, add, divide per element.
   r.add({"", "LpNormalization", OpFamily::norm, infer_softmax,
          [](const CostContext& c) { return rules::elementwise_cost(c, 3); }});

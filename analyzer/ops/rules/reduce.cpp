@@ -19,9 +19,10 @@ struct ReduceOp {
 };
 
 constexpr ReduceOp kReduceOps[] = {
-    {"ReduceSum", 1, 0},       {"ReduceMean", 1, 1}, {"ReduceMax", 1, 0},     {"ReduceMin", 1, 0},
-    {"ReduceProd", 1, 0},      {"ReduceL1", 2, 0},   {"ReduceL2", 2, 1},      {"ReduceSumSquare", 2, 0},
-    {"ReduceLogSum", 1, 1},    {"ReduceLogSumExp", 2, 1},
+    {"ReduceSum", 1, 0},       {"ReduceMean", 1, 1},      {"ReduceMax", 1, 0},
+    {"ReduceMin", 1, 0},       {"ReduceProd", 1, 0},      {"ReduceL1", 2, 0},
+    {"ReduceL2", 2, 1},        {"ReduceSumSquare", 2, 0}, {"ReduceLogSum", 1, 1},
+    {"ReduceLogSumExp", 2, 1},
 };
 
 // Axes normalized and sorted; empty means "all" unless noop_with_empty_axes says identity.
@@ -46,10 +47,13 @@ std::vector<int64_t> reduce_axes(const InferContext& ctx, int64_t rank, bool& id
 
 std::optional<Value> fold_reduce(const std::string& op, const Value& in, const Shape& in_shape,
                                  const std::vector<int64_t>& axes, int64_t out_count) {
-  if (op != "ReduceSum" && op != "ReduceProd" && op != "ReduceMax" && op != "ReduceMin" && op != "ReduceMean")
+  if (op != "ReduceSum" && op != "ReduceProd" && op != "ReduceMax" && op != "ReduceMin" &&
+      op != "ReduceMean")
     return std::nullopt;
-  double init = op == "ReduceProd" ? 1 : op == "ReduceMax" ? -std::numeric_limits<double>::infinity()
-              : op == "ReduceMin" ? std::numeric_limits<double>::infinity() : 0;
+  double init = op == "ReduceProd"  ? 1
+                : op == "ReduceMax" ? -std::numeric_limits<double>::infinity()
+                : op == "ReduceMin" ? std::numeric_limits<double>::infinity()
+                                    : 0;
   std::vector<double> acc(out_count, init);
   std::vector<int64_t> seen(out_count, 0);
   for (size_t e = 0; e < in.size(); ++e) {
@@ -65,10 +69,14 @@ std::optional<Value> fold_reduce(const std::string& op, const Value& in, const S
     }
     double x = in.real_at(e);
     double& a = acc[out_index];
-    if (op == "ReduceProd") a *= x;
-    else if (op == "ReduceMax") a = std::max(a, x);
-    else if (op == "ReduceMin") a = std::min(a, x);
-    else a += x;
+    if (op == "ReduceProd")
+      a *= x;
+    else if (op == "ReduceMax")
+      a = std::max(a, x);
+    else if (op == "ReduceMin")
+      a = std::min(a, x);
+    else
+      a += x;
     ++seen[out_index];
   }
   if (op == "ReduceMean")
@@ -83,12 +91,14 @@ void infer_reduce(InferContext& ctx) {
   bool identity;
   auto axes = reduce_axes(ctx, static_cast<int64_t>(x.size()), identity);
   if (identity) {
-    ctx.set_output(0, ctx.dtype(0), x, ctx.value(0) ? std::optional<Value>(*ctx.value(0)) : std::nullopt);
+    ctx.set_output(0, ctx.dtype(0), x,
+                   ctx.value(0) ? std::optional<Value>(*ctx.value(0)) : std::nullopt);
     return;
   }
   Shape out = rules::reduce_shape(x, axes, ctx.node().attr_int("keepdims", 1) != 0);
   std::optional<Value> v;
-  if (const Value* in = ctx.value(0)) v = fold_reduce(ctx.node().op_type, *in, x, axes, checked_product(out));
+  if (const Value* in = ctx.value(0))
+    v = fold_reduce(ctx.node().op_type, *in, x, axes, checked_product(out));
   ctx.set_output(0, ctx.dtype(0), out, std::move(v));
 }
 
@@ -108,7 +118,8 @@ NodeCost reduce_cost(const CostContext& ctx, int64_t per_input, int64_t per_outp
 void infer_arg(InferContext& ctx) {
   const Shape& x = ctx.shape(0);
   int64_t axis = ctx.axis(ctx.node().attr_int("axis", 0), static_cast<int64_t>(x.size()));
-  ctx.set_output(0, DType::i64, rules::reduce_shape(x, {axis}, ctx.node().attr_int("keepdims", 1) != 0));
+  ctx.set_output(0, DType::i64,
+                 rules::reduce_shape(x, {axis}, ctx.node().attr_int("keepdims", 1) != 0));
 }
 
 int64_t topk_k(const InferContext& ctx) {
@@ -136,7 +147,8 @@ NodeCost cost_topk(const CostContext& ctx) {
   const Shape& out = ctx.out_shape(0);
   int64_t axis = n.attr_int("axis", -1);
   int64_t k = out.empty() ? 1 : out[axis < 0 ? axis + static_cast<int64_t>(out.size()) : axis];
-  int64_t per = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::log2(std::max<int64_t>(k, 2)))));
+  int64_t per =
+      std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::log2(std::max<int64_t>(k, 2)))));
   NodeCost c = reduce_cost(ctx, per, 0);
   return c;
 }
@@ -150,7 +162,8 @@ void register_reduce_rules(RuleRegistry& r) {
            [pi, po](const CostContext& c) { return reduce_cost(c, pi, po); }});
   }
   for (const char* name : {"ArgMax", "ArgMin"})
-    r.add({"", name, OpFamily::reduce, infer_arg, [](const CostContext& c) { return reduce_cost(c, 1, 0); }});
+    r.add({"", name, OpFamily::reduce, infer_arg,
+           [](const CostContext& c) { return reduce_cost(c, 1, 0); }});
   r.add({"", "TopK", OpFamily::reduce, infer_topk, cost_topk});
   r.add({"", "CumSum", OpFamily::reduce,
          [](InferContext& c) { c.set_output(0, c.dtype(0), c.shape(0)); },

@@ -25,7 +25,8 @@ void infer_rope(InferContext& ctx) {
   const Shape& x = ctx.shape(0);
   if (x.size() != 3 && x.size() != 4) ctx.fail("RotaryEmbedding input must be 3-D or 4-D");
   int64_t heads = ctx.node().attr_int("num_heads", 0);
-  if (x.size() == 3 && heads > 0 && x.back() % heads != 0) ctx.fail("hidden size is not divisible by num_heads");
+  if (x.size() == 3 && heads > 0 && x.back() % heads != 0)
+    ctx.fail("hidden size is not divisible by num_heads");
   ctx.set_output(0, ctx.dtype(0), x);
 }
 
@@ -43,7 +44,8 @@ NodeCost cost_rope(const CostContext& ctx) {
   ctx.read_input(c, 0);
   ctx.read_input(c, 1);
   // cos and sin rows of each token's position: rot/2 values each.
-  for (size_t i : {2u, 3u}) ctx.read_input_part(c, i, std::min(ctx.in_elements(i), checked_mul(tokens, rot / 2)));
+  for (size_t i : {2u, 3u})
+    ctx.read_input_part(c, i, std::min(ctx.in_elements(i), checked_mul(tokens, rot / 2)));
   ctx.write_all_outputs(c);
   c.parallel_tiles = elementwise_tiles(elements);
   return c;
@@ -63,11 +65,14 @@ MoeDims moe_dims(const Node& n, const Shape& x, const Shape& fc1, bool gated) {
 void infer_moe(InferContext& ctx) {
   const Shape &x = ctx.shape(0), &probs = ctx.shape(1), &fc1 = ctx.shape(2);
   if (fc1.size() != 3) ctx.fail("expert weights must be [experts, hidden, inter]");
-  if (x.empty() || probs.empty() || x.back() == 0) ctx.fail("input and router probabilities need a last dim");
-  if (fc1[1] != x.back() && fc1[2] != x.back()) ctx.fail("expert weights do not match the hidden size");
+  if (x.empty() || probs.empty() || x.back() == 0)
+    ctx.fail("input and router probabilities need a last dim");
+  if (fc1[1] != x.back() && fc1[2] != x.back())
+    ctx.fail("expert weights do not match the hidden size");
   for (size_t i : {4u, 6u})
     if (ctx.has_input(i) && ctx.shape(i).size() != 3) ctx.fail("expert weights must be 3-D");
-  if (probs.back() != fc1[0]) ctx.fail(fmt::format("router gives {} experts, weights hold {}", probs.back(), fc1[0]));
+  if (probs.back() != fc1[0])
+    ctx.fail(fmt::format("router gives {} experts, weights hold {}", probs.back(), fc1[0]));
   int64_t k = ctx.node().attr_int("k", 1);
   if (k <= 0 || k > fc1[0]) ctx.fail(fmt::format("k={} is outside [1, {}]", k, fc1[0]));
   ctx.set_output(0, ctx.dtype(0), x);
@@ -90,8 +95,10 @@ NodeCost cost_moe(const CostContext& ctx) {
   int64_t gemms = gated ? 3 : 2;
   NodeCost c;
   c.macs = checked_mul(checked_mul(assignments, hi), gemms, "MoE MACs");
-  int64_t per_assignment = 2 * gemms * hi + d.inter * (activation_flops(n.attr_string("activation_type", "silu")) + (gated ? 1 : 0)) +
-                           2 * d.hidden;  // weighted sum of the k expert outputs
+  int64_t per_assignment =
+      2 * gemms * hi +
+      d.inter * (activation_flops(n.attr_string("activation_type", "silu")) + (gated ? 1 : 0)) +
+      2 * d.hidden;                                  // weighted sum of the k expert outputs
   if (ctx.has_input(3)) per_assignment += d.inter;   // gate bias
   if (ctx.has_input(5)) per_assignment += d.hidden;  // down bias
   if (ctx.has_input(7)) per_assignment += d.inter;   // up bias
@@ -103,8 +110,11 @@ NodeCost cost_moe(const CostContext& ctx) {
   ctx.read_input(c, 1);
   // Expert weights, biases and (from input 8) quantization scales: one slice per expert.
   for (size_t i = 2; i < ctx.node().inputs.size(); ++i)
-    if (ctx.has_input(i)) c.read_weight += static_cast<int64_t>(std::ceil(touched * static_cast<double>(ctx.bytes_of(ctx.input(i)))));
-  // Unfused expert intermediates: fc1 (and fc3) outputs written and read, the activation written and read.
+    if (ctx.has_input(i))
+      c.read_weight += static_cast<int64_t>(
+          std::ceil(touched * static_cast<double>(ctx.bytes_of(ctx.input(i)))));
+  // Unfused expert intermediates: fc1 (and fc3) outputs written and read, the activation written
+  // and read.
   int64_t inter_bytes = ctx.bytes_of(ctx.input(0), checked_mul(assignments, d.inter));
   c.written += inter_bytes * (gated ? 3 : 2);
   c.read_act += inter_bytes * (gated ? 3 : 2);
@@ -113,7 +123,8 @@ NodeCost cost_moe(const CostContext& ctx) {
   c.tensor_cores = true;
   c.tiled = assignments > kGemvMaxRows;
   c.kernel.moe = d;
-  c.note = fmt::format("top-{} of {} experts; {:.1f} distinct experts read (uniform routing)", d.k, d.experts, distinct);
+  c.note = fmt::format("top-{} of {} experts; {:.1f} distinct experts read (uniform routing)", d.k,
+                       d.experts, distinct);
   return c;
 }
 

@@ -32,11 +32,12 @@ void attention_saves(SaveContext& c, std::vector<SavedItem>& items) {
     }
     items.push_back(c.tensor(n.output(0), "output"));
     if (dims) {
-      int64_t q = s.attention_backend == AttentionBackend::efficient ? ceil_div(dims->q_len, 32) * 32
-                                                                     : dims->q_len;
-      items.push_back(SavedItem{
-          -1, checked_mul(checked_mul(dims->batch, dims->q_heads), checked_mul(q, 4)), false,
-          false, "logsumexp"});
+      int64_t q = s.attention_backend == AttentionBackend::efficient
+                      ? ceil_div(dims->q_len, 32) * 32
+                      : dims->q_len;
+      items.push_back(
+          SavedItem{-1, checked_mul(checked_mul(dims->batch, dims->q_heads), checked_mul(q, 4)),
+                    false, false, "logsumexp"});
     }
     return;
   }
@@ -139,7 +140,8 @@ void attention_backward(NodeKernels& k) {
   double forward_s = place_on_roofline(c, p, k.device).predicted;
   if (math) {
     Work forward;
-    for (const Pass& pass : k.eager.forward) forward.add(pass_cost(pass), Precision::fp32, k.device);
+    for (const Pass& pass : k.eager.forward)
+      forward.add(pass_cost(pass), Precision::fp32, k.device);
     math_attention(*c.kernel.attention, s.config.attn_dropout > 0, p == Precision::fp32 ? 4 : 2, p,
                    k.device, forward, k.back);
     k.forward = std::move(forward);
@@ -166,8 +168,8 @@ void attention_backward(NodeKernels& k) {
   k.back.bytes = checked_add(
       k.back.bytes, checked_add(c.read_act, checked_add(checked_mul(c.written, 2), c.read_act)));
   int64_t dense = attention_matmul_flops(*c.kernel.attention, true);
-  k.row.gemm_dense_flops = checked_add(
-      dense, static_cast<int64_t>(static_cast<double>(dense) * factor), "matrix FLOPs");
+  k.row.gemm_dense_flops =
+      checked_add(dense, static_cast<int64_t>(static_cast<double>(dense) * factor), "matrix FLOPs");
 }
 
 // q*cos + rotate_half(q)*sin keeps cos and sin, computed once per forward and shared.
@@ -190,9 +192,9 @@ void rope_eager(EagerContext& c, EagerKernels& k) {
   k.forward = {{e, xb + cb, yb}, {e / 2, xb, xb}, {e, xb, xb}, {e, xb + cb, yb}, {e, 2 * yb, yb}};
   // Backward: the two muls' input gradients, neg's, each slice's (a zero fill and a copy),
   // and the three paths summed.
-  k.backward = {{e, yb + cb, yb}, {e, yb + cb, yb}, {e / 2, yb, yb}, {e, 0, yb},
-                {e / 2, yb, yb},  {e, 0, yb},       {e / 2, yb, yb}, {e, 2 * yb, yb},
-                {e, 2 * yb, xb}};
+  k.backward = {{e, yb + cb, yb}, {e, yb + cb, yb}, {e / 2, yb, yb},
+                {e, 0, yb},       {e / 2, yb, yb},  {e, 0, yb},
+                {e / 2, yb, yb},  {e, 2 * yb, yb},  {e, 2 * yb, xb}};
 }
 
 }  // namespace

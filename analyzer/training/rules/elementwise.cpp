@@ -5,7 +5,9 @@
 namespace rooflens::training {
 namespace {
 
-bool gelu_new(const StepContext& s) { return s.config.activation == "gelu_new"; }
+bool gelu_new(const StepContext& s) {
+  return s.config.activation == "gelu_new";
+}
 
 // GPT-2's gelu_new, written out in Python: 0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x^3))).
 // pow keeps x, tanh its output, the last product both factors. Under autocast pow runs in fp32.

@@ -6,7 +6,9 @@
 namespace rooflens::training {
 namespace {
 
-int64_t gemm_output_bytes(const DtypeQuery& q) { return q.step.output_bytes; }
+int64_t gemm_output_bytes(const DtypeQuery& q) {
+  return q.step.output_bytes;
+}
 
 // y = x W: the backward needs x for dW (and W for dX). Autocast casts x for each GEMM that reads
 // it (no cache for activations) and caches one copy of each weight for the step.

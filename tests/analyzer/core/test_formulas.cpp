@@ -20,10 +20,10 @@ TEST_CASE("conv MACs match ResNet-50's stem (7x7 - 3->64 - 112x112 out)", "[form
 
 TEST_CASE("causal attention executes the unmasked pairs only", "[formulas]") {
   CHECK(attention_pairs(4, 4, false) == 16);
-  CHECK(attention_pairs(4, 4, true) == 10);   // 1 + 2 + 3 + 4
-  CHECK(attention_pairs(1, 10, true) == 10);  // decode: one query sees the whole cache
-  CHECK(attention_pairs(2, 5, true) == 9);    // 4 + 5
-  CHECK(attention_pairs(4, 4, true, 2) == 7); // window 2: 1 + 2 + 2 + 2
+  CHECK(attention_pairs(4, 4, true) == 10);    // 1 + 2 + 3 + 4
+  CHECK(attention_pairs(1, 10, true) == 10);   // decode: one query sees the whole cache
+  CHECK(attention_pairs(2, 5, true) == 9);     // 4 + 5
+  CHECK(attention_pairs(4, 4, true, 2) == 7);  // window 2: 1 + 2 + 2 + 2
   CHECK(attention_pairs(3, 10, true, 4) == 12);
   // Large prefill: S*(S+1)/2, about half of S^2.
   CHECK(attention_pairs(4096, 4096, true) == 4096LL * 4097 / 2);

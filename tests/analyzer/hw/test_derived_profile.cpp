@@ -176,8 +176,10 @@ TEST_CASE("the profile derived for the H200 predicts layers measured on a real H
   }
 }
 
-TEST_CASE("without a depthwise table, depthwise convolutions are priced by the instructions PyTorch's kernels issue",
-          "[perf][depthwise]") {
+TEST_CASE(
+    "without a depthwise table, depthwise convolutions are priced by the instructions PyTorch's "
+    "kernels issue",
+    "[perf][depthwise]") {
   // Every depthwise convolution of MobileNetV3-small (where the two instruction counts were fitted)
   // and EfficientNet-B0 (held out) at batch 64 in bf16, against PyTorch's NCHW kernels on the H100,
   // L2 cold (tests/data/reference/h100-depthwise-torch.json). Their bytes alone took 5-17 us where
@@ -187,7 +189,9 @@ TEST_CASE("without a depthwise table, depthwise convolutions are priced by the i
   REQUIRE(in.good());
   nlohmann::json ref = nlohmann::json::parse(in);
   DeviceProfile no_depthwise = *default_profile("H100-SXM");
-  size_t dropped = std::erase_if(no_depthwise.tables.tables, [](const auto& t) { return t.first.find(".dw") != std::string::npos; });
+  size_t dropped = std::erase_if(no_depthwise.tables.tables, [](const auto& t) {
+    return t.first.find(".dw") != std::string::npos;
+  });
   CHECK(dropped >= 5);
   AnalysisOptions o;
   o.calibrated = std::make_shared<const Device>(calibrated_device(no_depthwise));
@@ -218,7 +222,9 @@ TEST_CASE("without a depthwise table, depthwise convolutions are priced by the i
   }
 }
 
-TEST_CASE("with the H100's depthwise tables, depthwise convolutions are predicted as the replay ran them", "[perf][depthwise]") {
+TEST_CASE(
+    "with the H100's depthwise tables, depthwise convolutions are predicted as the replay ran them",
+    "[perf][depthwise]") {
   // The replay's measured time of every depthwise layer of MobileNetV3-small and EfficientNet-B0
   // (batch 64) and ConvNeXt-T (batch 32, 7x7) in bf16 on the H100
   // (tests/data/reference/h100-depthwise-replay.json), against the shipped profile's tables,
@@ -233,7 +239,8 @@ TEST_CASE("with the H100's depthwise tables, depthwise convolutions are predicte
     LoadOptions load;
     load.batch = m.at("batch").get<int64_t>();
     std::string model = m.at("model");
-    Analysis a = analyze_onnx(std::string(ROOFLENS_SOURCE_DIR) + "/tests/data/onnx/" + model + "-opset17.onnx", load, o);
+    Analysis a = analyze_onnx(
+        std::string(ROOFLENS_SOURCE_DIR) + "/tests/data/onnx/" + model + "-opset17.onnx", load, o);
     std::map<std::string, const NodeResult*> by_name;
     for (const NodeResult& n : a.nodes) by_name[n.name] = &n;
     double diff = 0, sum = 0;

@@ -2,14 +2,13 @@
 // reproduced between them, nothing beyond the grid), which table a node reads and at which
 // coordinates, predictions from a table with their source, and device profiles that carry tables.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "analyzer/hw/device.hpp"
 #include "analyzer/core/errors.hpp"
+#include "analyzer/hw/device.hpp"
 #include "analyzer/hw/perf_model.hpp"
 #include "analyzer/hw/roofline.hpp"
 #include "replay/grid_plans.hpp"
@@ -32,16 +31,18 @@ PerfTable power_law_table() {
 
 }  // namespace
 
-TEST_CASE("table lookup: exact at grid points, exact on power laws between them, nothing beyond the grid", "[perf]") {
+TEST_CASE(
+    "table lookup: exact at grid points, exact on power laws between them, nothing beyond the grid",
+    "[perf]") {
   PerfTable t = power_law_table();
   CHECK(*t.lookup({64, 1024, 4096}) == Approx(1e-12 * 64 * 1024 * 4096));
   // Between grid points on every axis: log-linear interpolation reproduces t ~ m n k exactly.
   CHECK(*t.lookup({100, 2000, 1000}) == Approx(1e-12 * 100 * 2000 * 1000));
   CHECK(*t.lookup({16, 256, 256}) == Approx(1e-12 * 16 * 256 * 256));  // the lowest corner
   CHECK(*t.lookup({1024, 4096, 4096}) == Approx(1e-12 * 1024 * 4096 * 4096));
-  CHECK_FALSE(t.lookup({8, 1024, 1024}));     // below the grid
-  CHECK_FALSE(t.lookup({64, 8192, 1024}));    // beyond it
-  CHECK_FALSE(t.lookup({64, 1024}));          // wrong rank
+  CHECK_FALSE(t.lookup({8, 1024, 1024}));   // below the grid
+  CHECK_FALSE(t.lookup({64, 8192, 1024}));  // beyond it
+  CHECK_FALSE(t.lookup({64, 1024}));        // wrong rank
   CHECK(t.clamp({8, 8192, 1000}) == std::vector<double>{16, 4096, 1000});
   // A corner not measured: no interpolation across it.
   PerfTable holed = t.without(t.flat_index({1, 1, 1}));
@@ -62,7 +63,9 @@ TEST_CASE("table lookup is monotonic where the measured times are", "[perf]") {
   }
 }
 
-TEST_CASE("which table a node reads: GEMM alignment classes, attention, convolution, memory kernels", "[perf]") {
+TEST_CASE(
+    "which table a node reads: GEMM alignment classes, attention, convolution, memory kernels",
+    "[perf]") {
   CHECK(gemm_alignment(4096, 4096) == 128);
   CHECK(gemm_alignment(50264, 768) == 8);
   CHECK(gemm_alignment(50257, 768) == 1);
@@ -89,7 +92,8 @@ TEST_CASE("which table a node reads: GEMM alignment classes, attention, convolut
   REQUIRE(q);
   CHECK(q->table == "attn_decode.bf16");
   CHECK(q->x == std::vector<double>{128, 4, 16, 4097});
-  // Causal prefill of 1000 tokens: 500,500 scores per head, the square causal self-attention of 1000.
+  // Causal prefill of 1000 tokens: 500,500 scores per head, the square causal self-attention of
+  // 1000.
   a.kernel.attention = AttentionDims{1, 12, 12, 1000, 1000, 64, 64, true, 0};
   q = perf_query(a, Precision::bf16);
   CHECK(q->table == "attn_prefill.bf16.causal");
@@ -104,7 +108,8 @@ TEST_CASE("which table a node reads: GEMM alignment classes, attention, convolut
   CHECK_FALSE(perf_query(a, Precision::bf16));
 
   NodeCost c;
-  c.kernel.conv = ConvDims{32, 256, 64, 1, {56, 56}, {1, 1}, {56, 56}, {1, 1}, {0, 0, 0, 0}, {1, 1}, false};
+  c.kernel.conv =
+      ConvDims{32, 256, 64, 1, {56, 56}, {1, 1}, {56, 56}, {1, 1}, {0, 0, 0, 0}, {1, 1}, false};
   q = perf_query(c, Precision::bf16);
   CHECK(q->table == "conv.bf16.k1s1");
   CHECK(q->x == std::vector<double>{32.0 * 56 * 56, 64, 256});
@@ -118,7 +123,8 @@ TEST_CASE("which table a node reads: GEMM alignment classes, attention, convolut
   n.kernel.rows = 1;
   n.kernel.cols = 4096;
   CHECK(perf_query(n, Precision::bf16)->x == std::vector<double>{8, 1, 4096});
-  CHECK(perf_query(n, Precision::fp32)->x == std::vector<double>{8, 1, 8192});  // twice the bytes per row
+  CHECK(perf_query(n, Precision::fp32)->x ==
+        std::vector<double>{8, 1, 8192});  // twice the bytes per row
   n.kernel.cols = 197;  // ViT's attention rows: not whole 16-byte vectors, the scalar path
   CHECK(perf_query(n, Precision::bf16)->x == std::vector<double>{1, 1, 197});
   n.kernel.cols = 4096;
@@ -129,7 +135,10 @@ TEST_CASE("which table a node reads: GEMM alignment classes, attention, convolut
   CHECK_FALSE(perf_query(n, Precision::bf16));
 }
 
-TEST_CASE("predictions: the table inside the grid, the table scaled by the roofline beyond it, the roofline without one", "[perf]") {
+TEST_CASE(
+    "predictions: the table inside the grid, the table scaled by the roofline beyond it, the "
+    "roofline without one",
+    "[perf]") {
   Device d = find_device("H100-SXM");
   NodeCost c;
   c.kernel.gemm = GemmDims{1, 1000, 2304, 768};
@@ -164,7 +173,8 @@ TEST_CASE("predictions: the table inside the grid, the table scaled by the roofl
   c.flops = gemm_flops(*c.kernel.gemm);
   p = place_on_roofline(c, Precision::bf16, d);
   CHECK(p.source == PredictionSource::fitted);
-  GridWork edge = grid_work("gemm.bf16", {8, 1024, 2304, 768}), far = grid_work("gemm.bf16", {8, 2048, 2304, 768});
+  GridWork edge = grid_work("gemm.bf16", {8, 1024, 2304, 768}),
+           far = grid_work("gemm.bf16", {8, 2048, 2304, 768});
   auto ideal = [&](const GridWork& w) {
     return std::max(w.flops / d.tensor_flops.at("bf16"), w.bytes / d.hbm_bandwidth);
   };
@@ -186,7 +196,8 @@ TEST_CASE("predictions: the table inside the grid, the table scaled by the roofl
   c.flops = gemm_flops(*c.kernel.gemm);
   p = place_on_roofline(c, Precision::bf16, d);
   CHECK(p.source == PredictionSource::fitted);
-  GridWork inside = grid_work("gemm.bf16", {8, 1500, 2304, 768}), nearest = grid_work("gemm.bf16", {8, 1024, 2048, 1024});
+  GridWork inside = grid_work("gemm.bf16", {8, 1500, 2304, 768}),
+           nearest = grid_work("gemm.bf16", {8, 1024, 2048, 1024});
   CHECK(p.predicted == Approx(7.5e-6 * ideal(inside) / ideal(nearest)));
   db->tables["gemm.bf16"] = t;
   // An alignment below every measured class: the roofline, not an aligned kernel's time.
@@ -194,7 +205,8 @@ TEST_CASE("predictions: the table inside the grid, the table scaled by the roofl
   CHECK(place_on_roofline(c, Precision::bf16, d).source == PredictionSource::roofline);
 }
 
-TEST_CASE("device profiles carry their tables, and bad tables are input errors that name the table", "[perf]") {
+TEST_CASE("device profiles carry their tables, and bad tables are input errors that name the table",
+          "[perf]") {
   auto dir = test::scratch_dir("perfprof");
   DeviceProfile p;
   p.base_device = "H100-SXM";
@@ -223,19 +235,35 @@ TEST_CASE("device profiles carry their tables, and bad tables are input errors t
   // How the file was made survives a read and a write (calibrate --add-to rewrites the file).
   auto with_provenance = j;
   with_provenance["provenance"] = {{"script", "rooflens calibrate"}, {"date", "2026-11-26"}};
-  auto kept = nlohmann::json::parse(device_profile_json(read_device_profile(write("provenance.json", with_provenance.dump()))));
+  auto kept = nlohmann::json::parse(
+      device_profile_json(read_device_profile(write("provenance.json", with_provenance.dump()))));
   CHECK(kept["provenance"] == with_provenance["provenance"]);
-  auto bad = [&](const std::string& name, const std::function<void(nlohmann::json&)>& spoil, const std::string& needle) {
+  auto bad = [&](const std::string& name, const std::function<void(nlohmann::json&)>& spoil,
+                 const std::string& needle) {
     auto k = j;
     spoil(k);
     CHECK_THROWS_WITH(read_device_profile(write(name, k.dump())), Catch::Contains(needle));
   };
-  bad("neg.json", [](auto& k) { k["tables"]["gemm.bf16"]["seconds"][0] = -1e-6; }, "table gemm.bf16");
-  bad("short.json", [](auto& k) { k["tables"]["gemm.bf16"]["seconds"].erase(0); }, "times for a grid of");
-  bad("order.json", [](auto& k) { k["tables"]["gemm.bf16"]["grid"][0] = {64, 16, 256, 1024}; }, "ascending");
-  bad("axes.json", [](auto& k) { k["tables"]["gemm.bf16"]["axes"] = {"m"}; }, "axes and grid disagree");
-  bad("missing.json", [](auto& k) { k["tables"]["gemm.bf16"].erase("seconds"); }, "not a device profile");
-  bad("future.json", [](auto& k) { k["schema_version"] = 9; }, "reads 1 to");
+  bad(
+      "neg.json", [](auto& k) { k["tables"]["gemm.bf16"]["seconds"][0] = -1e-6; },
+      "table gemm.bf16");
+  bad(
+      "short.json", [](auto& k) { k["tables"]["gemm.bf16"]["seconds"].erase(0); },
+      "times for a grid of");
+  bad(
+      "order.json",
+      [](auto& k) {
+        k["tables"]["gemm.bf16"]["grid"][0] = {64, 16, 256, 1024};
+      },
+      "ascending");
+  bad(
+      "axes.json", [](auto& k) { k["tables"]["gemm.bf16"]["axes"] = {"m"}; },
+      "axes and grid disagree");
+  bad(
+      "missing.json", [](auto& k) { k["tables"]["gemm.bf16"].erase("seconds"); },
+      "not a device profile");
+  bad(
+      "future.json", [](auto& k) { k["schema_version"] = 9; }, "reads 1 to");
   // A profile written before the tables (schema 1) still loads, without tables.
   auto old = j;
   old["schema_version"] = 1;
@@ -244,7 +272,8 @@ TEST_CASE("device profiles carry their tables, and bad tables are input errors t
   CHECK_FALSE(calibrated_device(read_device_profile(write("v1.json", old.dump()))).perf);
 }
 
-TEST_CASE("calibrate's plans for table points are the kernels a node with those coordinates runs", "[perf]") {
+TEST_CASE("calibrate's plans for table points are the kernels a node with those coordinates runs",
+          "[perf]") {
   // An alignment class is measured on N next to the power of two (K, a hidden size, stays
   // aligned) and scaled back by the work.
   replay::GridPlan g = replay::plan_for_grid_point("gemm.bf16", {8, 64, 1024, 4096});
@@ -253,7 +282,10 @@ TEST_CASE("calibrate's plans for table points are the kernels a node with those 
   CHECK(gp.dims.k == 4096);
   CHECK(gemm_alignment(gp.dims.n, gp.dims.k) == 8);
   CHECK(g.scale == Approx(1024.0 / 1032.0));
-  CHECK(gemm_alignment(replay::plan_for_grid_point("gemm.bf16", {1, 64, 1024, 4096}).plan.as<replay::GemmPlan>().dims.n, 4096) == 1);
+  CHECK(gemm_alignment(replay::plan_for_grid_point("gemm.bf16", {1, 64, 1024, 4096})
+                           .plan.as<replay::GemmPlan>()
+                           .dims.n,
+                       4096) == 1);
   // The element-wise sweep runs the vector path: whole 16-byte vectors.
   CHECK(replay::plan_for_grid_point("mem.elementwise", {4096}).plan.inputs[0].shape[0] % 8 == 0);
   // A ViT patch embedding is a table point of its own class.
@@ -262,7 +294,8 @@ TEST_CASE("calibrate's plans for table points are the kernels a node with those 
   pc.kernel.conv = patch.plan.as<replay::ConvPlan>().conv;
   CHECK(perf_query(pc, Precision::bf16)->x == std::vector<double>{196, 1024, 3});
   // A decode point: 64 KV heads in all as 8 sequences of 8, each with groups of 4 query heads.
-  replay::GridPlan decode_point = replay::plan_for_grid_point("attn_decode.bf16", {128, 4, 64, 1024});
+  replay::GridPlan decode_point =
+      replay::plan_for_grid_point("attn_decode.bf16", {128, 4, 64, 1024});
   const auto& ap = decode_point.plan.as<replay::AttentionPlan>();
   CHECK(ap.dims.batch * ap.dims.kv_heads == 64);
   CHECK(ap.dims.q_heads == 4 * ap.dims.kv_heads);
@@ -300,7 +333,8 @@ TEST_CASE("calibrate's plans for table points are the kernels a node with those 
         point.kernel.conv = replay::plan_for_grid_point(t.key, x).plan.as<replay::ConvPlan>().conv;
         auto back = perf_query(point, Precision::bf16);
         REQUIRE(back);
-        CHECK(back->table.substr(back->table.find('.', 5)) == t.key.substr(t.key.find('.', 5)));  // the class, whatever the dtype
+        CHECK(back->table.substr(back->table.find('.', 5)) ==
+              t.key.substr(t.key.find('.', 5)));  // the class, whatever the dtype
         CHECK(back->x == x);
       }
     }

@@ -1,12 +1,11 @@
 // Roofline classes and the device database.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "analyzer/hw/device.hpp"
 #include "analyzer/core/errors.hpp"
+#include "analyzer/hw/device.hpp"
 #include "analyzer/hw/roofline.hpp"
 #include "scratch_dir.hpp"
 
@@ -23,7 +22,8 @@ TEST_CASE("a 4096^3 bf16 GEMM on H100 is compute-bound at the tensor roof", "[ro
   RooflinePoint p = place_on_roofline(c, Precision::bf16, h100);
   CHECK(p.bound == Bound::compute);
   CHECK(p.unit == "tensor bf16");
-  CHECK(p.predicted == Approx(137.438953472e9 / 989.4e12 + h100.launch_floor_s));  // 138.9 us + the floor
+  CHECK(p.predicted ==
+        Approx(137.438953472e9 / 989.4e12 + h100.launch_floor_s));  // 138.9 us + the floor
 }
 
 TEST_CASE("a large element-wise add is memory-bound at HBM bandwidth", "[roofline]") {
@@ -68,25 +68,32 @@ TEST_CASE("a precision the device lacks is an input error", "[roofline]") {
   c.flops = 1000;
   c.read_act = 1000;
   c.tensor_cores = true;
-  CHECK_THROWS_WITH(place_on_roofline(c, Precision::fp8, find_device("A100-SXM-80GB")), Catch::Contains("no fp8"));
+  CHECK_THROWS_WITH(place_on_roofline(c, Precision::fp8, find_device("A100-SXM-80GB")),
+                    Catch::Contains("no fp8"));
 }
 
-TEST_CASE("the device database holds the required GPUs with a source for each number", "[devices]") {
-  for (const char* id : {"H100-SXM", "H100-PCIe", "H200", "A100-SXM-80GB", "A100-PCIe-40GB", "L4", "L40S", "RTX4090", "B200"}) {
+TEST_CASE("the device database holds the required GPUs with a source for each number",
+          "[devices]") {
+  for (const char* id : {"H100-SXM", "H100-PCIe", "H200", "A100-SXM-80GB", "A100-PCIe-40GB", "L4",
+                         "L40S", "RTX4090", "B200"}) {
     const Device& d = find_device(id);
     CHECK(d.sm_count > 0);
     CHECK(d.memory_bytes > 0);
     CHECK(d.hbm_bandwidth > 0);
     CHECK(d.launch_floor_s > 0);
     CHECK(d.tensor_flops.at("bf16") > d.cuda_core_flops.at("fp32"));
-    for (const char* key : {"rates", "hbm_bandwidth", "sm_count", "memory_bytes", "l2_bytes", "nvlink_bandwidth", "pcie_bandwidth", "launch_floor_s"})
+    for (const char* key : {"rates", "hbm_bandwidth", "sm_count", "memory_bytes", "l2_bytes",
+                            "nvlink_bandwidth", "pcie_bandwidth", "launch_floor_s"})
       CHECK_FALSE(d.sources.at(key).empty());
   }
   CHECK(find_device("h100").id == "H100-SXM");  // aliases, any case
   CHECK_THROWS_WITH(find_device("TPUv5"), Catch::Contains("known: H100-SXM"));
 }
 
-TEST_CASE("a tiled GEMM pays the calibrated GEMM floor while a GEMV and an element-wise kernel pay the launch floor", "[roofline]") {
+TEST_CASE(
+    "a tiled GEMM pays the calibrated GEMM floor while a GEMV and an element-wise kernel pay the "
+    "launch floor",
+    "[roofline]") {
   Device d = find_device("H100-SXM");
   d.launch_floor_s = 1.5e-6;
   d.gemm_floor_s = 3.0e-6;
@@ -135,7 +142,8 @@ auto file_writer(const std::filesystem::path& dir) {
 
 }  // namespace
 
-TEST_CASE("device profiles round-trip and the GEMM floor is optional and must be positive", "[devices]") {
+TEST_CASE("device profiles round-trip and the GEMM floor is optional and must be positive",
+          "[devices]") {
   DeviceProfile p = h100_profile();
   auto write = file_writer(test::scratch_dir("devprof"));
   DeviceProfile back = read_device_profile(write("full.json", device_profile_json(p)));
@@ -144,7 +152,8 @@ TEST_CASE("device profiles round-trip and the GEMM floor is optional and must be
   CHECK(cal.gemm_floor_s == Approx(3.1e-6));
   CHECK(cal.launch_floor_s == Approx(1.4e-6));
   CHECK(cal.tensor_flops.at("bf16") == Approx(7.6e14));
-  CHECK(cal.tensor_flops.at("fp8") == Approx(find_device("H100-SXM").tensor_flops.at("fp8")));  // unmeasured: spec
+  CHECK(cal.tensor_flops.at("fp8") ==
+        Approx(find_device("H100-SXM").tensor_flops.at("fp8")));  // unmeasured: spec
 
   auto j = nlohmann::json::parse(device_profile_json(p));
   j.erase("gemm_floor_s");  // a profile written before the GEMM floor was measured
@@ -153,11 +162,14 @@ TEST_CASE("device profiles round-trip and the GEMM floor is optional and must be
   CHECK_THROWS_AS(read_device_profile(write("neg.json", j.dump())), InputError);
   j.erase("gemm_floor_s");
   j.erase("hbm_bandwidth");
-  CHECK_THROWS_WITH(read_device_profile(write("missing.json", j.dump())), Catch::Contains("not a device profile"));
-  CHECK_THROWS_WITH(read_device_profile(write("bad.json", "{\"schema\": 3")), Catch::Contains("not a device profile"));
+  CHECK_THROWS_WITH(read_device_profile(write("missing.json", j.dump())),
+                    Catch::Contains("not a device profile"));
+  CHECK_THROWS_WITH(read_device_profile(write("bad.json", "{\"schema\": 3")),
+                    Catch::Contains("not a device profile"));
 }
 
-TEST_CASE("a profile's eager host costs round-trip, are optional, and must be seconds", "[devices]") {
+TEST_CASE("a profile's eager host costs round-trip, are optional, and must be seconds",
+          "[devices]") {
   DeviceProfile p = h100_profile();
   auto write = file_writer(test::scratch_dir("devprof-eager"));
   EagerHostCosts e;
@@ -180,8 +192,10 @@ TEST_CASE("a profile's eager host costs round-trip, are optional, and must be se
   CHECK_FALSE(read_device_profile(write("none.json", j.dump())).eager_host);
   j = nlohmann::json::parse(device_profile_json(p));
   j["eager_host"]["forward_kernel_s"] = -1;
-  CHECK_THROWS_WITH(read_device_profile(write("neg.json", j.dump())), Catch::Contains("eager_host.forward_kernel_s"));
+  CHECK_THROWS_WITH(read_device_profile(write("neg.json", j.dump())),
+                    Catch::Contains("eager_host.forward_kernel_s"));
   j = nlohmann::json::parse(device_profile_json(p));
   j["eager_host"].erase("backward_kernel_s");
-  CHECK_THROWS_WITH(read_device_profile(write("missing.json", j.dump())), Catch::Contains("not a device profile"));
+  CHECK_THROWS_WITH(read_device_profile(write("missing.json", j.dump())),
+                    Catch::Contains("not a device profile"));
 }

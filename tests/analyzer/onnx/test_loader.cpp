@@ -1,13 +1,14 @@
 // Loader behaviour beyond shapes: external weights, opset range, the ONNX library's inference
 // as a fallback, control flow, model-local functions.
-#include <catch2/catch.hpp>
 #include <unistd.h>
+
+#include <catch2/catch.hpp>
 
 #include "analyzer/core/errors.hpp"
 #include "analyzer/ops/rule_registry.hpp"
 #include "analyzer/ops/shape_inference.hpp"
-#include "tests/support/decoder_model.hpp"
 #include "model_builder.hpp"
+#include "tests/support/decoder_model.hpp"
 
 using namespace rooflens;
 using namespace rooflens::test;
@@ -23,8 +24,9 @@ TEST_CASE("a Llama-2-7B-shaped decoder with missing external weights analyzes", 
   CHECK(a.totals.params == 6738415616);  // Llama-2-7B's published parameter count
   CHECK(a.coverage.not_costed == 0);
   // Prefill GEMM work: 2 * (params - embedding) * tokens, plus the attention MatMuls.
-  int64_t gemm_params = 6738415616 - 32000LL * 4096 - 65 * 4096;  // minus embedding and norm weights
-  int64_t attention = 32 * 2 * (2LL * 32 * 16 * 16 * 128);        // QK^T and PV, dense, per layer
+  int64_t gemm_params =
+      6738415616 - 32000LL * 4096 - 65 * 4096;              // minus embedding and norm weights
+  int64_t attention = 32 * 2 * (2LL * 32 * 16 * 16 * 128);  // QK^T and PV, dense, per layer
   CHECK(a.totals.macs * 2 == 2 * gemm_params * 16 + attention);
 }
 
@@ -32,7 +34,10 @@ TEST_CASE("opset 7 models: Pad and Slice with attributes - Upsample-era Reshape"
   ModelBuilder b(7);
   b.input("x", DType::f32, {1, 2, 4, 4});
   b.node("Pad", {"x"}, {"p"}, {{"pads", std::vector<int64_t>{0, 0, 1, 1, 0, 0, 1, 1}}});
-  b.node("Slice", {"p"}, {"s"}, {{"starts", std::vector<int64_t>{1}}, {"ends", std::vector<int64_t>{5}}, {"axes", std::vector<int64_t>{2}}});
+  b.node("Slice", {"p"}, {"s"},
+         {{"starts", std::vector<int64_t>{1}},
+          {"ends", std::vector<int64_t>{5}},
+          {"axes", std::vector<int64_t>{2}}});
   b.ints("shape", {1, -1}).node("Reshape", {"s", "shape"}, {"r"}).output("r");
   Analysis a = analyze_model(b);
   CHECK(node_named(a, "p").output_shapes[0] == "[1,2,6,6]");
@@ -48,11 +53,15 @@ TEST_CASE("opsets outside 7-23 are refused", "[loader][errors]") {
 
 TEST_CASE("an op without a rule still passes on its shape through the ONNX library", "[loader]") {
   ModelBuilder b(13);
-  b.input("x", DType::f32, {2, 3, 4, 4}).node("MeanVarianceNormalization", {"x"}, {"m"}).node("Relu", {"m"}, {"y"}).output("y");
+  b.input("x", DType::f32, {2, 3, 4, 4})
+      .node("MeanVarianceNormalization", {"x"}, {"m"})
+      .node("Relu", {"m"}, {"y"})
+      .output("y");
   Analysis a = analyze_model(b);
   CHECK(node_named(a, "m").status == NodeStatus::not_costed);
   CHECK(node_named(a, "m").reason == "no rooflens rule for this op");
-  CHECK(node_named(a, "y").status == NodeStatus::costed);  // its input shape came from ONNX inference
+  CHECK(node_named(a, "y").status ==
+        NodeStatus::costed);  // its input shape came from ONNX inference
   CHECK(node_named(a, "y").cost.flops == 96);
 }
 
@@ -108,8 +117,8 @@ TEST_CASE("model-local functions are inlined", "[loader]") {
 namespace {
 
 // An initializer with its data inline as raw_data (what exporters write).
-onnx::TensorProto& raw_initializer(ModelBuilder& b, const std::string& name, int32_t type, std::vector<int64_t> dims,
-                                   const std::string& raw) {
+onnx::TensorProto& raw_initializer(ModelBuilder& b, const std::string& name, int32_t type,
+                                   std::vector<int64_t> dims, const std::string& raw) {
   auto* t = b.proto().mutable_graph()->add_initializer();
   t->set_name(name);
   t->set_data_type(type);
@@ -118,18 +127,26 @@ onnx::TensorProto& raw_initializer(ModelBuilder& b, const std::string& name, int
   return *t;
 }
 
-std::string int64_bytes(std::vector<int64_t> v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 8); }
+std::string int64_bytes(std::vector<int64_t> v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 8);
+}
 
 }  // namespace
 
-TEST_CASE("initializer payloads stay in the file: a constant is read when a rule asks for it, weights never", "[loader]") {
+TEST_CASE(
+    "initializer payloads stay in the file: a constant is read when a rule asks for it, weights "
+    "never",
+    "[loader]") {
   ModelBuilder b;
   b.input("x", DType::f32, {2, 3, 4});
   // 5,000 float weights (more than are ever folded) as bytes of 0xff: NaNs, were they decoded.
   raw_initializer(b, "w", onnx::TensorProto::FLOAT, {4, 1250}, std::string(4 * 5000, '\xff'));
   raw_initializer(b, "shape", onnx::TensorProto::INT64, {2}, int64_bytes({6, -1}));
   raw_initializer(b, "bias", onnx::TensorProto::FLOAT, {1250}, std::string(4 * 1250, '\0'));
-  b.node("MatMul", {"x", "w"}, {"y"}).node("Add", {"y", "bias"}, {"z"}).node("Reshape", {"z", "shape"}, {"r"}).output("r");
+  b.node("MatMul", {"x", "w"}, {"y"})
+      .node("Add", {"y", "bias"}, {"z"})
+      .node("Reshape", {"z", "shape"}, {"r"})
+      .output("r");
   std::string path = b.save();
   Graph g = load_onnx(path, {});
   int w = g.find("w"), shape = g.find("shape"), bias = g.find("bias");
@@ -161,12 +178,17 @@ TEST_CASE("initializer payloads stay in the file: a constant is read when a rule
 TEST_CASE("an initializer whose raw_data does not match its dims is refused", "[loader][errors]") {
   ModelBuilder b;
   b.input("x", DType::f32, {2, 8});
-  raw_initializer(b, "w", onnx::TensorProto::FLOAT, {8, 8192}, std::string(4 * 8192 * 8 - 4, '\0'));  // one float short
+  raw_initializer(b, "w", onnx::TensorProto::FLOAT, {8, 8192},
+                  std::string(4 * 8192 * 8 - 4, '\0'));  // one float short
   b.node("MatMul", {"x", "w"}, {"y"}).output("y");
-  CHECK_THROWS_WITH(analyze_model(b), Catch::Contains("initializer 'w': raw_data holds 262140 bytes; 65536 elements of float32 take 262144"));
+  CHECK_THROWS_WITH(
+      analyze_model(b),
+      Catch::Contains(
+          "initializer 'w': raw_data holds 262140 bytes; 65536 elements of float32 take 262144"));
 }
 
-TEST_CASE("a large Constant node and a subgraph's initializers load without their payloads", "[loader]") {
+TEST_CASE("a large Constant node and a subgraph's initializers load without their payloads",
+          "[loader]") {
   ModelBuilder b;
   b.input("x", DType::f32, {8, 1000}).input("c", DType::boolean, {});
   b.node("Constant", {}, {"k"});

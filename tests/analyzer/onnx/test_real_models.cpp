@@ -29,7 +29,8 @@ int64_t sum_over(const Analysis& a, std::initializer_list<const char*> ops, bool
 
 TEST_CASE("ResNet-50 has 4.09 GMACs (8.18 GFLOPs) in Conv+Gemm from both exporters", "[real]") {
   // torchvision's model card: 4.09 GFLOPS counted as multiply-accumulates at 1x3x224x224.
-  for (const char* file : {"samples/resnet50-opset17.onnx", "tests/data/onnx/resnet50-opset18.onnx"}) {
+  for (const char* file :
+       {"samples/resnet50-opset17.onnx", "tests/data/onnx/resnet50-opset18.onnx"}) {
     INFO(file);
     Analysis a = analyze_file(file);
     CHECK(a.coverage.not_costed == 0);

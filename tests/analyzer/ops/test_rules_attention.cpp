@@ -9,8 +9,11 @@ using namespace rooflens::test;
 TEST_CASE("com.microsoft Attention: packed QKV projection plus causal core", "[rules][attention]") {
   ModelBuilder b;
   b.import("com.microsoft", 1);
-  b.input("x", DType::f32, {1, 4, 16}).weight("w", DType::f32, {16, 48}).weight("bias", DType::f32, {48});
-  b.node("Attention", {"x", "w", "bias"}, {"y"}, {{"num_heads", int64_t{2}}, {"unidirectional", int64_t{1}}}, "com.microsoft");
+  b.input("x", DType::f32, {1, 4, 16})
+      .weight("w", DType::f32, {16, 48})
+      .weight("bias", DType::f32, {48});
+  b.node("Attention", {"x", "w", "bias"}, {"y"},
+         {{"num_heads", int64_t{2}}, {"unidirectional", int64_t{1}}}, "com.microsoft");
   b.output("y");
   Analysis a = analyze_model(b);
   const NodeResult& y = node_named(a, "y");
@@ -26,11 +29,16 @@ TEST_CASE("com.microsoft Attention: packed QKV projection plus causal core", "[r
 TEST_CASE("GroupQueryAttention decode step reads the whole KV cache", "[rules][attention]") {
   ModelBuilder b;
   b.import("com.microsoft", 1);
-  b.input("q", DType::f16, {2, 1, 32}).input("k", DType::f16, {2, 1, 8}).input("v", DType::f16, {2, 1, 8});
-  b.input("pk", DType::f16, {2, 2, 9, 4}).input("pv", DType::f16, {2, 2, 9, 4}).input("seqlens", DType::i32, {2});
+  b.input("q", DType::f16, {2, 1, 32})
+      .input("k", DType::f16, {2, 1, 8})
+      .input("v", DType::f16, {2, 1, 8});
+  b.input("pk", DType::f16, {2, 2, 9, 4})
+      .input("pv", DType::f16, {2, 2, 9, 4})
+      .input("seqlens", DType::i32, {2});
   b.int_scalar("total", 10);
-  b.node("GroupQueryAttention", {"q", "k", "v", "pk", "pv", "seqlens", "total"}, {"o", "present_k", "present_v"},
-         {{"num_heads", int64_t{8}}, {"kv_num_heads", int64_t{2}}}, "com.microsoft");
+  b.node("GroupQueryAttention", {"q", "k", "v", "pk", "pv", "seqlens", "total"},
+         {"o", "present_k", "present_v"}, {{"num_heads", int64_t{8}}, {"kv_num_heads", int64_t{2}}},
+         "com.microsoft");
   b.output("o").output("present_k").output("present_v");
   Analysis a = analyze_model(b);
   const NodeResult& o = node_named(a, "o");
@@ -46,12 +54,14 @@ TEST_CASE("GroupQueryAttention decode step reads the whole KV cache", "[rules][a
 
 TEST_CASE("ONNX Attention (opset 23) - 4-D - causal - GQA", "[rules][attention]") {
   ModelBuilder b(23);
-  b.input("Q", DType::bf16, {1, 4, 6, 8}).input("K", DType::bf16, {1, 2, 6, 8}).input("V", DType::bf16, {1, 2, 6, 8});
+  b.input("Q", DType::bf16, {1, 4, 6, 8})
+      .input("K", DType::bf16, {1, 2, 6, 8})
+      .input("V", DType::bf16, {1, 2, 6, 8});
   b.node("Attention", {"Q", "K", "V"}, {"Y"}, {{"is_causal", int64_t{1}}}).output("Y");
   Analysis a = analyze_model(b);
   const NodeResult& y = node_named(a, "Y");
   CHECK(y.output_shapes[0] == "[1,4,6,8]");
-  CHECK(y.cost.flops == 4 * 21 * 38);        // 21 = 6*7/2 causal pairs per head
+  CHECK(y.cost.flops == 4 * 21 * 38);  // 21 = 6*7/2 causal pairs per head
   CHECK(*y.cost.dense_flops == 4 * 36 * 38);
   CHECK(y.precision == Precision::bf16);
   CHECK(y.roof.unit == "tensor bf16");

@@ -8,7 +8,10 @@ using namespace rooflens::test;
 
 TEST_CASE("Gather as an embedding lookup reads only the gathered rows", "[rules][data]") {
   ModelBuilder b;
-  b.input("ids", DType::i64, {2, 8}).weight("table", DType::f32, {1000, 64}).node("Gather", {"table", "ids"}, {"e"}).output("e");
+  b.input("ids", DType::i64, {2, 8})
+      .weight("table", DType::f32, {1000, 64})
+      .node("Gather", {"table", "ids"}, {"e"})
+      .output("e");
   Analysis a = analyze_model(b);
   const NodeResult& e = node_named(a, "e");
   CHECK(e.output_shapes[0] == "[2,8,64]");
@@ -37,7 +40,10 @@ TEST_CASE("Slice reads the slice - Transpose and Concat copy", "[rules][data]") 
 
 TEST_CASE("Reshape with 0 and -1 is a zero-byte view", "[rules][data]") {
   ModelBuilder b;
-  b.input("x", DType::f32, {2, 3, 4}).ints("shape", {0, -1}).node("Reshape", {"x", "shape"}, {"y"}).output("y");
+  b.input("x", DType::f32, {2, 3, 4})
+      .ints("shape", {0, -1})
+      .node("Reshape", {"x", "shape"}, {"y"})
+      .output("y");
   Analysis a = analyze_model(b);
   const NodeResult& y = node_named(a, "y");
   CHECK(y.output_shapes[0] == "[2,12]");
@@ -48,12 +54,16 @@ TEST_CASE("Reshape with 0 and -1 is a zero-byte view", "[rules][data]") {
 
 TEST_CASE("Pad - Expand - Resize and Split shapes", "[rules][data]") {
   ModelBuilder b(13);
-  b.input("x", DType::f32, {1, 3, 4, 4}).ints("pads", {0, 0, 1, 1, 0, 0, 1, 1}).node("Pad", {"x", "pads"}, {"p"});
+  b.input("x", DType::f32, {1, 3, 4, 4})
+      .ints("pads", {0, 0, 1, 1, 0, 0, 1, 1})
+      .node("Pad", {"x", "pads"}, {"p"});
   b.input("r", DType::f32, {1, 4}).ints("to", {3, 4}).node("Expand", {"r", "to"}, {"ex"});
   b.input("img", DType::f32, {1, 1, 4, 4});
   b.floats("scales", {1, 1, 2, 2});
   b.node("Resize", {"img", "", "scales"}, {"up"}, {{"mode", std::string("linear")}});
-  b.input("sp", DType::f32, {5, 6}).ints("parts", {2, 3}).node("Split", {"sp", "parts"}, {"s0", "s1"});
+  b.input("sp", DType::f32, {5, 6})
+      .ints("parts", {2, 3})
+      .node("Split", {"sp", "parts"}, {"s0", "s1"});
   for (const char* o : {"p", "ex", "up", "s0", "s1"}) b.output(o);
   Analysis a = analyze_model(b);
   CHECK(node_named(a, "p").output_shapes[0] == "[1,3,6,6]");
@@ -66,15 +76,20 @@ TEST_CASE("Pad - Expand - Resize and Split shapes", "[rules][data]") {
 
 TEST_CASE("Split into num_outputs (opset 18) gives the last part the rest", "[rules][data]") {
   ModelBuilder b(18);
-  b.input("x", DType::f32, {7}).node("Split", {"x"}, {"a", "b", "c"}, {{"num_outputs", int64_t{3}}});
+  b.input("x", DType::f32, {7})
+      .node("Split", {"x"}, {"a", "b", "c"}, {{"num_outputs", int64_t{3}}});
   b.output("a").output("b").output("c");
   Analysis a = analyze_model(b);
   CHECK(node_named(a, "a").output_shapes == std::vector<std::string>{"[3]", "[3]", "[1]"});
 }
 
-TEST_CASE("a data-dependent shape is not costed and neither is what follows - never zero", "[rules][coverage]") {
+TEST_CASE("a data-dependent shape is not costed and neither is what follows - never zero",
+          "[rules][coverage]") {
   ModelBuilder b;
-  b.input("x", DType::f32, {4, 4}).node("NonZero", {"x"}, {"nz"}).node("Transpose", {"nz"}, {"t"}).output("t");
+  b.input("x", DType::f32, {4, 4})
+      .node("NonZero", {"x"}, {"nz"})
+      .node("Transpose", {"nz"}, {"t"})
+      .output("t");
   Analysis a = analyze_model(b);
   CHECK(node_named(a, "nz").status == NodeStatus::not_costed);
   CHECK(node_named(a, "nz").reason.find("depends on the data") != std::string::npos);
@@ -86,7 +101,10 @@ TEST_CASE("a data-dependent shape is not costed and neither is what follows - ne
 TEST_CASE("an op without a rule is listed as not costed", "[rules][coverage]") {
   ModelBuilder b;
   b.import("com.microsoft", 1);
-  b.input("x", DType::f32, {4, 4}).node("Relu", {"x"}, {"r"}).node("WordConvEmbedding", {"r"}, {"y"}, {}, "com.microsoft").output("y");
+  b.input("x", DType::f32, {4, 4})
+      .node("Relu", {"x"}, {"r"})
+      .node("WordConvEmbedding", {"r"}, {"y"}, {}, "com.microsoft")
+      .output("y");
   Analysis a = analyze_model(b);
   CHECK(node_named(a, "y").status == NodeStatus::not_costed);
   CHECK(a.coverage.line() == "1/2 nodes costed; not costed: com.microsoft.WordConvEmbedding x1");

@@ -9,7 +9,10 @@ using namespace rooflens::test;
 
 TEST_CASE("binary ops broadcast and count one FLOP per output", "[rules][elementwise]") {
   ModelBuilder b;
-  b.input("x", DType::f32, {2, 3, 4}).weight("w", DType::f32, {4}).node("Add", {"x", "w"}, {"y"}).output("y");
+  b.input("x", DType::f32, {2, 3, 4})
+      .weight("w", DType::f32, {4})
+      .node("Add", {"x", "w"}, {"y"})
+      .output("y");
   Analysis a = analyze_model(b);
   const NodeResult& y = node_named(a, "y");
   CHECK(y.output_shapes[0] == "[2,3,4]");
@@ -23,7 +26,8 @@ TEST_CASE("binary ops broadcast and count one FLOP per output", "[rules][element
 TEST_CASE("activation FLOPs follow docs/ops.md", "[rules][elementwise]") {
   ModelBuilder b(20);
   b.input("x", DType::f32, {10});
-  b.node("Gelu", {"x"}, {"erf"}).node("Gelu", {"x"}, {"tanh"}, {{"approximate", std::string("tanh")}});
+  b.node("Gelu", {"x"}, {"erf"})
+      .node("Gelu", {"x"}, {"tanh"}, {{"approximate", std::string("tanh")}});
   b.node("Sigmoid", {"x"}, {"sig"}).node("Relu", {"x"}, {"relu"});
   b.scalar("lo", 0.0f).scalar("hi", 6.0f).node("Clip", {"x", "lo", "hi"}, {"clip"});
   for (const char* o : {"erf", "tanh", "sig", "relu", "clip"}) b.output(o);
@@ -33,7 +37,7 @@ TEST_CASE("activation FLOPs follow docs/ops.md", "[rules][elementwise]") {
   CHECK(node_named(a, "sig").cost.flops == 40);   // neg, exp, add, divide
   CHECK(node_named(a, "relu").cost.flops == 10);
   CHECK(node_named(a, "clip").cost.flops == 20);  // max and min
-  CHECK(a.totals.params == 0);     // float scalars are constants, not parameters
+  CHECK(a.totals.params == 0);                    // float scalars are constants, not parameters
   CHECK(a.totals.constants == 2);
 }
 
@@ -49,23 +53,29 @@ TEST_CASE("variadic Sum and Mean - Cast and comparisons", "[rules][elementwise]"
   const NodeResult& h = node_named(a, "h");
   CHECK(h.cost.flops == 0);
   CHECK(h.cost.read_act == 20);
-  CHECK(h.cost.written == 10);  // float16 out
+  CHECK(h.cost.written == 10);                  // float16 out
   CHECK(node_named(a, "e").cost.written == 5);  // bool out
 }
 
 TEST_CASE("shapes that cannot broadcast are an input error", "[rules][elementwise]") {
   ModelBuilder b;
-  b.input("a", DType::f32, {3}).input("b", DType::f32, {4}).node("Mul", {"a", "b"}, {"y"}).output("y");
+  b.input("a", DType::f32, {3})
+      .input("b", DType::f32, {4})
+      .node("Mul", {"a", "b"}, {"y"})
+      .output("y");
   CHECK_THROWS_WITH(analyze_model(b), Catch::Contains("cannot broadcast"));
 }
 
 TEST_CASE("LayerNormalization and RMS norm", "[rules][norm]") {
   ModelBuilder b;
   b.import("com.microsoft", 1);
-  b.input("x", DType::f32, {2, 8, 16}).weight("g", DType::f32, {16}).weight("beta", DType::f32, {16});
+  b.input("x", DType::f32, {2, 8, 16})
+      .weight("g", DType::f32, {16})
+      .weight("beta", DType::f32, {16});
   b.node("LayerNormalization", {"x", "g", "beta"}, {"ln"}, {{"axis", int64_t{-1}}});
   b.input("r", DType::f32, {4, 32}).weight("rg", DType::f32, {32});
-  b.node("SimplifiedLayerNormalization", {"r", "rg"}, {"rms"}, {{"axis", int64_t{-1}}}, "com.microsoft");
+  b.node("SimplifiedLayerNormalization", {"r", "rg"}, {"rms"}, {{"axis", int64_t{-1}}},
+         "com.microsoft");
   b.output("ln").output("rms");
   Analysis a = analyze_model(b);
   // 16 rows of 16: 7 per element (with bias) + 4 per row.
@@ -75,7 +85,8 @@ TEST_CASE("LayerNormalization and RMS norm", "[rules][norm]") {
   CHECK(*node_named(a, "ln").family == OpFamily::norm);
 }
 
-TEST_CASE("BatchNormalization folds to a scale and shift and its statistics are buffers", "[rules][norm]") {
+TEST_CASE("BatchNormalization folds to a scale and shift and its statistics are buffers",
+          "[rules][norm]") {
   ModelBuilder b;
   b.input("x", DType::f32, {1, 4, 2, 2});
   for (const char* w : {"s", "bb", "mean", "var"}) b.weight(w, DType::f32, {4});
@@ -88,7 +99,9 @@ TEST_CASE("BatchNormalization folds to a scale and shift and its statistics are 
 
 TEST_CASE("Softmax counts max - subtract - exp - sum and divide", "[rules][softmax]") {
   ModelBuilder b;
-  b.input("x", DType::f32, {2, 3, 8}).node("Softmax", {"x"}, {"y"}, {{"axis", int64_t{-1}}}).output("y");
+  b.input("x", DType::f32, {2, 3, 8})
+      .node("Softmax", {"x"}, {"y"}, {{"axis", int64_t{-1}}})
+      .output("y");
   Analysis a = analyze_model(b);
   CHECK(node_named(a, "y").cost.flops == 48 * 5);
   CHECK(*node_named(a, "y").family == OpFamily::softmax);
@@ -96,7 +109,10 @@ TEST_CASE("Softmax counts max - subtract - exp - sum and divide", "[rules][softm
 
 TEST_CASE("ReduceMean with axes as an input (opset 18)", "[rules][reduce]") {
   ModelBuilder b(18);
-  b.input("x", DType::f32, {2, 3, 4}).ints("axes", {1}).node("ReduceMean", {"x", "axes"}, {"y"}).output("y");
+  b.input("x", DType::f32, {2, 3, 4})
+      .ints("axes", {1})
+      .node("ReduceMean", {"x", "axes"}, {"y"})
+      .output("y");
   Analysis a = analyze_model(b);
   const NodeResult& y = node_named(a, "y");
   CHECK(y.output_shapes[0] == "[2,1,4]");
@@ -106,7 +122,9 @@ TEST_CASE("ReduceMean with axes as an input (opset 18)", "[rules][reduce]") {
 TEST_CASE("ReduceSum with axes attribute (opset 11) and keepdims=0", "[rules][reduce]") {
   ModelBuilder b(11);
   b.input("x", DType::f32, {2, 3, 4});
-  b.node("ReduceSum", {"x"}, {"y"}, {{"axes", std::vector<int64_t>{0, 2}}, {"keepdims", int64_t{0}}}).output("y");
+  b.node("ReduceSum", {"x"}, {"y"},
+         {{"axes", std::vector<int64_t>{0, 2}}, {"keepdims", int64_t{0}}})
+      .output("y");
   Analysis a = analyze_model(b);
   CHECK(node_named(a, "y").output_shapes[0] == "[3]");
   CHECK(node_named(a, "y").cost.flops == 24);
@@ -114,7 +132,11 @@ TEST_CASE("ReduceSum with axes attribute (opset 11) and keepdims=0", "[rules][re
 
 TEST_CASE("TopK outputs k values and int64 indices", "[rules][reduce]") {
   ModelBuilder b;
-  b.input("x", DType::f32, {2, 16}).ints("k", {4}).node("TopK", {"x", "k"}, {"v", "i"}).output("v").output("i");
+  b.input("x", DType::f32, {2, 16})
+      .ints("k", {4})
+      .node("TopK", {"x", "k"}, {"v", "i"})
+      .output("v")
+      .output("i");
   Analysis a = analyze_model(b);
   const NodeResult& n = node_named(a, "v");
   CHECK(n.output_shapes[0] == "[2,4]");
@@ -125,8 +147,11 @@ TEST_CASE("TopK outputs k values and int64 indices", "[rules][reduce]") {
 
 TEST_CASE("MaxPool floor and ceil modes - GlobalAveragePool", "[rules][pooling]") {
   ModelBuilder b;
-  b.input("x", DType::f32, {1, 1, 4, 4}).input("odd", DType::f32, {1, 1, 5, 5}).input("g", DType::f32, {1, 2, 3, 3});
-  std::vector<Attr> k2s2{{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}};
+  b.input("x", DType::f32, {1, 1, 4, 4})
+      .input("odd", DType::f32, {1, 1, 5, 5})
+      .input("g", DType::f32, {1, 2, 3, 3});
+  std::vector<Attr> k2s2{{"kernel_shape", std::vector<int64_t>{2, 2}},
+                         {"strides", std::vector<int64_t>{2, 2}}};
   b.node("MaxPool", {"x"}, {"p"}, k2s2).node("MaxPool", {"odd"}, {"floor"}, k2s2);
   auto ceil = k2s2;
   ceil.push_back({"ceil_mode", int64_t{1}});

@@ -16,13 +16,17 @@ TEST_CASE("Swish (SiLU) counts sigmoid and a multiply", "[rules][transformer]") 
   CHECK(a.nodes[0].cost.bytes() == 2 * 64);
 }
 
-TEST_CASE("RotaryEmbedding rotates rot_dim of each head and reads the cache rows it uses", "[rules][transformer]") {
+TEST_CASE("RotaryEmbedding rotates rot_dim of each head and reads the cache rows it uses",
+          "[rules][transformer]") {
   GraphBuilder b("t");
   int x = b.input("q", DType::f16, {2, 3, 4 * 16});  // B=2, S=3, 4 heads of 16
   int pos = b.input("pos", DType::i64, {2, 3});
-  int cos = b.weight("cos", DType::f16, {100, 4}, false), sin = b.weight("sin", DType::f16, {100, 4}, false);
-  Analysis a = analyze_built(b, b.op("RotaryEmbedding", "y", {x, pos, cos, sin},
-                                     {{"num_heads", int_attr(4)}, {"rotary_embedding_dim", int_attr(8)}}, "com.microsoft"));
+  int cos = b.weight("cos", DType::f16, {100, 4}, false),
+      sin = b.weight("sin", DType::f16, {100, 4}, false);
+  Analysis a =
+      analyze_built(b, b.op("RotaryEmbedding", "y", {x, pos, cos, sin},
+                            {{"num_heads", int_attr(4)}, {"rotary_embedding_dim", int_attr(8)}},
+                            "com.microsoft"));
   const NodeCost& c = a.nodes[0].cost;
   CHECK(c.flops == 6 * 4 * 8 * 3);  // 6 tokens x 4 heads x 8 rotated dims x 3
   CHECK(c.read_act == 6 * 64 * 2 + 6 * 8);
@@ -31,14 +35,17 @@ TEST_CASE("RotaryEmbedding rotates rot_dim of each head and reads the cache rows
   CHECK(a.totals.params == 0);  // rope tables are not parameters
 }
 
-TEST_CASE("MoE: top-k FLOPs, and only the touched experts' weights are read", "[rules][transformer]") {
+TEST_CASE("MoE: top-k FLOPs, and only the touched experts' weights are read",
+          "[rules][transformer]") {
   auto moe = [](int64_t tokens) {
     GraphBuilder b("t");
     int x = b.input("x", DType::bf16, {tokens, 8});
     int probs = b.input("p", DType::bf16, {tokens, 4});
-    int fc1 = b.weight("fc1", DType::bf16, {4, 8, 16}), fc2 = b.weight("fc2", DType::bf16, {4, 16, 8});
+    int fc1 = b.weight("fc1", DType::bf16, {4, 8, 16}),
+        fc2 = b.weight("fc2", DType::bf16, {4, 16, 8});
     int fc3 = b.weight("fc3", DType::bf16, {4, 8, 16});
-    return analyze_built(b, b.op("MoE", "y", {x, probs, fc1, -1, fc2, -1, fc3}, {{"k", int_attr(2)}}, "com.microsoft"));
+    return analyze_built(b, b.op("MoE", "y", {x, probs, fc1, -1, fc2, -1, fc3},
+                                 {{"k", int_attr(2)}}, "com.microsoft"));
   };
   Analysis one = moe(1);
   const NodeCost& c = one.nodes[0].cost;
@@ -52,7 +59,8 @@ TEST_CASE("MoE: top-k FLOPs, and only the touched experts' weights are read", "[
   CHECK(expected_distinct_experts(8, 2, 1) == Approx(2.0));
 }
 
-TEST_CASE("AllReduce takes NCCL's time over the device's fabric (link model)", "[rules][transformer]") {
+TEST_CASE("AllReduce takes NCCL's time over the device's fabric (link model)",
+          "[rules][transformer]") {
   GraphBuilder b("t");
   int x = b.input("x", DType::bf16, {1, 1024, 4096});
   Analysis a = analyze_built(b, b.op("AllReduce", "ar", {x}, {{"ranks", int_attr(4)}}, "rooflens"));

@@ -6,13 +6,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
-#include "analyzer/hw/device.hpp"
 #include "analyzer/core/errors.hpp"
+#include "analyzer/hw/device.hpp"
 #include "analyzer/training/training.hpp"
 #include "cli_run.hpp"
 #include "json_schema_check.hpp"
@@ -66,8 +66,8 @@ Analysis check_memory_and_flops(const json& c) {
   CHECK(t.params == c.at("params").get<int64_t>());
   CHECK(relative(static_cast<double>(t.peak_memory_bytes), c.at("peak_bytes").get<double>()) <
         0.05);
-  CHECK(relative(static_cast<double>(t.gemm_dense_flops),
-                 c.at("gemm_dense_flops").get<double>()) < 0.02);
+  CHECK(relative(static_cast<double>(t.gemm_dense_flops), c.at("gemm_dense_flops").get<double>()) <
+        0.02);
   return a;
 }
 
@@ -204,7 +204,8 @@ TEST_CASE("training: the CLI's JSON, a step that does not fit, and bad input", "
   };
   std::string out = (dir / "t.json").string();
   // The spec sheet's roofs (--device-profile spec): no eager host costs.
-  CliRun ok = run("--batch 8 --seq 1024 --precision bf16-mixed --device-profile spec --json " + out);
+  CliRun ok =
+      run("--batch 8 --seq 1024 --precision bf16-mixed --device-profile spec --json " + out);
   REQUIRE(ok.code == 0);
   std::ifstream written(out);
   json j = json::parse(written);
@@ -284,9 +285,9 @@ TEST_CASE("training: step time within 15% of real PyTorch steps on an H100, the 
     Analysis a = train(c.at("model"), c.at("batch"), c.at("seq"), c.at("precision"),
                        c.at("gradient_checkpointing"), c.at("optimizer"));
     const TrainingSummary& t = *a.training;
-    INFO(c.at("case").get<std::string>() << ": step " << t.step_time_s << " s (kernels "
-                                         << t.gpu_busy_s << ", waiting " << t.gpu_wait_s
-                                         << ") vs " << c.at("step_time_s").get<double>());
+    INFO(c.at("case").get<std::string>()
+         << ": step " << t.step_time_s << " s (kernels " << t.gpu_busy_s << ", waiting "
+         << t.gpu_wait_s << ") vs " << c.at("step_time_s").get<double>());
     CHECK(t.host_modelled);
     CHECK(relative(t.step_time_s, c.at("step_time_s").get<double>()) <= 0.15);
     // The GPU's time is the phases' kernels; the step adds only where it waits.
@@ -364,8 +365,9 @@ TEST_CASE("training: the GPU queues behind the host, by hand", "[training]") {
   CHECK(analyze_training(training_config("mixtral-4l"), o, t).training->host_syncs == 0);
 }
 
-TEST_CASE("training: an ONNX ResNet-50 (BatchNorm kept) meets all three targets against real H100 steps",
-          "[training][onnx]") {
+TEST_CASE(
+    "training: an ONNX ResNet-50 (BatchNorm kept) meets all three targets against real H100 steps",
+    "[training][onnx]") {
   // scripts/training_references_onnx.py: torchvision's ResNet-50 in train mode, the model the graph
   // was exported from (scripts/export_samples.py).
   json refs = read_json("tests/data/reference/training/h100-train-onnx.json");
@@ -380,10 +382,11 @@ TEST_CASE("training: an ONNX ResNet-50 (BatchNorm kept) meets all three targets 
     t.precision = parse_train_precision(c.at("precision"));
     t.optimizer = parse_optimizer(c.at("optimizer"));
     Analysis a = analyze_training_onnx(
-        data_path("tests/data/onnx/" + c.at("onnx").get<std::string>() + ".onnx"), load, options, t);
+        data_path("tests/data/onnx/" + c.at("onnx").get<std::string>() + ".onnx"), load, options,
+        t);
     const TrainingSummary& s = *a.training;
-    INFO(c.at("case").get<std::string>() << ": peak " << s.peak_memory_bytes << " vs "
-                                         << c.at("peak_bytes").get<int64_t>());
+    INFO(c.at("case").get<std::string>()
+         << ": peak " << s.peak_memory_bytes << " vs " << c.at("peak_bytes").get<int64_t>());
     // Batch norm's running statistics are buffers: no gradient, no optimizer state.
     CHECK(s.params == c.at("params").get<int64_t>());
     CHECK(relative(static_cast<double>(s.peak_memory_bytes), c.at("peak_bytes").get<double>()) <
@@ -400,36 +403,43 @@ TEST_CASE("training: an ONNX ResNet-50 (BatchNorm kept) meets all three targets 
   }
 }
 
-TEST_CASE("training: an ONNX graph's bad training flags are one line and exit 2", "[training][cli]") {
+TEST_CASE("training: an ONNX graph's bad training flags are one line and exit 2",
+          "[training][cli]") {
   std::filesystem::path dir = scratch_dir("training-onnx");
   std::string bin = ROOFLENS_BIN;
   std::string resnet = data_path("samples/resnet50-opset17.onnx");
-  CliRun ok = run_cli(bin + " analyze " + resnet + " --phase train --batch 8 --precision bf16-mixed", dir);
+  CliRun ok =
+      run_cli(bin + " analyze " + resnet + " --phase train --batch 8 --precision bf16-mixed", dir);
   CHECK(ok.code == 0);
   CHECK(ok.out.find("Training step (bf16-mixed, adamw, recompute none)") != std::string::npos);
   // The sample is an inference export (scripts/export_samples.py: BatchNorm folded into the 53
-  // convolutions, each left with a bias): the step says so. The export with BatchNorm kept does not.
+  // convolutions, each left with a bias): the step says so. The export with BatchNorm kept does
+  // not.
   std::string flat = std::regex_replace(ok.out, std::regex("\\s+"), " ");
   CHECK(flat.find("this is an inference export with BatchNorm folded") != std::string::npos);
-  CliRun kept = run_cli(bin + " analyze " + data_path("tests/data/onnx/resnet50-bn-unfolded.onnx") + " --phase train --batch 8", dir);
+  CliRun kept = run_cli(bin + " analyze " + data_path("tests/data/onnx/resnet50-bn-unfolded.onnx") +
+                            " --phase train --batch 8",
+                        dir);
   CHECK(kept.code == 0);
   CHECK(kept.out.find("BatchNorm folded") == std::string::npos);
   std::istringstream lines(ok.out);
   for (std::string line; std::getline(lines, line);) CHECK(line.size() <= 100);
   for (const std::string& bad :
-       {std::string("--phase train --precision bf16"), std::string("--phase train --recompute full"),
-        std::string("--phase train --seq 128"), std::string("--phase train --dtype bf16"),
-        std::string("--phase decode"), std::string("--optimizer sgd"),
-        std::string("--phase train --optimizer lion")}) {
+       {std::string("--phase train --precision bf16"),
+        std::string("--phase train --recompute full"), std::string("--phase train --seq 128"),
+        std::string("--phase train --dtype bf16"), std::string("--phase decode"),
+        std::string("--optimizer sgd"), std::string("--phase train --optimizer lion")}) {
     CliRun r = run_cli(bin + " analyze " + resnet + " " + bad, dir);
     INFO(bad << ": " << r.err);
     CHECK(r.code == 2);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
   // A flag's error stays the flag's with --batch too (not blamed on the batch rewrite).
-  CliRun flag = run_cli(bin + " analyze " + resnet + " --batch 8 --phase train --precision bf16", dir);
+  CliRun flag =
+      run_cli(bin + " analyze " + resnet + " --batch 8 --phase train --precision bf16", dir);
   CHECK(flag.code == 2);
-  CHECK(flag.err.find("--precision bf16: an ONNX graph trains in its own dtypes") != std::string::npos);
+  CHECK(flag.err.find("--precision bf16: an ONNX graph trains in its own dtypes") !=
+        std::string::npos);
   CHECK(flag.err.find("rewrote the inputs") == std::string::npos);
   // A graph without weights has nothing to train.
   ModelBuilder b;

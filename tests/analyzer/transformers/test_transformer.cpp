@@ -2,7 +2,6 @@
 // KV cache, FLOPs against 2 * params * tokens, decode, TP, MoE, quantization, the generation
 // sweep and bad configs.
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -19,14 +18,16 @@ TransformerConfig config(const std::string& name) {
   return load_transformer_config(data_path("samples/configs/" + name + "/config.json"));
 }
 
-Analysis run(const std::string& name, Workload w, int64_t batch, int64_t tokens, std::function<void(TransformerOptions&)> tweak = {}) {
+Analysis run(const std::string& name, Workload w, int64_t batch, int64_t tokens,
+             std::function<void(TransformerOptions&)> tweak = {}) {
   TransformerOptions o;
   o.workload = w;
   o.lowering.batch = batch;
   o.lowering.seq = tokens;
   o.lowering.context = tokens;
   TransformerConfig c = config(name);
-  o.lowering.weights = o.lowering.activations = o.lowering.kv = c.dtype == "float16" ? DType::f16 : DType::bf16;
+  o.lowering.weights = o.lowering.activations = o.lowering.kv =
+      c.dtype == "float16" ? DType::f16 : DType::bf16;
   if (tweak) tweak(o);
   return analyze_transformer(c, o);
 }
@@ -51,8 +52,8 @@ TEST_CASE("params from config match transformers' own count for every sample", "
   // meta device by transformers 5.17 (scripts/export_configs.py).
   std::ifstream in(data_path("tests/data/configs/transformers_reference.json"));
   auto ref = nlohmann::json::parse(in);
-  for (const char* name : {"llama-2-7b", "llama-3.1-8b", "llama-2-70b", "mistral-7b", "qwen2-7b", "mixtral-8x7b", "gpt2",
-                           "bert-base-uncased", "deepseek-v3"}) {
+  for (const char* name : {"llama-2-7b", "llama-3.1-8b", "llama-2-70b", "mistral-7b", "qwen2-7b",
+                           "mixtral-8x7b", "gpt2", "bert-base-uncased", "deepseek-v3"}) {
     INFO(name);
     Analysis a = run(name, Workload::prefill, 1, 8);
     CHECK(a.transformer->params_total == ref[name]["params"].get<int64_t>());
@@ -62,7 +63,8 @@ TEST_CASE("params from config match transformers' own count for every sample", "
 
 TEST_CASE("published parameter counts and active params", "[transformer]") {
   CHECK(run("llama-2-7b", Workload::prefill, 1, 8).transformer->params_total == 6738415616);
-  CHECK(run("llama-3.1-8b", Workload::prefill, 1, 8).transformer->params_total == 8030261248);  // Llama-3-8B dims
+  CHECK(run("llama-3.1-8b", Workload::prefill, 1, 8).transformer->params_total ==
+        8030261248);  // Llama-3-8B dims
   CHECK(run("gpt2", Workload::prefill, 1, 8).transformer->params_total == 124439808);
   CHECK(run("bert-base-uncased", Workload::prefill, 1, 8).transformer->params_total == 109482240);
   auto mixtral = run("mixtral-8x7b", Workload::prefill, 1, 8).transformer;
@@ -71,11 +73,14 @@ TEST_CASE("published parameter counts and active params", "[transformer]") {
 }
 
 TEST_CASE("KV cache per token: GQA, MLA latent, sliding window cap", "[transformer]") {
-  CHECK(run("llama-2-7b", Workload::decode, 1, 100).transformer->kv_bytes_per_token == 524288);  // 2*32*32*128*2
-  CHECK(run("llama-3.1-8b", Workload::decode, 1, 100, [](TransformerOptions& o) { o.lowering.kv = DType::f16; })
-            .transformer->kv_bytes_per_token == 131072);  // 2*32*8*128*2
+  CHECK(run("llama-2-7b", Workload::decode, 1, 100).transformer->kv_bytes_per_token ==
+        524288);  // 2*32*32*128*2
+  CHECK(run("llama-3.1-8b", Workload::decode, 1, 100, [](TransformerOptions& o) {
+          o.lowering.kv = DType::f16;
+        }).transformer->kv_bytes_per_token == 131072);  // 2*32*8*128*2
   // DeepSeek-V3: (512 latent + 64 rope) x 61 layers x 2 bytes = 70,272 ("70 KB per token").
-  CHECK(run("deepseek-v3", Workload::decode, 1, 100).transformer->kv_bytes_per_token == 576 * 61 * 2);
+  CHECK(run("deepseek-v3", Workload::decode, 1, 100).transformer->kv_bytes_per_token ==
+        576 * 61 * 2);
   // Mistral keeps the last window - 1 = 4095 tokens, as transformers' DynamicSlidingWindowLayer
   // does (with the next token the 4096-token window is full).
   auto mistral = run("mistral-7b", Workload::decode, 2, 10000).transformer;
@@ -83,7 +88,8 @@ TEST_CASE("KV cache per token: GQA, MLA latent, sliding window cap", "[transform
   CHECK(mistral->kv_bytes_batch == 2LL * 4095 * 131072);
 }
 
-TEST_CASE("prefill FLOPs of a dense decoder are 2 * params * tokens plus attention", "[transformer]") {
+TEST_CASE("prefill FLOPs of a dense decoder are 2 * params * tokens plus attention",
+          "[transformer]") {
   const int64_t tokens = 512;
   Analysis a = run("llama-2-7b", Workload::prefill, 1, tokens);
   // The embedding lookup is not a GEMM and norm weights are element-wise; everything else is.
@@ -110,15 +116,18 @@ TEST_CASE("decode attention reads the whole KV cache", "[transformer]") {
 }
 
 TEST_CASE("naive attention materializes the scores", "[transformer]") {
-  Analysis a = run("llama-2-7b", Workload::prefill, 1, 256, [](TransformerOptions& o) { o.lowering.attention = AttentionImpl::naive; });
+  Analysis a = run("llama-2-7b", Workload::prefill, 1, 256,
+                   [](TransformerOptions& o) { o.lowering.attention = AttentionImpl::naive; });
   const NodeResult& scores = node_named(a, "model.layers.0.self_attn.scores");
   CHECK(scores.cost.written == 32LL * 256 * 256 * 2);  // S x S per head, fp16
   CHECK(node_named(a, "model.layers.0.self_attn.softmax").cost.bytes() == 2 * 32LL * 256 * 256 * 2);
   CHECK(*scores.cost.macs == 32LL * 256 * 256 * 128);  // dense: the mask is applied after
 }
 
-TEST_CASE("tensor parallelism shards heads and FFN and adds two all-reduces per layer", "[transformer]") {
-  Analysis a = run("llama-2-7b", Workload::prefill, 1, 128, [](TransformerOptions& o) { o.lowering.tp = 2; });
+TEST_CASE("tensor parallelism shards heads and FFN and adds two all-reduces per layer",
+          "[transformer]") {
+  Analysis a = run("llama-2-7b", Workload::prefill, 1, 128,
+                   [](TransformerOptions& o) { o.lowering.tp = 2; });
   const auto& t = *a.transformer;
   CHECK(t.params_total == 6738415616);
   // Per GPU: attention and MLP halved, vocab-parallel embedding and lm_head halved, norms whole.
@@ -135,17 +144,19 @@ TEST_CASE("MoE decode reads only the experts a batch touches", "[transformer]") 
     return node_named(a, "model.layers.0.mlp.experts").cost.read_weight;
   };
   int64_t all = 3LL * 8 * 4096 * 14336 * 2;
-  CHECK(expert_bytes(1) == all / 4);                 // one token: its 2 of 8 experts
+  CHECK(expert_bytes(1) == all / 4);                     // one token: its 2 of 8 experts
   CHECK(expert_bytes(64) == Approx(all).epsilon(1e-6));  // 8 * (1 - 0.75^64): all of them
 }
 
-TEST_CASE("weight-only int4 moves int4 bytes and scales but computes at the 16-bit roof", "[transformer]") {
+TEST_CASE("weight-only int4 moves int4 bytes and scales but computes at the 16-bit roof",
+          "[transformer]") {
   Analysis a = run("llama-2-7b", Workload::decode, 1, 100, [](TransformerOptions& o) {
     o.lowering.weights = DType::i4;
     o.lowering.group_size = 128;
   });
   const NodeResult& q = node_named(a, "model.layers.0.self_attn.q_proj");
-  CHECK(q.cost.read_weight == 4096LL * 4096 / 2 + 32 * 4096 * 2);  // packed int4 + fp16 scale per 128 rows
+  CHECK(q.cost.read_weight ==
+        4096LL * 4096 / 2 + 32 * 4096 * 2);  // packed int4 + fp16 scale per 128 rows
   CHECK(q.roof.unit == "tensor fp16");
   CHECK(q.params == 4096LL * 4096);
   Analysis fp8 = run("llama-2-7b", Workload::prefill, 1, 512, [](TransformerOptions& o) {
@@ -171,12 +182,14 @@ TEST_CASE("the generation sweep costs every decode step as the context grows", "
   CHECK(s.tpot_first_s == Approx(first.totals.predicted_s).epsilon(1e-9));
 }
 
-TEST_CASE("the generation sweep re-costs each kind of layer: sliding and full, recurrent", "[transformer]") {
+TEST_CASE("the generation sweep re-costs each kind of layer: sliding and full, recurrent",
+          "[transformer]") {
   // gpt-oss alternates 128-token windows with full attention; its sliding layers stop growing at
   // 127 cached tokens. Each step must equal a decode analysed from scratch at that context.
   for (const char* family : {"gpt_oss", "minimax", "mamba", "jamba"}) {
     INFO(family);
-    TransformerConfig c = load_transformer_config(data_path(std::string("tests/data/configs/") + family + "/config.json"));
+    TransformerConfig c = load_transformer_config(
+        data_path(std::string("tests/data/configs/") + family + "/config.json"));
     auto analyze = [&](Workload w, int64_t context, int64_t prompt = 0, int64_t gen = 0) {
       TransformerOptions o;
       o.workload = w;
@@ -187,8 +200,10 @@ TEST_CASE("the generation sweep re-costs each kind of layer: sliding and full, r
     };
     Analysis g = analyze(Workload::generate, 0, 100, 40);
     const GenerationSweep& s = *g.transformer->generation;
-    CHECK(s.tpot_first_s == Approx(analyze(Workload::decode, 100).totals.predicted_s).epsilon(1e-9));
-    CHECK(s.tpot_last_s == Approx(analyze(Workload::decode, 100 + 38).totals.predicted_s).epsilon(1e-9));
+    CHECK(s.tpot_first_s ==
+          Approx(analyze(Workload::decode, 100).totals.predicted_s).epsilon(1e-9));
+    CHECK(s.tpot_last_s ==
+          Approx(analyze(Workload::decode, 100 + 38).totals.predicted_s).epsilon(1e-9));
   }
 }
 
@@ -205,10 +220,12 @@ TEST_CASE("the memory plan says whether it fits and the largest batch", "[transf
 
 TEST_CASE("module names follow the framework", "[transformer]") {
   Analysis l = run("llama-2-7b", Workload::prefill, 1, 8);
-  for (const char* n : {"model.embed_tokens", "model.layers.3.self_attn.q_proj", "model.layers.3.mlp.down_proj", "model.norm", "lm_head"})
+  for (const char* n : {"model.embed_tokens", "model.layers.3.self_attn.q_proj",
+                        "model.layers.3.mlp.down_proj", "model.norm", "lm_head"})
     CHECK_NOTHROW(node_named(l, n));
   Analysis d = run("deepseek-v3", Workload::prefill, 1, 8);
-  for (const char* n : {"model.layers.0.self_attn.kv_a_proj_with_mqa", "model.layers.0.mlp.gate_proj", "model.layers.3.mlp.experts",
+  for (const char* n : {"model.layers.0.self_attn.kv_a_proj_with_mqa",
+                        "model.layers.0.mlp.gate_proj", "model.layers.3.mlp.experts",
                         "model.layers.3.mlp.shared_experts.down_proj", "model.layers.3.mlp.gate"})
     CHECK_NOTHROW(node_named(d, n));
   CHECK_NOTHROW(node_named(run("gpt2", Workload::prefill, 1, 8), "transformer.h.11.mlp.c_fc"));
@@ -217,17 +234,23 @@ TEST_CASE("module names follow the framework", "[transformer]") {
 TEST_CASE("bad configs are input errors naming the problem", "[transformer][errors]") {
   auto bad = [](const std::string& json) { return parse_transformer_config(json, "config.json"); };
   CHECK_THROWS_WITH(bad("{\"model_type\": \"llama\", "), Catch::Contains("malformed JSON"));
-  CHECK_THROWS_WITH(bad(R"({"model_type": "llama", "vocab_size": 10, "num_hidden_layers": 2, "num_attention_heads": 4})"),
-                    Catch::Contains("missing required key 'hidden_size'"));
-  CHECK_THROWS_WITH(bad(R"({"model_type": "rwkv"})"), Catch::Contains("model_type 'rwkv' is not one rooflens knows"));
-  std::string base = R"("vocab_size": 100, "num_hidden_layers": 2, "num_attention_heads": 3, "intermediate_size": 64, "max_position_embeddings": 64)";
-  CHECK_THROWS_WITH(bad(R"({"model_type": "llama", "hidden_size": 64, )" + base + "}"),
-                    Catch::Contains("hidden_size (64) is not divisible by num_attention_heads (3)"));
+  CHECK_THROWS_WITH(
+      bad(R"({"model_type": "llama", "vocab_size": 10, "num_hidden_layers": 2, "num_attention_heads": 4})"),
+      Catch::Contains("missing required key 'hidden_size'"));
+  CHECK_THROWS_WITH(bad(R"({"model_type": "rwkv"})"),
+                    Catch::Contains("model_type 'rwkv' is not one rooflens knows"));
+  std::string base =
+      R"("vocab_size": 100, "num_hidden_layers": 2, "num_attention_heads": 3, "intermediate_size": 64, "max_position_embeddings": 64)";
+  CHECK_THROWS_WITH(
+      bad(R"({"model_type": "llama", "hidden_size": 64, )" + base + "}"),
+      Catch::Contains("hidden_size (64) is not divisible by num_attention_heads (3)"));
   CHECK_THROWS_WITH(bad(R"({"model_type": "llama", "hidden_size": "4096", )" + base + "}"),
                     Catch::Contains("'hidden_size' must be an integer"));
-  CHECK_THROWS_WITH(bad(R"({"model_type": "llama", "hidden_size": 96, "vocab_size": 100, "num_hidden_layers": 1000000000, "num_attention_heads": 3, "intermediate_size": 64, "max_position_embeddings": 64})"),
-                    Catch::Contains("num_hidden_layers' is 1000000000, beyond the limit"));
+  CHECK_THROWS_WITH(
+      bad(R"({"model_type": "llama", "hidden_size": 96, "vocab_size": 100, "num_hidden_layers": 1000000000, "num_attention_heads": 3, "intermediate_size": 64, "max_position_embeddings": 64})"),
+      Catch::Contains("num_hidden_layers' is 1000000000, beyond the limit"));
   TransformerOptions o;
   o.lowering.tp = 3;
-  CHECK_THROWS_WITH(analyze_transformer(config("llama-2-7b"), o), Catch::Contains("--tp 3 does not divide num_attention_heads 32"));
+  CHECK_THROWS_WITH(analyze_transformer(config("llama-2-7b"), o),
+                    Catch::Contains("--tp 3 does not divide num_attention_heads 32"));
 }
