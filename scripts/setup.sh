@@ -5,8 +5,9 @@
 set -euo pipefail
 # chromium: the HTML report's tests load the page in headless Chromium. python3: the layout and
 # data manifest checks (scripts/dev/). python3-dev, python3-venv: the Python package (python/).
+# clang-format: the formatting check (scripts/dev/check_format.py; Debian's is version 14).
 packages=(cmake g++ make libonnx-dev libprotobuf-dev protobuf-compiler libfmt-dev libcli11-dev
-          nlohmann-json3-dev catch2 chromium python3 python3-dev python3-venv)
+          nlohmann-json3-dev catch2 chromium python3 python3-dev python3-venv clang-format)
 # `scripts/setup.sh fuzz` adds clang and its libFuzzer/sanitizer runtimes.
 if [ "${1:-}" = fuzz ]; then packages+=(clang libclang-rt-14-dev); fi
 missing=()
