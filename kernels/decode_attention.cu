@@ -11,28 +11,17 @@
 
 #include "kernels/async_copy.cuh"
 #include "kernels/attention.hpp"
+#include "kernels/decode_grid.hpp"
 #include "kernels/mma.cuh"
 #include "kernels/strided.cuh"
 
 namespace rooflens::kernels {
 namespace {
 
-// The one query of a decode step sits after the whole cache: a sliding window of W keys leaves it
-// the last W, so the kernels start there and split only what it sees.
-int64_t first_visible_key(const AttentionDims& d) {
-  return d.window > 0 && d.window < d.kv_len ? d.kv_len - d.window : 0;
-}
-
-AttentionDims visible_keys(AttentionDims d) {
-  d.kv_len -= first_visible_key(d);
-  return d;
-}
+using namespace decode;
 
 // ---- groups of up to 8 heads: a few lanes per key, K and V tiles in a cp.async ring
 // --------------
-
-constexpr int kGroupWarps = 4;
-constexpr int64_t kMaxGroupSplits = 64;  // the last block merges at most this many slices
 
 // A block takes one tile of keys per step (each warp 32 / L of them). Every K and V element feeds
 // G heads' math, so at G 4-8 a warp's step is long; the tiles therefore come through a ring of
@@ -251,7 +240,6 @@ __global__ void __launch_bounds__(kGroupWarps * 32)
 // CUDA cores' cost per key grows with G, this one's does not. A block takes one 64-key tile per
 // step from a cp.async ring, 16 keys a warp, each warp with its own online softmax in base 2.
 
-constexpr int kMmaTileKeys = 16 * kGroupWarps;
 constexpr int kMmaMaxG = 8;  // the tile's rows 8-15 stay empty: the merge reads rows < G only
 template <int D>
 constexpr int mma_stages() {
@@ -376,12 +364,6 @@ __global__ void __launch_bounds__(kGroupWarps * 32)
                                          splits);
 }
 
-bool group_kernel_takes(const AttentionDims& d, bool separate_v) {
-  int64_t G = d.kv_heads > 0 ? d.q_heads / d.kv_heads : 0;
-  return separate_v && d.head_dim_qk == d.head_dim_v &&
-         (d.head_dim_qk == 64 || d.head_dim_qk == 128) && G >= 1 && G <= 8;
-}
-
 // Lanes per key: the most keys per step that keeps MaxG * E accumulators within 64 registers.
 template <int D, int MaxG>
 constexpr int lanes_per_key() {
@@ -391,72 +373,7 @@ constexpr int lanes_per_key() {
 
 // ---- wide groups and MLA: one warp per query head, keys staged in shared memory --------------
 
-constexpr int kDecodeKeys = 32;    // keys per shared-memory tile: one per lane
-constexpr int kHeadsPerBlock = 4;  // one query head per warp
 constexpr int kMaxDv = 512;
-
-struct DecodeGrid {
-  int64_t groups;  // blocks per KV head: ceil(G / 4)
-  int64_t splits;  // the key range split this many ways
-  int64_t chunk;   // keys per split
-};
-
-DecodeGrid wide_grid(const AttentionDims& dims, int sm_count) {
-  const AttentionDims d = visible_keys(dims);
-  DecodeGrid g;
-  int64_t G = d.q_heads / d.kv_heads;
-  g.groups = (G + kHeadsPerBlock - 1) / kHeadsPerBlock;
-  int64_t base = d.batch * d.kv_heads * g.groups;
-  // Enough blocks for ~16 per SM: each works through its keys serially, so the chip needs many
-  // of them in flight to keep HBM busy (flash-decoding's split-KV).
-  int64_t want = std::max<int64_t>(1, (16 * sm_count + base - 1) / base);
-  g.splits = std::clamp<int64_t>(want, 1,
-                                 std::max<int64_t>(1, (d.kv_len + kDecodeKeys - 1) / kDecodeKeys));
-  g.chunk = (d.kv_len + g.splits - 1) / g.splits;
-  g.chunk = (g.chunk + kDecodeKeys - 1) / kDecodeKeys * kDecodeKeys;
-  g.splits = (d.kv_len + g.chunk - 1) / g.chunk;
-  return g;
-}
-
-// About eight blocks per SM (two waves at the kernel's occupancy) of 64 keys or more: short
-// slices, so each warp has all its loads in flight at once rather than walking the cache serially.
-DecodeGrid group_grid(const AttentionDims& dims, int sm_count) {
-  const AttentionDims d = visible_keys(dims);
-  DecodeGrid g;
-  g.groups = 1;
-  int64_t base = d.batch * d.kv_heads;
-  int64_t step =
-      64;  // slice granularity: a multiple of every block step (4 warps x at most 16 keys)
-  int64_t want = std::max<int64_t>(1, (8 * sm_count + base - 1) / base);
-  g.splits = std::clamp<int64_t>(std::min(want, kMaxGroupSplits), 1,
-                                 std::max<int64_t>(1, d.kv_len / step));
-  g.chunk = (d.kv_len + g.splits - 1) / g.splits;
-  g.chunk = (g.chunk + step - 1) / step * step;
-  g.splits = (d.kv_len + g.chunk - 1) / g.chunk;
-  return g;
-}
-
-// Two blocks an SM (the ring's shared memory): the fewest splits whose last wave is at least 85%
-// as full as the fullest choice's (FlashAttention's rule for its split-KV decode), in whole tiles.
-DecodeGrid mma_grid(const AttentionDims& dims, int sm_count) {
-  const AttentionDims d = visible_keys(dims);
-  DecodeGrid g;
-  g.groups = 1;
-  int64_t base = d.batch * d.kv_heads, slots = 2 * static_cast<int64_t>(sm_count);
-  int64_t most = std::clamp<int64_t>(d.kv_len / (2 * kMmaTileKeys), 1, kMaxGroupSplits);
-  auto fill = [&](int64_t splits) {
-    double waves = static_cast<double>(base * splits) / static_cast<double>(slots);
-    return waves / std::ceil(waves);
-  };
-  double best = 0;
-  for (int64_t sp = 1; sp <= most; ++sp) best = std::max(best, fill(sp));
-  g.splits = 1;
-  while (g.splits < most && fill(g.splits) < 0.85 * best) ++g.splits;
-  g.chunk = (d.kv_len + g.splits - 1) / g.splits;
-  g.chunk = (g.chunk + kMmaTileKeys - 1) / kMmaTileKeys * kMmaTileKeys;
-  g.splits = (d.kv_len + g.chunk - 1) / g.chunk;
-  return g;
-}
 
 struct GroupArgs {
   const void *q, *k, *v;
@@ -604,28 +521,10 @@ __global__ void decode_combine(const float* __restrict__ part, T* __restrict__ o
 
 }  // namespace
 
-namespace {
-// Partials first, then one completion counter per (batch, KV head).
-int64_t partial_bytes(const AttentionDims& d, int sm_count) {
-  // Sized for any kernel: the caller may pass V or not, and pick either group kernel.
-  int64_t splits = std::max({group_grid(d, sm_count).splits, wide_grid(d, sm_count).splits,
-                             mma_grid(d, sm_count).splits});
-  return d.batch * d.q_heads * splits * (d.head_dim_v + 2) * static_cast<int64_t>(sizeof(float));
-}
-}  // namespace
-
-int64_t decode_workspace_bytes(const AttentionDims& d, int sm_count) {
-  return partial_bytes(d, sm_count) + d.batch * d.kv_heads * static_cast<int64_t>(sizeof(unsigned));
-}
-
 void prepare_decode_workspace(void* workspace, const AttentionDims& d, int sm_count,
                               cudaStream_t s) {
   ROOFLENS_CUDA_CHECK(
       cudaMemsetAsync(workspace, 0, static_cast<size_t>(decode_workspace_bytes(d, sm_count)), s));
-}
-
-bool decode_kernel_takes(DecodeKernel kernel, const AttentionDims& d, bool separate_v) {
-  return kernel == DecodeKernel::cuda_cores || group_kernel_takes(d, separate_v);
 }
 
 void decode_attention(const void* q, const void* k, const void* v, void* out, void* workspace,
@@ -645,8 +544,8 @@ void decode_attention(const void* q, const void* k, const void* v, void* out, vo
   auto go = [&](auto t) {
     using T = decltype(t);
     if (grouped) {  // both group kernels merge their splits themselves
-      auto* done =
-          reinterpret_cast<unsigned*>(static_cast<char*>(workspace) + partial_bytes(d, sm_count));
+      auto* done = reinterpret_cast<unsigned*>(static_cast<char*>(workspace) +
+                                               decode::partial_bytes(d, sm_count));
       GroupArgs a{q, k, v, out, part, done};
       if (mma && d.head_dim_qk == 64)
         launch_mma<T, 64>(a, d, g, s);
