@@ -14,7 +14,9 @@
 #include "analyzer/hw/perf_model.hpp"
 #include "cli/tensor_parallel.hpp"
 #include "profiler/gpu/gpu_module.hpp"
+#include "profiler/measure/prediction_error.hpp"
 #include "profiler/trace/trace_io.hpp"
+#include "replay/plan.hpp"
 #include "reports/atomic_file.hpp"
 #include "reports/format.hpp"
 #include "reports/result_json.hpp"
@@ -123,16 +125,11 @@ int run_tensor_parallel(const ProfileArgs& a, const gpu::ModuleApi& gpu) {
 
 }  // namespace
 
-int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
-  if (a.l2 != "cold" && a.l2 != "hot")
-    throw InputError(fmt::format("--l2 {}: expected cold or hot", a.l2));
-  if (a.timing != "cupti" && a.timing != "events")
-    throw InputError(fmt::format("--timing {}: expected cupti or events", a.timing));
-  if (a.min_samples < 1 || a.max_samples < a.min_samples)
-    throw InputError("--min-samples must be >= 1 and <= --max-samples");
-  const gpu::ModuleApi& gpu = gpu_with_device();
-  // Predictions use the roofs of the GPU that runs them: the given profile; else the one rooflens
-  // ships or derives for this GPU (as analyze does); else a quick calibration.
+namespace {
+
+// Predictions use the roofs of the GPU that runs them: the given profile; else the one rooflens
+// ships or derives for this GPU (as analyze does); else a quick calibration.
+std::shared_ptr<const Device> profile_device(const gpu::ModuleApi& gpu, const ProfileArgs& a) {
   std::shared_ptr<const Device> device;
   std::string gpu_name;
   gpu::Status name_status;
@@ -159,8 +156,10 @@ int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
     co.tables = false;
     device = std::make_shared<const Device>(calibrated_device(calibrate_here(gpu, co)));
   }
-  Graph inferred;
-  Analysis analysis = build_analysis(a.model, cmd, &inferred, device);
+  return device;
+}
+
+profiler::ProfileOptions profile_options(const ProfileArgs& a) {
   profiler::ProfileOptions o;
   o.cold_l2 = a.l2 == "cold";
   o.force_events = a.timing == "events";
@@ -170,6 +169,23 @@ int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
   o.interrupted = &g_interrupted;
   o.cudnn_dir = a.cudnn_dir;
   o.nccl_dir = a.nccl_dir;
+  return o;
+}
+
+}  // namespace
+
+int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
+  if (a.l2 != "cold" && a.l2 != "hot")
+    throw InputError(fmt::format("--l2 {}: expected cold or hot", a.l2));
+  if (a.timing != "cupti" && a.timing != "events")
+    throw InputError(fmt::format("--timing {}: expected cupti or events", a.timing));
+  if (a.min_samples < 1 || a.max_samples < a.min_samples)
+    throw InputError("--min-samples must be >= 1 and <= --max-samples");
+  const gpu::ModuleApi& gpu = gpu_with_device();
+  std::shared_ptr<const Device> device = profile_device(gpu, a);
+  Graph inferred;
+  Analysis analysis = build_analysis(a.model, cmd, &inferred, device);
+  profiler::ProfileOptions o = profile_options(a);
   std::optional<RankEnvironment> rank = rank_environment();
   if (!rank && a.model.tp > 1) {
     int count = 0;
@@ -191,9 +207,13 @@ int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
   profiler::Trace trace;
   bool want_trace = !a.trace_path.empty() || !a.record_path.empty();
   gpu::Status st;
-  gpu.profile(analysis, inferred, forced_precision(a.model), o, want_trace ? &trace : nullptr, st);
+  std::vector<replay::ReplayDecision> plans =
+      replay::plan_replay(analysis, inferred, forced_precision(a.model), o.ranks);
+  ProfileMeasurements measured;
+  gpu.profile(analysis, plans, o, measured, want_trace ? &trace : nullptr, st);
   std::signal(SIGINT, previous);
   raise(st);
+  analysis = profiler::with_measurements(std::move(analysis), std::move(measured));
   if (rank) return write_rank_files(*rank, analysis, want_trace ? &trace : nullptr);
   reports::OutputSet outputs;
   outputs.add("--record", a.record_path,
@@ -238,7 +258,9 @@ void print_collectives(std::ostream& say, const DeviceProfile& p) {
 
 }  // namespace
 
-int run_calibrate_command(const CalibrateArgs& a) {
+namespace {
+
+void check_calibrate_args(const CalibrateArgs& a) {
   if (a.gpus < 1) throw InputError(fmt::format("--gpus {}: must be at least 1", a.gpus));
   if (!a.add_to.empty() && a.gpus < 2 && a.tables.empty())
     throw InputError(
@@ -248,68 +270,57 @@ int run_calibrate_command(const CalibrateArgs& a) {
     throw InputError("--tables with --roofs-only: --tables measures tables");
   if (!a.tables.empty())
     selected_grids(a.quick, a.tables);  // a misspelled table fails before any GPU time
-  std::optional<DeviceProfile> base;
-  if (!a.add_to.empty() && a.add_to != "default")
-    base = read_device_profile(a.add_to);  // a bad file fails before any GPU time
-  const gpu::ModuleApi& gpu = gpu_with_device();
-  if (a.add_to == "default") {
-    // The profile predictions use on this GPU when none is given: shipped, else derived.
-    std::string name;
-    gpu::Status st;
-    gpu.device_name(name, st);
-    raise(st);
-    std::optional<Device> known = device_for_gpu_name(name, 0);
-    if (!known)
-      throw InputError(
-          fmt::format("--add-to default: GPU '{}' is not in the device database", name));
-    base = default_profile(known->id);
-    if (!base)
-      throw InputError(
-          fmt::format("--add-to default: rooflens has no profile for {} to add to", known->id));
+}
+
+// --add-to default: the profile predictions use on this GPU when none is given: shipped, else
+// derived.
+DeviceProfile default_profile_here(const gpu::ModuleApi& gpu) {
+  std::string name;
+  gpu::Status st;
+  gpu.device_name(name, st);
+  raise(st);
+  std::optional<Device> known = device_for_gpu_name(name, 0);
+  if (!known)
+    throw InputError(fmt::format("--add-to default: GPU '{}' is not in the device database", name));
+  std::optional<DeviceProfile> base = default_profile(known->id);
+  if (!base)
+    throw InputError(
+        fmt::format("--add-to default: rooflens has no profile for {} to add to", known->id));
+  return *base;
+}
+
+// --add-to: this run's collectives and tables into `base`, written to --out.
+void add_to_profile(const CalibrateArgs& a, DeviceProfile& base, DeviceProfile& p,
+                    std::ostream& say) {
+  if (base.base_device != p.base_device)
+    throw InputError(fmt::format("--add-to {}: a profile of {}, this GPU is {}", a.add_to,
+                                 base.base_device, p.base_device));
+  std::vector<std::string> added;
+  if (a.gpus >= 2) {
+    std::erase_if(base.collectives, [&](const CollectiveCurveSet& s) { return s.gpus == a.gpus; });
+    base.collectives.push_back(p.collectives.front());
+    std::sort(
+        base.collectives.begin(), base.collectives.end(),
+        [](const CollectiveCurveSet& x, const CollectiveCurveSet& y) { return x.gpus < y.gpus; });
+    print_collectives(say, p);
+    added.push_back(fmt::format("the collectives over {} GPUs", a.gpus));
   }
-  profiler::CalibrateOptions co;
-  co.quick = a.quick;
-  co.tables = !a.roofs_only;
-  co.cudnn_dir = a.cudnn_dir;
-  co.gpus = a.gpus;
-  co.nccl_dir = a.nccl_dir;
-  co.only_tables = a.tables;
-  co.collectives_only = base && a.tables.empty();
-  if (base && !a.tables.empty())
-    co.roofs = calibrated_device(*base);  // the profile's roofs budget the points
-  DeviceProfile p = calibrate_here(gpu, co);
-  std::ostream& say =
-      reports::is_stdout(a.out) ? std::cerr : std::cout;  // --out -: stdout holds the JSON alone
-  if (base) {
-    if (base->base_device != p.base_device)
-      throw InputError(fmt::format("--add-to {}: a profile of {}, this GPU is {}", a.add_to,
-                                   base->base_device, p.base_device));
-    std::vector<std::string> added;
-    if (a.gpus >= 2) {
-      std::erase_if(base->collectives,
-                    [&](const CollectiveCurveSet& s) { return s.gpus == a.gpus; });
-      base->collectives.push_back(p.collectives.front());
-      std::sort(
-          base->collectives.begin(), base->collectives.end(),
-          [](const CollectiveCurveSet& x, const CollectiveCurveSet& y) { return x.gpus < y.gpus; });
-      print_collectives(say, p);
-      added.push_back(fmt::format("the collectives over {} GPUs", a.gpus));
-    }
-    // Each measured table replaces the profile's of that name, with its held-out check (or none).
-    for (auto& [key, table] : p.tables.tables) {
-      base->tables.tables[key] = table;
-      base->tables.validation.erase(key);
-      if (auto v = p.tables.validation.find(key); v != p.tables.validation.end())
-        base->tables.validation[key] = v->second;
-      base->method["table " + key] = p.method["tables"];
-    }
-    if (!p.tables.tables.empty())
-      added.push_back(fmt::format("{} tables measured here", p.tables.tables.size()));
-    reports::write_atomically(a.out, [&](std::ostream& out) { out << device_profile_json(*base); });
-    say << fmt::format("wrote {} ({} with {})\n", a.out, a.add_to, fmt::join(added, " and "));
-    return 0;
+  // Each measured table replaces the profile's of that name, with its held-out check (or none).
+  for (auto& [key, table] : p.tables.tables) {
+    base.tables.tables[key] = table;
+    base.tables.validation.erase(key);
+    if (auto v = p.tables.validation.find(key); v != p.tables.validation.end())
+      base.tables.validation[key] = v->second;
+    base.method["table " + key] = p.method["tables"];
   }
-  reports::write_atomically(a.out, [&](std::ostream& out) { out << device_profile_json(p); });
+  if (!p.tables.tables.empty())
+    added.push_back(fmt::format("{} tables measured here", p.tables.tables.size()));
+  reports::write_atomically(a.out, [&](std::ostream& out) { out << device_profile_json(base); });
+  say << fmt::format("wrote {} ({} with {})\n", a.out, a.add_to, fmt::join(added, " and "));
+}
+
+// The measured roofs beside the spec sheet's.
+void print_roofs(std::ostream& say, const DeviceProfile& p) {
   Device spec = find_device(p.base_device);
   say << fmt::format("{} ({}), SM clock {:.0f} MHz\n", p.gpu, p.base_device, p.sm_clock_mhz);
   auto line = [&say](const char* what, double measured, double spec_value, const char* unit,
@@ -335,6 +346,58 @@ int run_calibrate_command(const CalibrateArgs& a) {
   if (p.gemm_floor_s > 0)
     say << fmt::format("  {:<22} {:>10.2f} us\n", "shortest tiled GEMM", p.gemm_floor_s * 1e6);
   print_collectives(say, p);
+}
+
+}  // namespace
+
+void add_calibrate_options(CLI::App& calibrate, CalibrateArgs& cargs) {
+  calibrate.add_option("--out", cargs.out, "device profile JSON to write")->capture_default_str();
+  calibrate.add_flag("--quick", cargs.quick,
+                     "fewer sizes and smaller tables, every class (under 2 minutes)");
+  calibrate.add_flag("--roofs-only", cargs.roofs_only,
+                     "roofs and floors only, no performance tables");
+  calibrate.add_option("--cudnn", cargs.cudnn_dir,
+                       "directory with libcudnn.so.9 (else the usual places)");
+  calibrate
+      .add_option("--gpus", cargs.gpus,
+                  "also NCCL's collectives among the first N GPUs, 1 KiB to 1 GiB")
+      ->capture_default_str();
+  calibrate.add_option("--add-to", cargs.add_to,
+                       "add what --gpus N or --tables measures to FILE (default: in use)");
+  calibrate
+      .add_option("--tables", cargs.tables,
+                  "only these tables (prefixes, comma-separated: conv.bf16.dw,mem.reduce)")
+      ->delimiter(',');
+  calibrate.add_option("--nccl", cargs.nccl_dir,
+                       "directory with libnccl.so.2 (else the usual places)");
+}
+
+int run_calibrate_command(const CalibrateArgs& a) {
+  check_calibrate_args(a);
+  std::optional<DeviceProfile> base;
+  if (!a.add_to.empty() && a.add_to != "default")
+    base = read_device_profile(a.add_to);  // a bad file fails before any GPU time
+  const gpu::ModuleApi& gpu = gpu_with_device();
+  if (a.add_to == "default") base = default_profile_here(gpu);
+  profiler::CalibrateOptions co;
+  co.quick = a.quick;
+  co.tables = !a.roofs_only;
+  co.cudnn_dir = a.cudnn_dir;
+  co.gpus = a.gpus;
+  co.nccl_dir = a.nccl_dir;
+  co.only_tables = a.tables;
+  co.collectives_only = base && a.tables.empty();
+  if (base && !a.tables.empty())
+    co.roofs = calibrated_device(*base);  // the profile's roofs budget the points
+  DeviceProfile p = calibrate_here(gpu, co);
+  std::ostream& say =
+      reports::is_stdout(a.out) ? std::cerr : std::cout;  // --out -: stdout holds the JSON alone
+  if (base) {
+    add_to_profile(a, *base, p, say);
+    return 0;
+  }
+  reports::write_atomically(a.out, [&](std::ostream& out) { out << device_profile_json(p); });
+  print_roofs(say, p);
   say << fmt::format("wrote {}\n", a.out);
   return 0;
 }

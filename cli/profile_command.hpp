@@ -26,6 +26,7 @@ struct CalibrateArgs {
   std::string nccl_dir;
   std::vector<std::string> tables;  // only the performance tables whose names start so
 };
+void add_calibrate_options(CLI::App& cmd, CalibrateArgs& args);
 int run_calibrate_command(const CalibrateArgs& args);
 
 }  // namespace rooflens::cli

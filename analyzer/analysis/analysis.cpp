@@ -318,7 +318,9 @@ class GraphAnalysis {
       T.batch = a_.inputs[0].shape[0];
       T.batch_source = fmt::format("dim 0 of input '{}'", a_.inputs[0].name);
     }
-    T.throughput = T.predicted_s > 0 ? static_cast<double>(T.batch) / T.predicted_s : 0;
+    double items = opt_.items_per_run.value_or(static_cast<double>(T.batch));
+    T.throughput = T.predicted_s > 0 ? items / T.predicted_s : 0;
+    T.throughput_unit = opt_.items_unit;
   }
 
   // The math mode's note, the memory plan, the summaries sorted by time.

@@ -25,6 +25,10 @@ struct AnalysisOptions {
   bool strict = false;  // a node without a rule is an error
   // How fp32 convolutions and matmuls run (--math); the default is PyTorch's: TF32 convolutions.
   MathMode math = MathMode::tf32_conv;
+  // What one run of the graph yields, for the throughput: by default its batch (dim 0 of the
+  // first input) in samples; a transformer config's lowering says tokens.
+  std::optional<double> items_per_run;
+  std::string items_unit = "samples/s";
 };
 // The device an analysis runs against: the calibrated one when given, else the database entry.
 Device resolve_device(const AnalysisOptions& options);

@@ -3,6 +3,7 @@
 // CSV, HTML) shows prediction and measurement side by side. Filled by profiler/, formatted by
 // reports/; the analyzer itself never sets these.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,14 @@ struct ProfileSummary {
   std::vector<ClassError> classes;
   double wall_s = 0;
   std::string cudnn;  // "cuDNN 9.19.0 (path)" or why it was not available
+};
+
+// What the GPU module hands back from `rooflens profile`: each node's measurement (none for a node
+// the run did not reach) and the run's conditions and validity. The module reads the analysis
+// and never writes it; profiler::with_measurements composes the result on the binary's side.
+struct ProfileMeasurements {
+  std::vector<std::optional<Measurement>> nodes;
+  ProfileSummary run;
 };
 
 }  // namespace rooflens

@@ -286,6 +286,7 @@ Lowered forward_of(const TransformerConfig& c, const TransformerOptions& o,
                    const LoweringOptions& l) {
   TransformerOptions fo = o;
   fo.workload = Workload::prefill;
+  fo.training_forward = true;
   fo.lowering = l;
   Lowered out;
   out.analysis = analyze_transformer(c, fo, &out.graph);
@@ -472,17 +473,7 @@ Analysis analyze_training(const TransformerConfig& c, const TransformerOptions& 
     out->notes.push_back(
         "attention: SDPA's math path (fp32 with GQA, or --attention naive) keeps the scores");
   note_fit(*out);
-  Analysis a = std::move(fwd.analysis);
-  if (a.transformer) {
-    auto summary = std::make_shared<TransformerSummary>(*a.transformer);
-    summary->workload = "train";
-    a.transformer = summary;
-  }
-  // The inference memory fit's remarks (KV cache, context) do not apply to a training step.
-  std::erase_if(a.notes, [](const std::string& n) {
-    return n.rfind("largest context", 0) == 0 || n.rfind("the cache stops growing", 0) == 0;
-  });
-  return with_training(std::move(a), out);
+  return with_training(std::move(fwd.analysis), out);
 }
 
 namespace {

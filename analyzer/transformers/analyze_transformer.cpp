@@ -30,6 +30,10 @@ Lowered lower_and_analyze(const TransformerConfig& c, const LoweringOptions& lo,
   ao.device = o.device;
   ao.calibrated = o.calibrated;
   ao.strict = o.strict;
+  // Throughput in tokens: a prefill's prompt tokens, or a decode step's one token a sequence.
+  ao.items_per_run =
+      static_cast<double>(lo.batch) * static_cast<double>(lo.phase == Phase::prefill ? lo.seq : 1);
+  ao.items_unit = "tokens/s";
   l.analysis = analyze_graph(std::move(l.model.graph), ao, &l.graph);
   return l;
 }
@@ -185,12 +189,15 @@ MemoryFit fit_memory(const TransformerConfig& c, const TransformerOptions& o,
   int64_t for_kv = free_bytes - activation_peak;
   m.max_context = for_kv > 0 ? longest_context(c, lo, for_kv / batch) : 0;
   m.context_limit = c.context_limit();
+  // The remarks on the KV cache's context are an inference's, not a training step's.
+  bool remark = !o.training_forward;
   if (m.context_limit > 0 && (m.max_context < 0 || m.max_context > m.context_limit)) {
-    notes.push_back(fmt::format(
-        "largest context capped at the model's stated limit {} (memory alone would allow {})",
-        m.context_limit, m.max_context < 0 ? std::string("any") : std::to_string(m.max_context)));
+    if (remark)
+      notes.push_back(fmt::format(
+          "largest context capped at the model's stated limit {} (memory alone would allow {})",
+          m.context_limit, m.max_context < 0 ? std::string("any") : std::to_string(m.max_context)));
     m.max_context = m.context_limit;
-  } else if (m.max_context < 0) {
+  } else if (m.max_context < 0 && remark) {
     notes.push_back(
         "the cache stops growing (windowed or recurrent layers) and no context limit is stated");
   }
@@ -425,7 +432,7 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
   Lowered main = lower_and_analyze(c, lo, o);
   auto summary = std::make_shared<TransformerSummary>();
   summary->config = c;
-  summary->workload = std::string(workload_name(o.workload));
+  summary->workload = o.training_forward ? "train" : std::string(workload_name(o.workload));
   summary->lowering = lo;
   summary->weights_source = weights_label(lo);
   int64_t resident_weight_bytes = model_size(c, o, lo, main, *summary, notes);
@@ -446,12 +453,6 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
   const MemoryFit& fit = summary->memory;
   main.analysis.memory_total =
       memory_total(fit.weight_bytes, fit.kv_cache_bytes, fit.activation_bytes, fit.device_bytes);
-  // Throughput in tokens: a prefill's prompt tokens, or a decode step's one token a sequence.
-  Totals& totals = main.analysis.totals;
-  double tokens =
-      static_cast<double>(lo.batch) * static_cast<double>(lo.phase == Phase::prefill ? lo.seq : 1);
-  totals.throughput = totals.predicted_s > 0 ? tokens / totals.predicted_s : 0;
-  totals.throughput_unit = "tokens/s";
   main.analysis.transformer = summary;
   if (inferred) *inferred = std::move(main.graph);
   return std::move(main.analysis);

@@ -22,6 +22,9 @@ struct TransformerOptions {
   std::string device = "H100-SXM";
   std::shared_ptr<const Device> calibrated;  // --device-profile
   bool strict = false;
+  // The forward of a training step (analyze_training): the summary's workload is "train" and the
+  // inference-only remarks (the KV cache's context) stay out.
+  bool training_forward = false;
 };
 
 struct MemoryFit {

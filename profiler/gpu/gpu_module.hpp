@@ -14,7 +14,7 @@
 namespace rooflens::gpu {
 
 // Bumped whenever this table or anything it passes changes.
-inline constexpr int kModuleAbi = 3;
+inline constexpr int kModuleAbi = 4;
 
 struct Status {
   int code = 0;  // 0 ok, 2 bad input or missing hardware (one line), 1 GPU or internal failure
@@ -29,8 +29,11 @@ struct ModuleApi {
   // The GPU this process would run on, by the driver's name; Status 2 when there is none.
   void (*device_name)(std::string&, Status&) = nullptr;
   void (*calibrate)(const profiler::CalibrateOptions&, DeviceProfile&, Status&) = nullptr;
-  void (*profile)(Analysis&, const Graph&, std::optional<Precision>,
-                  const profiler::ProfileOptions&, profiler::Trace*, Status&) = nullptr;
+  // Replays the analysis by its plans (one per node); the measurements come back, the analysis
+  // is only read.
+  void (*profile)(const Analysis&, const std::vector<replay::ReplayDecision>&,
+                  const profiler::ProfileOptions&, ProfileMeasurements&, profiler::Trace*,
+                  Status&) = nullptr;
   // GPUs this process sees; Status 2 when there is none.
   void (*device_count)(int&, Status&) = nullptr;
   // A fresh NCCL unique id as hex (profile --tp N hands it to every rank); Status 2 without NCCL.

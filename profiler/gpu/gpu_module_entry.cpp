@@ -53,9 +53,10 @@ void calibrate(const profiler::CalibrateOptions& o, DeviceProfile& out, Status& 
   guarded(status, [&] { out = profiler::run_calibrate(o); });
 }
 
-void profile(Analysis& a, const Graph& g, std::optional<Precision> forced,
-             const profiler::ProfileOptions& o, profiler::Trace* trace, Status& status) {
-  guarded(status, [&] { profiler::run_profile(a, g, forced, o, trace); });
+void profile(const Analysis& a, const std::vector<replay::ReplayDecision>& plans,
+             const profiler::ProfileOptions& o, ProfileMeasurements& out, profiler::Trace* trace,
+             Status& status) {
+  guarded(status, [&] { out = profiler::run_profile(a, plans, o, trace); });
 }
 
 const ModuleApi kApi{kModuleAbi,    ROOFLENS_BUILD_ID, &profiler::prepare_nvtx_injection,

@@ -53,7 +53,7 @@ class ProfileRun {
   Measurement measure(const NodeResult& node, const replay::ReplayDecision& d,
                       const Device& device);
   // The run's summary once every layer is done (validity from CUPTI's drops and cross-checks).
-  ProfileSummary finish(const Analysis& a, Clock::time_point wall_start);
+  ProfileSummary finish(Clock::time_point wall_start);
   bool interrupted() const { return opt_.interrupted && opt_.interrupted->load(); }
   void mark_incomplete() { summary_.complete = false; }
 
@@ -250,7 +250,7 @@ Measurement ProfileRun::measure(const NodeResult& node, const replay::ReplayDeci
   return m;
 }
 
-ProfileSummary ProfileRun::finish(const Analysis& a, Clock::time_point wall_start) {
+ProfileSummary ProfileRun::finish(Clock::time_point wall_start) {
   if (summary_.dropped_records > 0) {
     summary_.valid = false;
     summary_.invalid_reason = fmt::format("CUPTI dropped {} records: the measurement is incomplete",
@@ -263,7 +263,7 @@ ProfileSummary ProfileRun::finish(const Analysis& a, Clock::time_point wall_star
     keep_->sm_clock_mhz = summary_.sm_clock_mhz;
   }
   summary_.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();
-  return summarize_profile(a, summary_);
+  return summary_;
 }
 
 }  // namespace
@@ -293,20 +293,24 @@ std::unique_ptr<kernels::nccl::Communicator> join_ranks(const ProfileOptions& op
 
 }  // namespace
 
-void run_profile(Analysis& a, const Graph& g, std::optional<Precision> forced,
-                 const ProfileOptions& opt, Trace* keep) {
+ProfileMeasurements run_profile(const Analysis& a, const std::vector<replay::ReplayDecision>& plans,
+                                const ProfileOptions& opt, Trace* keep) {
+  if (plans.size() != a.nodes.size())
+    throw std::logic_error("run_profile: one plan per node of the analysis");
   auto wall_start = Clock::now();
   std::unique_ptr<kernels::nccl::Communicator> comm = join_ranks(opt);
   ProfileRun run(opt, a.device.roofs, keep, comm.get());
-  std::vector<replay::ReplayDecision> decisions = replay::plan_replay(a, g, forced, opt.ranks);
+  ProfileMeasurements out;
+  out.nodes.resize(a.nodes.size());
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     if (run.interrupted()) {
       run.mark_incomplete();
       break;
     }
-    a.nodes[i].measured = run.measure(a.nodes[i], decisions[i], a.device);
+    out.nodes[i] = run.measure(a.nodes[i], plans[i], a.device);
   }
-  a.profile = std::make_shared<const ProfileSummary>(run.finish(a, wall_start));
+  out.run = run.finish(wall_start);
+  return out;
 }
 
 }  // namespace rooflens::profiler

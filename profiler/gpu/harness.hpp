@@ -1,12 +1,13 @@
 #pragma once
 // `rooflens profile`: replays every layer of an analysis on the GPU under CUPTI and NVTX and
-// attaches the measurements to it. CUDA-free header; the implementation is in the GPU module.
+// returns the measurements. CUDA-free header; the implementation is in the GPU module.
 #include <atomic>
 #include <optional>
 #include <string>
 
 #include "analyzer/analysis/analysis.hpp"
 #include "profiler/trace/records.hpp"
+#include "replay/plan.hpp"
 
 namespace rooflens::profiler {
 
@@ -31,9 +32,10 @@ struct ProfileOptions {
   int collective_samples = 50;
 };
 
-// Replays `a`'s nodes (planned from `inferred`) and fills every node's Measurement and
-// a.profile. `trace`, when given, receives every record (for --trace and tests/data).
-void run_profile(Analysis& a, const Graph& inferred, std::optional<Precision> forced,
-                 const ProfileOptions& options, Trace* trace);
+// Replays `a`'s nodes by their plans (replay::plan_replay, one per node) and returns what it
+// measured; profiler::with_measurements attaches it. `trace`, when given, receives every record
+// (for --trace and tests/data).
+ProfileMeasurements run_profile(const Analysis& a, const std::vector<replay::ReplayDecision>& plans,
+                                const ProfileOptions& options, Trace* trace);
 
 }  // namespace rooflens::profiler

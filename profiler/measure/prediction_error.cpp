@@ -66,4 +66,11 @@ ProfileSummary summarize_profile(const Analysis& a, ProfileSummary s) {
   return s;
 }
 
+Analysis with_measurements(Analysis a, ProfileMeasurements m) {
+  for (size_t i = 0; i < a.nodes.size() && i < m.nodes.size(); ++i)
+    a.nodes[i].measured = std::move(m.nodes[i]);
+  a.profile = std::make_shared<const ProfileSummary>(summarize_profile(a, std::move(m.run)));
+  return a;
+}
+
 }  // namespace rooflens::profiler

@@ -13,4 +13,8 @@ void complete_measurement(const NodeResult& node, const Device& device, Measurem
 // run knows (GPU, timing method, validity); the rest is computed here.
 ProfileSummary summarize_profile(const Analysis& a, ProfileSummary base);
 
+// The analysis with its nodes' measurements and the profile section (errors per class, the
+// time-weighted headline) composed from them.
+Analysis with_measurements(Analysis a, ProfileMeasurements m);
+
 }  // namespace rooflens::profiler

@@ -14,6 +14,7 @@
 #include "profiler/gpu/calibrate.hpp"
 #include "profiler/gpu/cupti_session.hpp"
 #include "profiler/gpu/harness.hpp"
+#include "profiler/measure/prediction_error.hpp"
 #include "profiler/timeline/attribution.hpp"
 
 using namespace rooflens;
@@ -50,7 +51,9 @@ TEST_CASE(
   ProfileOptions po;
   po.max_samples = 10;
   Trace trace;
-  run_profile(a, g, std::nullopt, po, &trace);
+  ProfileMeasurements measured =
+      run_profile(a, replay::plan_replay(a, g, std::nullopt), po, &trace);
+  a = with_measurements(std::move(a), std::move(measured));
   REQUIRE(a.profile);
   CHECK(a.profile->timing == "cupti");
   CHECK(a.profile->valid);
@@ -106,7 +109,9 @@ TEST_CASE(
     Analysis a = analyze_transformer(c, o, &g);
     ProfileOptions po;
     po.max_samples = 10;
-    run_profile(a, g, std::nullopt, po, nullptr);
+    ProfileMeasurements measured =
+        run_profile(a, replay::plan_replay(a, g, std::nullopt), po, nullptr);
+    a = with_measurements(std::move(a), std::move(measured));
     REQUIRE(a.profile);
     int vendor = 0, ours = 0;
     for (const NodeResult& n : a.nodes) {
