@@ -1,5 +1,5 @@
 // --phase train against the real PyTorch steps of tests/data/reference/training/h100-train.json
-// (scripts/training_references.py on an H100), with the H100's calibrated profile: per case the
+// (scripts/gpu/training_references.py on an H100), with the H100's calibrated profile: per case the
 // predicted and measured peak memory, matrix FLOPs and step time (kernels, and the GPU's wait on
 // the host), and how long the analysis took; then the held-out steps (h100-train-held-out.json,
 // measured after the step-time model was built), and the ONNX ResNet-50 steps. The issue's
@@ -53,7 +53,7 @@ int run(const std::string& root, const std::string& file,
   return within;
 }
 
-// The ONNX ResNet-50 steps (scripts/training_references_onnx.py).
+// The ONNX ResNet-50 steps (scripts/gpu/training_references_onnx.py).
 void run_onnx(const std::string& root, const std::shared_ptr<const Device>& device) {
   std::ifstream in(root + "/tests/data/reference/training/h100-train-onnx.json");
   nlohmann::json refs = nlohmann::json::parse(in);

@@ -2,8 +2,8 @@
 // `rooflens profile` plans it, run by LayerReplay (cuBLASLt's fastest algorithm, cuDNN's fastest
 // engine or our kernel, as measured), and timed as the harness times a layer: CUPTI kernel time,
 // L2 flushed before each sample, the median ("cold"); and back to back ("hot").
-// scripts/torch_kernel_reference.py times PyTorch's kernels on the same shapes;
-// scripts/compare_vendor.py puts the two side by side.
+// scripts/gpu/torch_kernel_reference.py times PyTorch's kernels on the same shapes;
+// scripts/gpu/compare_vendor.py puts the two side by side.
 //
 //   rooflens_bench_vendor [--out FILE.json] [--cudnn DIR] [--only gemm,attention,conv]
 #include <cuda_runtime.h>

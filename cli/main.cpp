@@ -98,6 +98,16 @@ int run_devices() {
   return 0;
 }
 
+void add_report_options(CLI::App& report, ReportArgs& rargs) {
+  report.add_option("result", rargs.path, "result.json from analyze or profile")->required();
+  report.add_option("--html", rargs.html, "write the HTML report");
+  report.add_option("--csv", rargs.csv, "write the per-node CSV");
+  report.add_option("--trace", rargs.trace,
+                    "write the predicted timeline as a Chrome/Perfetto trace");
+  report.add_option("--top", rargs.top, "nodes listed in the table")->capture_default_str();
+  cli::add_layout_options(report, rargs.by, rargs.width);
+}
+
 }  // namespace
 
 int rooflens::cli::run(int argc, char** argv) {
@@ -123,35 +133,11 @@ int rooflens::cli::run(int argc, char** argv) {
   cli::CalibrateArgs cargs;
   auto* calibrate = app.add_subcommand(
       "calibrate", "measure this GPU's roofs; writes a device profile for --device-profile");
-  calibrate->add_option("--out", cargs.out, "device profile JSON to write")->capture_default_str();
-  calibrate->add_flag("--quick", cargs.quick,
-                      "fewer sizes and smaller tables, every class (under 2 minutes)");
-  calibrate->add_flag("--roofs-only", cargs.roofs_only,
-                      "roofs and floors only, no performance tables");
-  calibrate->add_option("--cudnn", cargs.cudnn_dir,
-                        "directory with libcudnn.so.9 (else the usual places)");
-  calibrate
-      ->add_option("--gpus", cargs.gpus,
-                   "also NCCL's collectives among the first N GPUs, 1 KiB to 1 GiB")
-      ->capture_default_str();
-  calibrate->add_option("--add-to", cargs.add_to,
-                        "add what --gpus N or --tables measures to FILE (default: in use)");
-  calibrate
-      ->add_option("--tables", cargs.tables,
-                   "only these tables (prefixes, comma-separated: conv.bf16.dw,mem.reduce)")
-      ->delimiter(',');
-  calibrate->add_option("--nccl", cargs.nccl_dir,
-                        "directory with libnccl.so.2 (else the usual places)");
+  cli::add_calibrate_options(*calibrate, cargs);
   ReportArgs rargs;
   auto* report = app.add_subcommand(
       "report", "re-render a saved --json result (terminal report, HTML, CSV, predicted trace)");
-  report->add_option("result", rargs.path, "result.json from analyze or profile")->required();
-  report->add_option("--html", rargs.html, "write the HTML report");
-  report->add_option("--csv", rargs.csv, "write the per-node CSV");
-  report->add_option("--trace", rargs.trace,
-                     "write the predicted timeline as a Chrome/Perfetto trace");
-  report->add_option("--top", rargs.top, "nodes listed in the table")->capture_default_str();
-  cli::add_layout_options(*report, rargs.by, rargs.width);
+  add_report_options(*report, rargs);
   auto* devices = app.add_subcommand("devices", "list the device database");
   cli::CompareArgs compare_args;
   auto* compare = app.add_subcommand("compare",

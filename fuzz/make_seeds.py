@@ -74,7 +74,7 @@ g = h.make_graph([h.make_node("Swish", ["x"], ["y"], domain="local")], "fn", [vi
 m = h.make_model(g, opset_imports=[h.make_opsetid("", 18), h.make_opsetid("local", 1)], functions=[fn])
 open(os.path.join(onnx_dir, "function.onnx"), "wb").write(m.SerializeToString())
 
-# Control flow (scripts/make_control_flow_models.py) and quantized graphs (make_quantized_models.py).
+# Control flow (scripts/gpu/make_control_flow_models.py) and quantized graphs (make_quantized_models.py).
 for kind in ("control_flow", "quantized"):
     folder = os.path.join(here, "..", "tests", "data", "onnx", kind)
     for name in sorted(os.listdir(folder)):

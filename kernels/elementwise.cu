@@ -1,6 +1,7 @@
 // Element-wise replay kernels: one functor table, a 16-byte vector path when no operand
 // broadcasts, a vector path for broadcasts along leading dims (bias adds, per-channel scales),
 // and a scalar strided walk for everything else.
+#include <algorithm>
 #include <type_traits>
 
 #include "kernels/memory_kernels.hpp"
@@ -281,17 +282,36 @@ inline RowsPlan rows_plan(const std::vector<int64_t>& extent,
   return p;
 }
 
+// Every operand as strides into the output's dims (0 along the dims it is broadcast over), runs
+// of dims that stay contiguous for all collapsed into one.
+struct BroadcastLayout {
+  std::vector<int64_t> extent;
+  std::vector<std::vector<int64_t>> strides;  // three operands, absent ones all 0
+  Strides st{};
+};
+inline BroadcastLayout broadcast_layout(const std::vector<EwOperand>& in,
+                                        const std::vector<int64_t>& out_shape) {
+  BroadcastLayout l;
+  l.extent = out_shape;
+  for (const auto& o : in) l.strides.push_back(replay::broadcast_strides(o.shape, out_shape));
+  l.strides.resize(3, std::vector<int64_t>(out_shape.size(), 0));
+  collapse(l.extent, l.strides);
+  if (l.extent.size() > static_cast<size_t>(kMaxRank)) throw CudaError("element-wise rank above 6");
+  for (size_t d = 0; d < l.extent.size(); ++d)
+    for (int k = 0; k < 3; ++k) l.st.s[k][d] = l.strides[k][d];
+  return l;
+}
+
 template <class To, class T0>
 void launch_ew(EwOp op, const std::vector<EwOperand>& in, void* out_ptr,
                const std::vector<int64_t>& out_shape, cudaStream_t s) {
   int64_t n = 1;
   for (int64_t e : out_shape) n *= e;
-  bool same = true;
-  for (const auto& o : in) {
+  bool same = std::all_of(in.begin(), in.end(), [&](const EwOperand& o) {
     int64_t m = 1;
     for (int64_t e : o.shape) m *= e;
-    same = same && m == n;
-  }
+    return m == n;
+  });
   const T0* a = static_cast<const T0*>(in[0].data);
   const To* b = in.size() > 1 ? static_cast<const To*>(in[1].data) : nullptr;
   const To* c = in.size() > 2 ? static_cast<const To*>(in[2].data) : nullptr;
@@ -316,15 +336,10 @@ void launch_ew(EwOp op, const std::vector<EwOperand>& in, void* out_ptr,
         <<<blocks_for(n, kThreads, 132 * 32), kThreads, 0, s>>>(op, n_in, a, b, c, out, n);
     return;
   }
-  std::vector<int64_t> extent = out_shape;
-  std::vector<std::vector<int64_t>> strides;
-  for (const auto& o : in) strides.push_back(replay::broadcast_strides(o.shape, out_shape));
-  strides.resize(3, std::vector<int64_t>(out_shape.size(), 0));
-  collapse(extent, strides);
-  if (extent.size() > static_cast<size_t>(kMaxRank)) throw CudaError("element-wise rank above 6");
-  Strides st{};
-  for (size_t d = 0; d < extent.size(); ++d)
-    for (int k = 0; k < 3; ++k) st.s[k][d] = strides[k][d];
+  BroadcastLayout layout = broadcast_layout(in, out_shape);
+  const std::vector<int64_t>& extent = layout.extent;
+  const std::vector<std::vector<int64_t>>& strides = layout.strides;
+  Strides& st = layout.st;
   if constexpr (one_type) {
     size_t last = extent.size() - 1;
     unsigned mask = 0;

@@ -69,6 +69,24 @@ Runner gemm_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const Rep
   return pick_fastest(std::move(candidates), ctx, gemm_key(g), s);
 }
 
+// One strided-batched GEMM over the active experts, each `rows` rows of its assignments. Expert
+// weights stored [E, k, n]: fc1/fc3 [hidden, inter], fc2 [inter, hidden].
+GemmShape expert_gemm_shape(Precision precision, DType out, int64_t experts, int64_t active,
+                            int64_t rows, int64_t n, int64_t k) {
+  GemmShape g;
+  g.precision = precision;
+  g.out = out;
+  g.dims = GemmDims{active, rows, n, k};
+  g.b_shared = false;
+  g.b_kn = true;
+  g.b_batch_stride = n * k;
+  g.a_row_stride = experts * k;  // expert e's rows: every E-th assignment row
+  g.a_batch_stride = k;
+  g.d_row_stride = experts * n;
+  g.d_batch_stride = n;
+  return g;
+}
+
 Runner moe_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx,
                   cudaStream_t s) {
   const MoeDims m = p.as<replay::MoePlan>().dims;
@@ -100,20 +118,8 @@ Runner moe_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const Repl
   char* eo = h3 + slots * m.inter * eb;
   char* topv = eo + slots * m.hidden * eb;
   auto* topi = reinterpret_cast<int64_t*>(topv + (assignments * eb + 15) / 16 * 16);
-  // Expert weights stored [E, k, n]: fc1/fc3 [hidden, inter], fc2 [inter, hidden].
   auto expert_gemm = [&](int64_t n, int64_t k) {
-    GemmShape g;
-    g.precision = p.precision;
-    g.out = dt;
-    g.dims = GemmDims{active, rows, n, k};
-    g.b_shared = false;
-    g.b_kn = true;
-    g.b_batch_stride = n * k;
-    g.a_row_stride = m.experts * k;  // expert e's rows: every E-th assignment row
-    g.a_batch_stride = k;
-    g.d_row_stride = m.experts * n;
-    g.d_batch_stride = n;
-    return g;
+    return expert_gemm_shape(p.precision, dt, m.experts, active, rows, n, k);
   };
   const char *x = static_cast<const char*>(b.in(0)), *router = static_cast<const char*>(b.in(1));
   const char *w1 = static_cast<const char*>(b.in(2)), *w2 = static_cast<const char*>(b.in(3));

@@ -42,6 +42,7 @@ LayerReplay::LayerReplay(const replay::ReplayPlan& plan, const ReplayContext& ct
 
 LayerReplay::~LayerReplay() = default;
 
+// Kept whole: one short case per memory plan kind, read top to bottom as the plans' list.
 Runner memory_runner(const replay::ReplayPlan& p, const LayerBuffers& b) {
   using namespace replay;
   DType dt = p.inputs.empty() ? DType::f32 : p.inputs[0].dtype;

@@ -350,29 +350,40 @@ void write_compare_csv(std::ostream& out, const json& result, bool by_block) {
   }
 }
 
-void write_compare_trace(std::ostream& out, const profiler::Trace& t,
-                         const profiler::TimelineComparison& c) {
-  constexpr int kGpuPid = 1, kHostPid = 2, kPredictedPid = 3;
-  uint64_t t0 = UINT64_MAX;
-  for (const auto& a : t.activities) t0 = std::min(t0, a.start_ns);
-  for (const auto& r : t.ranges) t0 = std::min(t0, r.start_ns);
-  if (t0 == UINT64_MAX) t0 = 0;
-  auto us = [&](uint64_t ns) {
+namespace {
+
+constexpr int kGpuPid = 1, kHostPid = 2, kPredictedPid = 3;
+
+json meta_event(const char* what, int pid, int64_t tid, const std::string& name) {
+  json j{{"ph", "M"}, {"name", what}, {"pid", pid}, {"args", {{"name", name}}}};
+  if (tid >= 0) j["tid"] = tid;
+  return j;
+}
+
+// Microseconds since the trace's first activity or range.
+struct TraceClock {
+  uint64_t t0 = 0;
+  explicit TraceClock(const profiler::Trace& t) {
+    t0 = UINT64_MAX;
+    for (const auto& a : t.activities) t0 = std::min(t0, a.start_ns);
+    for (const auto& r : t.ranges) t0 = std::min(t0, r.start_ns);
+    if (t0 == UINT64_MAX) t0 = 0;
+  }
+  double us(uint64_t ns) const {
     return ns >= t0 ? static_cast<double>(ns - t0) / 1e3 : -static_cast<double>(t0 - ns) / 1e3;
-  };
-  auto meta = [](const char* what, int pid, int64_t tid, const std::string& name) {
-    json j{{"ph", "M"}, {"name", what}, {"pid", pid}, {"args", {{"name", name}}}};
-    if (tid >= 0) j["tid"] = tid;
-    return j;
-  };
-  json events = json::array();
-  events.push_back(
-      meta("process_name", kGpuPid, -1, "GPU: " + (t.gpu.empty() ? std::string("?") : t.gpu)));
-  events.push_back(meta("process_name", kHostPid, -1, "host: module ranges"));
-  events.push_back(meta("process_name", kPredictedPid, -1, "predicted"));
-  events.push_back(meta("thread_name", kPredictedPid, 1, "roofline prediction per module"));
+  }
+};
+
+using FirstStarts = std::map<std::pair<int, int>, uint64_t>;  // (row, step) -> first start
+
+// The GPU's activities on a track per (device, stream), each with its module and step; returns
+// where each module's kernels start in each step.
+FirstStarts gpu_events(const profiler::Trace& t, const profiler::TimelineComparison& c,
+                       const TraceClock& clock, json& events) {
+  auto meta = meta_event;
+  auto us = [&](uint64_t ns) { return clock.us(ns); };
+  FirstStarts first_start;
   std::map<std::pair<uint32_t, uint32_t>, int64_t> tracks;  // (device, stream) -> tid
-  std::map<std::pair<int, int>, uint64_t> first_start;      // (row, step) -> first activity start
   for (size_t i = 0; i < t.activities.size(); ++i) {
     const auto& a = t.activities[i];
     auto [tr, fresh] =
@@ -400,6 +411,13 @@ void write_compare_trace(std::ostream& out, const profiler::Trace& t,
       if (!new_row) f->second = std::min(f->second, a.start_ns);
     }
   }
+  return first_start;
+}
+
+// The host's module ranges on a track per (pid, tid).
+void host_events(const profiler::Trace& t, const TraceClock& clock, json& events) {
+  auto meta = meta_event;
+  auto us = [&](uint64_t ns) { return clock.us(ns); };
   std::map<std::pair<uint64_t, uint64_t>, int64_t> threads;
   for (const auto& r : t.ranges) {
     auto [th, fresh] =
@@ -415,6 +433,12 @@ void write_compare_trace(std::ostream& out, const profiler::Trace& t,
                       {"ts", us(r.start_ns)},
                       {"dur", static_cast<double>(r.end_ns - r.start_ns) / 1e3}});
   }
+}
+
+// Each module's predicted time, drawn from where its kernels start in each step.
+void predicted_events(const profiler::TimelineComparison& c, const FirstStarts& first_start,
+                      const TraceClock& clock, json& events) {
+  auto us = [&](uint64_t ns) { return clock.us(ns); };
   for (const auto& [key, start] : first_start) {
     const auto& m = c.modules[static_cast<size_t>(key.first)];
     if (m.predicted_s <= 0) continue;
@@ -429,6 +453,22 @@ void write_compare_trace(std::ostream& out, const profiler::Trace& t,
                       {"dur", m.predicted_s * 1e6},
                       {"args", args}});
   }
+}
+
+}  // namespace
+
+void write_compare_trace(std::ostream& out, const profiler::Trace& t,
+                         const profiler::TimelineComparison& c) {
+  TraceClock clock(t);
+  json events = json::array();
+  events.push_back(meta_event("process_name", kGpuPid, -1,
+                              "GPU: " + (t.gpu.empty() ? std::string("?") : t.gpu)));
+  events.push_back(meta_event("process_name", kHostPid, -1, "host: module ranges"));
+  events.push_back(meta_event("process_name", kPredictedPid, -1, "predicted"));
+  events.push_back(meta_event("thread_name", kPredictedPid, 1, "roofline prediction per module"));
+  FirstStarts first_start = gpu_events(t, c, clock, events);
+  host_events(t, clock, events);
+  predicted_events(c, first_start, clock, events);
   json doc{{"traceEvents", events},
            {"displayTimeUnit", "ns"},
            {"otherData", {{"tool", "rooflens compare"}, {"gpu", t.gpu}}}};

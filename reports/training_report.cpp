@@ -236,8 +236,9 @@ void write_training_table(std::ostream& out, const json& t, const std::vector<Tr
   }
 }
 
-// The step's time, kernels, host, throughput, FLOPs and memory, one line each.
-void write_training_summary(std::ostream& out, const json& t, size_t width) {
+// The step's time: its split into kernels and waiting, the kernels by phase, the host, the
+// throughput.
+void write_training_time(std::ostream& out, const json& t, bool graph, size_t width) {
   double step = t.at("step_time_s").get<double>();
   out << "\n"
       << wrap("  step        ",
@@ -271,11 +272,9 @@ void write_training_summary(std::ostream& out, const json& t, size_t width) {
                         syncs > 0 ? fmt::format(", waiting for the GPU {} times", syncs) : "")
           : fmt::format("{} kernels; the host's time is not modelled (the device "
                         "profile has no eager_host: calibrate, then "
-                        "scripts/eager_host_per_kernel.py)",
+                        "scripts/gpu/eager_host_per_kernel.py)",
                         with_commas(t.at("kernels").get<int64_t>())),
       width);
-  // An ONNX graph has samples, no sequence and no SDPA of its own (seq 0).
-  bool graph = t.at("seq").get<int64_t>() == 0;
   out << wrap("  throughput  ",
               graph ? fmt::format("{} samples a step, {:.0f} samples/s",
                                   with_commas(t.at("tokens_per_step").get<int64_t>()),
@@ -285,6 +284,10 @@ void write_training_summary(std::ostream& out, const json& t, size_t width) {
                                   t.at("tokens_per_s").get<double>(),
                                   t.at("attention_backend").get<std::string>()),
               width);
+}
+
+// FLOPs, model state, saved activations, the peak and the largest batch that fits.
+void write_training_size(std::ostream& out, const json& t, bool graph, size_t width) {
   out << wrap("  FLOPs       ",
               fmt::format("{} executed; matrix (dense attention, FlopCounterMode's convention) {}",
                           human_count(t.at("flops").get<double>()),
@@ -318,6 +321,14 @@ void write_training_summary(std::ostream& out, const json& t, size_t width) {
                                   t.at("max_batch").get<int64_t>(), t.at("seq").get<int64_t>(),
                                   t.at("max_seq").get<int64_t>(), t.at("batch").get<int64_t>()),
               width);
+}
+
+// The step's time, kernels, host, throughput, FLOPs and memory, one line each.
+void write_training_summary(std::ostream& out, const json& t, size_t width) {
+  // An ONNX graph has samples, no sequence and no SDPA of its own (seq 0).
+  bool graph = t.at("seq").get<int64_t>() == 0;
+  write_training_time(out, t, graph, width);
+  write_training_size(out, t, graph, width);
 }
 
 // Memory through the step: its edges, the first and last layer each way, and the peak.

@@ -167,7 +167,7 @@ inline constexpr double kMathAttentionBackwardFactor = 2.0;
 
 // Time, not FLOPs: SDPA's backward over its forward, and what dropout inside attention costs,
 // as PyTorch 2.11 runs them on an H100 (causal; the medians over five shapes of
-// tests/data/reference/training/h100-attention.json, scripts/training_attention.py). The
+// tests/data/reference/training/h100-attention.json, scripts/gpu/training_attention.py). The
 // backward recomputes the scores and reads and writes more than the forward: its time ratio is
 // above the FLOP ratio. Dropout draws its mask in the forward (Philox) and again in the backward.
 struct AttentionTrainingTime {

@@ -88,7 +88,7 @@ DeviceProfile derive_profile(const DeviceProfile& measured, const Device& target
   p.gpu = target.name;
   p.derived_from = measured.base_device;
   // The error stated is the derived profiles' median against 30 published GEMM and copy rates of
-  // seven GPUs (scripts/derived_vs_published.py; docs/profile.md has the table).
+  // seven GPUs (scripts/gpu/derived_vs_published.py; docs/profile.md has the table).
   p.source =
       fmt::format("derived from {}'s profile, ~7% off published rates", measured.base_device);
   p.sm_clock_mhz = target.boost_clock_hz ? *target.boost_clock_hz / 1e6 : 0;

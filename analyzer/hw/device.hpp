@@ -13,7 +13,7 @@
 namespace rooflens {
 
 // The host's time in eager PyTorch training, measured on the machine a profile was calibrated on
-// (scripts/eager_host_per_kernel.py; docs/training.md): per kernel a phase launches, and per
+// (scripts/gpu/eager_host_per_kernel.py; docs/training.md): per kernel a phase launches, and per
 // optimizer step. The training step's timeline queues the GPU behind it.
 struct EagerHostCosts {
   double forward_kernel_s = 0, backward_kernel_s = 0;
@@ -86,7 +86,7 @@ struct DeviceProfile {
   std::string provenance;  // the JSON object saying how the file was made (scripts, machine,
                            // dates), kept verbatim
   PerfDatabase tables;     // empty in profiles written before schema 2
-  std::optional<EagerHostCosts> eager_host;     // scripts/eager_host_per_kernel.py --pool adds it
+  std::optional<EagerHostCosts> eager_host;  // scripts/gpu/eager_host_per_kernel.py --pool adds it
   std::vector<CollectiveCurveSet> collectives;  // calibrate --gpus N; one set per GPU count
   std::string source;                           // the file it was read from
   bool shipped = false;                         // one of data/profiles/, compiled in

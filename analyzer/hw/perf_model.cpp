@@ -97,56 +97,60 @@ int64_t gemm_alignment(int64_t n, int64_t k) {
   return 1;
 }
 
-std::optional<PerfQuery> perf_query(const NodeCost& c, Precision p) {
+namespace {
+
+std::optional<PerfQuery> attention_query(const AttentionDims& d, const KernelShape& ks,
+                                         Precision p) {
+  if (ks.gemm || d.head_dim_qk != d.head_dim_v || (p != Precision::bf16 && p != Precision::fp16))
+    return std::nullopt;
+  std::string dt = tensor_dtype_key(p);
+  auto dd = static_cast<double>(d.head_dim_qk);
+  if (d.q_len == 1)
+    return PerfQuery{"attn_decode." + dt,
+                     {dd, static_cast<double>(d.q_heads / std::max<int64_t>(d.kv_heads, 1)),
+                      static_cast<double>(d.batch * d.kv_heads), static_cast<double>(d.kv_len)}};
+  // The square self-attention that executes as many scores per head.
+  auto pairs = static_cast<double>(attention_pairs(d.q_len, d.kv_len, d.causal, d.window));
+  double seq = d.causal ? (std::sqrt(1 + 8 * pairs) - 1) / 2 : std::sqrt(pairs);
+  return PerfQuery{fmt::format("attn_prefill.{}.{}", dt, d.causal ? "causal" : "full"),
+                   {dd, static_cast<double>(d.batch * d.q_heads), seq}};
+}
+
+std::optional<PerfQuery> conv_query(const ConvDims& cv, Precision p) {
+  auto cls = conv_class(cv);
+  if (!cls || p == Precision::fp8 || p == Precision::int8) return std::nullopt;
+  double pixels = static_cast<double>(cv.batch);
+  for (int64_t o : cv.out_spatial) pixels *= static_cast<double>(o);
+  // Depthwise kernels run on the CUDA cores: TF32 math is fp32's there.
+  if (is_depthwise_class(*cls))
+    return PerfQuery{
+        fmt::format("conv.{}.{}", p == Precision::tf32 ? "fp32" : tensor_dtype_key(p), *cls),
+        {pixels, static_cast<double>(cv.out_channels)}};
+  // A 3x3 stride-2 stem on RGB is its own kernel: a few input channels over whole images.
+  std::string stem = *cls == "k3s2" && cv.in_channels <= kStemMaxInputChannels ? ".stem" : "";
+  return PerfQuery{
+      fmt::format("conv.{}.{}{}", tensor_dtype_key(p), *cls, stem),
+      {pixels, static_cast<double>(cv.out_channels), static_cast<double>(cv.in_channels)}};
+}
+
+std::optional<PerfQuery> gemm_query(const NodeCost& c, const GemmDims& g, Precision p) {
   const KernelShape& ks = c.kernel;
-  if (c.collective_ranks > 1 || ks.moe) return std::nullopt;
-  if (ks.attention) {
-    const AttentionDims& d = *ks.attention;
-    if (ks.gemm || d.head_dim_qk != d.head_dim_v || (p != Precision::bf16 && p != Precision::fp16))
-      return std::nullopt;
-    std::string dt = tensor_dtype_key(p);
-    auto dd = static_cast<double>(d.head_dim_qk);
-    if (d.q_len == 1)
-      return PerfQuery{"attn_decode." + dt,
-                       {dd, static_cast<double>(d.q_heads / std::max<int64_t>(d.kv_heads, 1)),
-                        static_cast<double>(d.batch * d.kv_heads), static_cast<double>(d.kv_len)}};
-    // The square self-attention that executes as many scores per head.
-    auto pairs = static_cast<double>(attention_pairs(d.q_len, d.kv_len, d.causal, d.window));
-    double seq = d.causal ? (std::sqrt(1 + 8 * pairs) - 1) / 2 : std::sqrt(pairs);
-    return PerfQuery{fmt::format("attn_prefill.{}.{}", dt, d.causal ? "causal" : "full"),
-                     {dd, static_cast<double>(d.batch * d.q_heads), seq}};
-  }
-  if (ks.conv) {
-    const ConvDims& cv = *ks.conv;
-    auto cls = conv_class(cv);
-    if (!cls || p == Precision::fp8 || p == Precision::int8) return std::nullopt;
-    double pixels = static_cast<double>(cv.batch);
-    for (int64_t o : cv.out_spatial) pixels *= static_cast<double>(o);
-    // Depthwise kernels run on the CUDA cores: TF32 math is fp32's there.
-    if (is_depthwise_class(*cls))
-      return PerfQuery{
-          fmt::format("conv.{}.{}", p == Precision::tf32 ? "fp32" : tensor_dtype_key(p), *cls),
-          {pixels, static_cast<double>(cv.out_channels)}};
-    // A 3x3 stride-2 stem on RGB is its own kernel: a few input channels over whole images.
-    std::string stem = *cls == "k3s2" && cv.in_channels <= kStemMaxInputChannels ? ".stem" : "";
-    return PerfQuery{
-        fmt::format("conv.{}.{}{}", tensor_dtype_key(p), *cls, stem),
-        {pixels, static_cast<double>(cv.out_channels), static_cast<double>(cv.in_channels)}};
-  }
-  if (ks.gemm) {
-    const GemmDims& g = *ks.gemm;
-    if (p == Precision::int8) return std::nullopt;
-    // Weight-only quantized GEMMs (int4/int8 weights dequantized in the kernel) are other kernels.
-    double dense_weight =
-        static_cast<double>(g.n) * static_cast<double>(g.k) * static_cast<double>(element_bytes(p));
-    if (c.read_weight > 0 && static_cast<double>(c.read_weight) < 0.75 * dense_weight &&
-        ks.gemm_b_shared)
-      return std::nullopt;
-    return PerfQuery{
-        "gemm." + tensor_dtype_key(p),
-        {static_cast<double>(gemm_alignment(g.n, g.k)), static_cast<double>(g.batch * g.m),
-         static_cast<double>(g.n), static_cast<double>(g.k)}};
-  }
+  if (p == Precision::int8) return std::nullopt;
+  // Weight-only quantized GEMMs (int4/int8 weights dequantized in the kernel) are other kernels.
+  double dense_weight =
+      static_cast<double>(g.n) * static_cast<double>(g.k) * static_cast<double>(element_bytes(p));
+  if (c.read_weight > 0 && static_cast<double>(c.read_weight) < 0.75 * dense_weight &&
+      ks.gemm_b_shared)
+    return std::nullopt;
+  return PerfQuery{
+      "gemm." + tensor_dtype_key(p),
+      {static_cast<double>(gemm_alignment(g.n, g.k)), static_cast<double>(g.batch * g.m),
+       static_cast<double>(g.n), static_cast<double>(g.k)}};
+}
+
+// Memory-bound kernels: by bytes, or (row kernels) by rows and the bytes of a row.
+std::optional<PerfQuery> memory_query(const NodeCost& c, Precision p) {
+  const KernelShape& ks = c.kernel;
   auto bytes = static_cast<double>(c.bytes());
   auto rows_cols = [&](const char* table) -> std::optional<PerfQuery> {
     if (ks.rows <= 0 || ks.cols <= 0) return std::nullopt;
@@ -178,6 +182,17 @@ std::optional<PerfQuery> perf_query(const NodeCost& c, Precision p) {
       return rows_cols("mem.reduce");
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<PerfQuery> perf_query(const NodeCost& c, Precision p) {
+  const KernelShape& ks = c.kernel;
+  if (c.collective_ranks > 1 || ks.moe) return std::nullopt;
+  if (ks.attention) return attention_query(*ks.attention, ks, p);
+  if (ks.conv) return conv_query(*ks.conv, p);
+  if (ks.gemm) return gemm_query(c, *ks.gemm, p);
+  return memory_query(c, p);
 }
 
 GridWork grid_work(const std::string& table, const std::vector<double>& x) {
@@ -239,64 +254,110 @@ double ideal_seconds(const GridWork& w, const Device& d) {
   return roofline_seconds(w.flops, w.bytes, roof, d.hbm_bandwidth);
 }
 
+namespace {
+
+// calibrate --quick: every class the full calibration measures in bf16, at a few points each: a
+// node of any class is then predicted from a measured neighbour (or scaled from one beyond the
+// grid), never from the bare roofline.
+std::vector<TableGrid> quick_grids() {
+  std::vector<TableGrid> out;
+  out.push_back({"gemm.bf16",
+                 {"align", "m", "n", "k"},
+                 {{1, 128},
+                  {1, 8, 64, 512, 4096},
+                  {256, 1024, 4096, 16384, 65536},
+                  {256, 1024, 4096, 16384}}});
+  for (const char* mode : {"causal", "full"})
+    out.push_back({fmt::format("attn_prefill.bf16.{}", mode),
+                   {"d", "heads", "seq"},
+                   {{64, 128}, {4, 16, 64}, {128, 512, 2048, 8192}}});
+  out.push_back({"attn_decode.bf16",
+                 {"d", "group", "kv_heads", "context"},
+                 {{64, 128}, {1, 8}, {1, 16, 256}, {512, 4096, 32768}}});
+  for (const char* cls : {"k1s1", "k3s1"})
+    out.push_back({fmt::format("conv.bf16.{}", cls),
+                   {"pixels", "out", "in"},
+                   {{49, 784, 12544}, {64, 256, 1024}, {64, 256, 1024}}});
+  out.push_back({"mem.elementwise", {"bytes"}, {ladder(4096, 1 << 30, 4)}});
+  // Row kernels' time is not a power law in the rows: a few rows per decade.
+  for (const char* cls : {"norm", "softmax", "reduce"})
+    out.push_back({fmt::format("mem.{}", cls),
+                   {"align", "rows", "cols"},
+                   {{1, 8}, {1, 16, 256, 4096, 65536}, {64, 256, 1024, 4096}}});
+  out.push_back(
+      {"gemm.fp8", {"align", "m", "n", "k"}, {{128}, {1, 64, 4096}, {1024, 16384}, {1024, 8192}}});
+  for (const char* cls : {"k1s2", "k3s2"})
+    out.push_back({fmt::format("conv.bf16.{}", cls),
+                   {"pixels", "out", "in"},
+                   {{196, 3136, 50176}, {64, 512}, {64, 512}}});
+  for (const char* cls : {"k14s14", "k16s16"})  // ViT patch embeddings
+    out.push_back({fmt::format("conv.bf16.{}", cls),
+                   {"pixels", "out", "in"},
+                   {{196, 3136, 50176}, {768, 1024}, {3}}});
+  out.push_back({"conv.bf16.k3s2.stem", {"pixels", "out", "in"}, {{12544, 802816}, {16, 64}, {3}}});
+  out.push_back({"conv.bf16.k7s2", {"pixels", "out", "in"}, {{12544, 401408}, {64}, {3}}});
+  for (const char* cls : {"dw3s1", "dw3s2", "dw5s1", "dw5s2", "dw7s1"})
+    out.push_back({fmt::format("conv.bf16.{}", cls),
+                   {"pixels", "channels"},
+                   {{196, 12544, 802816}, {64, 512}}});
+  for (const char* cls : {"broadcast", "transpose", "copy", "gather"})
+    out.push_back({fmt::format("mem.{}", cls), {"bytes"}, {ladder(4096, 1 << 30, 16)}});
+  // fp32 graphs run their convolutions on TF32 by default (--math tf32-conv).
+  for (const char* cls : {"k1s1", "k1s2", "k3s1", "k3s2"})
+    out.push_back({fmt::format("conv.tf32.{}", cls),
+                   {"pixels", "out", "in"},
+                   {{49, 784, 12544}, {64, 512}, {64, 512}}});
+  out.push_back({"conv.tf32.k7s2", {"pixels", "out", "in"}, {{12544, 401408}, {64}, {3}}});
+  return out;
+}
+
+// One precision's convolution classes: pointwise, 3x3, stems, depthwise (where the precision
+// runs them on its own kernels), 2x2 downsampling, and patch embeddings.
+void conv_grids(std::vector<TableGrid>& out, const char* p, bool patches, bool depthwise) {
+  auto pow2 = [](double from, double to) { return ladder(from, to, 2); };
+  std::vector<double> pixels = ladder(49, 200704, 4), channels = ladder(64, 4096, 4);
+  // Stems and depthwise layers see whole images at large batches: 64 x 112 x 112 output pixels.
+  std::vector<double> image_pixels = ladder(49, 3211264, 4);
+  // Pointwise convolutions go down to MobileNets' 16 channels.
+  out.push_back({fmt::format("conv.{}.k1s1", p),
+                 {"pixels", "out", "in"},
+                 {pixels, ladder(16, 4096, 4), ladder(16, 4096, 4)}});
+  for (const char* cls : {"k1s2", "k3s1", "k3s2"})
+    out.push_back(
+        {fmt::format("conv.{}.{}", p, cls), {"pixels", "out", "in"}, {pixels, channels, channels}});
+  // RGB stems: 3x3 stride 2 (MobileNet, EfficientNet) and 7x7 stride 2 (ResNet).
+  out.push_back({fmt::format("conv.{}.k3s2.stem", p),
+                 {"pixels", "out", "in"},
+                 {image_pixels, {16, 32, 64}, {3}}});
+  out.push_back({fmt::format("conv.{}.k7s2", p),
+                 {"pixels", "out", "in"},
+                 {image_pixels, channels, {3, 16, 64}}});
+  // Depthwise: one filter per channel, the CUDA cores' work (TF32 nodes read fp32's).
+  if (depthwise)
+    for (const char* cls : {"dw3s1", "dw3s2", "dw5s1", "dw5s2", "dw7s1"})
+      out.push_back({fmt::format("conv.{}.{}", p, cls),
+                     {"pixels", "channels"},
+                     {image_pixels, pow2(16, 1024)}});
+  // 2x2 stride 2 downsampling between stages (ConvNeXt, Swin).
+  out.push_back(
+      {fmt::format("conv.{}.k2s2", p), {"pixels", "out", "in"}, {pixels, channels, channels}});
+  if (patches) {  // patch embeddings: RGB in, a few hundred to a few thousand patches per image
+    for (const char* cls : {"k14s14", "k16s16"})
+      out.push_back({fmt::format("conv.{}.{}", p, cls),
+                     {"pixels", "out", "in"},
+                     {ladder(49, 200704, 4), {256, 1024, 4096}, {3}}});
+    out.push_back({fmt::format("conv.{}.k4s4", p),
+                   {"pixels", "out", "in"},
+                   {image_pixels, {64, 96, 128, 256}, {3}}});
+  }
+}
+
+}  // namespace
+
 std::vector<TableGrid> calibration_grids(bool quick) {
+  if (quick) return quick_grids();
   std::vector<TableGrid> out;
   auto pow2 = [](double from, double to) { return ladder(from, to, 2); };
-  if (quick) {
-    // Every class the full calibration measures in bf16, at a few points each: a node of any class
-    // is then predicted from a measured neighbour (or scaled from one beyond the grid), never from
-    // the bare roofline.
-    out.push_back({"gemm.bf16",
-                   {"align", "m", "n", "k"},
-                   {{1, 128},
-                    {1, 8, 64, 512, 4096},
-                    {256, 1024, 4096, 16384, 65536},
-                    {256, 1024, 4096, 16384}}});
-    for (const char* mode : {"causal", "full"})
-      out.push_back({fmt::format("attn_prefill.bf16.{}", mode),
-                     {"d", "heads", "seq"},
-                     {{64, 128}, {4, 16, 64}, {128, 512, 2048, 8192}}});
-    out.push_back({"attn_decode.bf16",
-                   {"d", "group", "kv_heads", "context"},
-                   {{64, 128}, {1, 8}, {1, 16, 256}, {512, 4096, 32768}}});
-    for (const char* cls : {"k1s1", "k3s1"})
-      out.push_back({fmt::format("conv.bf16.{}", cls),
-                     {"pixels", "out", "in"},
-                     {{49, 784, 12544}, {64, 256, 1024}, {64, 256, 1024}}});
-    out.push_back({"mem.elementwise", {"bytes"}, {ladder(4096, 1 << 30, 4)}});
-    // Row kernels' time is not a power law in the rows: a few rows per decade.
-    for (const char* cls : {"norm", "softmax", "reduce"})
-      out.push_back({fmt::format("mem.{}", cls),
-                     {"align", "rows", "cols"},
-                     {{1, 8}, {1, 16, 256, 4096, 65536}, {64, 256, 1024, 4096}}});
-    out.push_back({"gemm.fp8",
-                   {"align", "m", "n", "k"},
-                   {{128}, {1, 64, 4096}, {1024, 16384}, {1024, 8192}}});
-    for (const char* cls : {"k1s2", "k3s2"})
-      out.push_back({fmt::format("conv.bf16.{}", cls),
-                     {"pixels", "out", "in"},
-                     {{196, 3136, 50176}, {64, 512}, {64, 512}}});
-    for (const char* cls : {"k14s14", "k16s16"})  // ViT patch embeddings
-      out.push_back({fmt::format("conv.bf16.{}", cls),
-                     {"pixels", "out", "in"},
-                     {{196, 3136, 50176}, {768, 1024}, {3}}});
-    out.push_back(
-        {"conv.bf16.k3s2.stem", {"pixels", "out", "in"}, {{12544, 802816}, {16, 64}, {3}}});
-    out.push_back({"conv.bf16.k7s2", {"pixels", "out", "in"}, {{12544, 401408}, {64}, {3}}});
-    for (const char* cls : {"dw3s1", "dw3s2", "dw5s1", "dw5s2", "dw7s1"})
-      out.push_back({fmt::format("conv.bf16.{}", cls),
-                     {"pixels", "channels"},
-                     {{196, 12544, 802816}, {64, 512}}});
-    for (const char* cls : {"broadcast", "transpose", "copy", "gather"})
-      out.push_back({fmt::format("mem.{}", cls), {"bytes"}, {ladder(4096, 1 << 30, 16)}});
-    // fp32 graphs run their convolutions on TF32 by default (--math tf32-conv).
-    for (const char* cls : {"k1s1", "k1s2", "k3s1", "k3s2"})
-      out.push_back({fmt::format("conv.tf32.{}", cls),
-                     {"pixels", "out", "in"},
-                     {{49, 784, 12544}, {64, 512}, {64, 512}}});
-    out.push_back({"conv.tf32.k7s2", {"pixels", "out", "in"}, {{12544, 401408}, {64}, {3}}});
-    return out;
-  }
   // In order of how much time of common models they predict: a run cut short by its deadline
   // loses the least.
   std::vector<double> m = pow2(1, 16384), n = pow2(128, 131072), k = pow2(128, 32768);
@@ -308,45 +369,7 @@ std::vector<TableGrid> calibration_grids(bool quick) {
   out.push_back({"attn_decode.bf16",
                  {"d", "group", "kv_heads", "context"},
                  {{64, 128}, {1, 4, 8}, ladder(1, 1024, 4), ladder(256, 65536, 4)}});
-  std::vector<double> pixels = ladder(49, 200704, 4), channels = ladder(64, 4096, 4);
-  // Stems and depthwise layers see whole images at large batches: 64 x 112 x 112 output pixels.
-  std::vector<double> image_pixels = ladder(49, 3211264, 4);
-  auto convs = [&](const char* p, bool patches, bool depthwise) {
-    // Pointwise convolutions go down to MobileNets' 16 channels.
-    out.push_back({fmt::format("conv.{}.k1s1", p),
-                   {"pixels", "out", "in"},
-                   {pixels, ladder(16, 4096, 4), ladder(16, 4096, 4)}});
-    for (const char* cls : {"k1s2", "k3s1", "k3s2"})
-      out.push_back({fmt::format("conv.{}.{}", p, cls),
-                     {"pixels", "out", "in"},
-                     {pixels, channels, channels}});
-    // RGB stems: 3x3 stride 2 (MobileNet, EfficientNet) and 7x7 stride 2 (ResNet).
-    out.push_back({fmt::format("conv.{}.k3s2.stem", p),
-                   {"pixels", "out", "in"},
-                   {image_pixels, {16, 32, 64}, {3}}});
-    out.push_back({fmt::format("conv.{}.k7s2", p),
-                   {"pixels", "out", "in"},
-                   {image_pixels, channels, {3, 16, 64}}});
-    // Depthwise: one filter per channel, the CUDA cores' work (TF32 nodes read fp32's).
-    if (depthwise)
-      for (const char* cls : {"dw3s1", "dw3s2", "dw5s1", "dw5s2", "dw7s1"})
-        out.push_back({fmt::format("conv.{}.{}", p, cls),
-                       {"pixels", "channels"},
-                       {image_pixels, pow2(16, 1024)}});
-    // 2x2 stride 2 downsampling between stages (ConvNeXt, Swin).
-    out.push_back(
-        {fmt::format("conv.{}.k2s2", p), {"pixels", "out", "in"}, {pixels, channels, channels}});
-    if (patches) {  // patch embeddings: RGB in, a few hundred to a few thousand patches per image
-      for (const char* cls : {"k14s14", "k16s16"})
-        out.push_back({fmt::format("conv.{}.{}", p, cls),
-                       {"pixels", "out", "in"},
-                       {ladder(49, 200704, 4), {256, 1024, 4096}, {3}}});
-      out.push_back({fmt::format("conv.{}.k4s4", p),
-                     {"pixels", "out", "in"},
-                     {image_pixels, {64, 96, 128, 256}, {3}}});
-    }
-  };
-  convs("bf16", true, true);
+  conv_grids(out, "bf16", true, true);
   for (const char* cls : {"elementwise", "broadcast", "transpose", "copy", "gather"})
     out.push_back({fmt::format("mem.{}", cls), {"bytes"}, {pow2(4096, 1 << 30)}});
   for (const char* cls : {"norm", "softmax", "reduce"})
@@ -355,8 +378,8 @@ std::vector<TableGrid> calibration_grids(bool quick) {
                    {{1, 8}, ladder(1, 65536, 4), ladder(64, 16384, 4)}});
   for (const char* p : {"fp8", "tf32", "fp32"})
     out.push_back({fmt::format("gemm.{}", p), {"align", "m", "n", "k"}, {{128}, m, n, k}});
-  convs("fp32", false, true);
-  convs("tf32", false, false);
+  conv_grids(out, "fp32", false, true);
+  conv_grids(out, "tf32", false, false);
   return out;
 }
 

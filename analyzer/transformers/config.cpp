@@ -33,7 +33,7 @@ constexpr int64_t kMaxLayers = limits::kMaxConfigLayers;
 constexpr int64_t kWidth = limits::kMaxConfigWidth;
 constexpr int64_t kMaxPositions = 1LL << 30;
 
-// Keys rooflens reads in some family or nested object; the did-you-mean candidates.
+// Keys read in some family or nested object (did-you-mean candidates). Kept whole: a key list.
 const std::vector<std::string>& read_somewhere() {
   static const std::vector<std::string> keys{"vocab_size",
                                              "hidden_size",

@@ -499,6 +499,7 @@ const Family* find_family(const std::string& model_type) {
   return nullptr;
 }
 
+// Kept whole: one list of keys, grouped by where they come from.
 const std::vector<std::string>& ignored_config_keys() {
   static const std::vector<std::string> keys{
       // Every PretrainedConfig: bookkeeping, token ids, outputs, generation and training switches.

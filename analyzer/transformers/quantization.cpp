@@ -22,30 +22,8 @@ std::vector<std::string> not_converted(ConfigReader& r, const char* key) {
   return v;
 }
 
-// compressed-tensors (llm-compressor): config_groups name the weights' and activations' schemes.
-// One weight scheme for every quantized Linear is what rooflens lowers.
-void read_compressed_tensors(ConfigReader& r, QuantizationSpec& q) {
-  std::string format = r.string_or("format", "");
-  if (format != "pack-quantized" && format != "int-quantized" && format != "float-quantized" &&
-      format != "naive-quantized")
-    r.fail("format", fmt::format("'{}' is not lowered; rooflens reads pack-quantized, "
-                                 "int-quantized, float-quantized and "
-                                 "naive-quantized",
-                                 format));
-  const nlohmann::json* groups = r.object("config_groups");
-  if (!groups || groups->empty()) r.fail("config_groups", "is missing or empty");
-  if (groups->size() != 1)
-    r.fail("config_groups", fmt::format("has {} groups; rooflens lowers one scheme for every layer",
-                                        groups->size()));
-  const nlohmann::json& group = groups->begin().value();
-  std::string where = r.where() + ": config_groups." + groups->begin().key();
-  if (!group.is_object()) r.fail("config_groups", "must hold objects");
-  ConfigReader g(group, where);
-  g.strings("targets");
-  const nlohmann::json* weights = g.object("weights");
-  if (!weights)
-    g.fail("weights", "is missing (a scheme without weights quantizes nothing rooflens stores)");
-  ConfigReader w(*weights, where + ".weights");
+// A compressed-tensors scheme's weights: int4/int8 or fp8, their scales' strategy.
+void read_compressed_weights(ConfigReader& w, QuantizationSpec& q) {
   q.bits = w.integer("num_bits", 64);
   std::string type = w.string_or("type", "int");
   std::string strategy = w.string_or("strategy", "tensor");
@@ -82,6 +60,33 @@ void read_compressed_tensors(ConfigReader& r, QuantizationSpec& q) {
             "zp_dtype", "scale_dtype"});
   std::vector<std::string> unread = w.unread();
   if (!unread.empty()) w.fail(unread.front(), "is not a weight setting rooflens reads");
+}
+
+// compressed-tensors (llm-compressor): config_groups name the weights' and activations' schemes.
+// One weight scheme for every quantized Linear is what rooflens lowers.
+void read_compressed_tensors(ConfigReader& r, QuantizationSpec& q) {
+  std::string format = r.string_or("format", "");
+  if (format != "pack-quantized" && format != "int-quantized" && format != "float-quantized" &&
+      format != "naive-quantized")
+    r.fail("format", fmt::format("'{}' is not lowered; rooflens reads pack-quantized, "
+                                 "int-quantized, float-quantized and "
+                                 "naive-quantized",
+                                 format));
+  const nlohmann::json* groups = r.object("config_groups");
+  if (!groups || groups->empty()) r.fail("config_groups", "is missing or empty");
+  if (groups->size() != 1)
+    r.fail("config_groups", fmt::format("has {} groups; rooflens lowers one scheme for every layer",
+                                        groups->size()));
+  const nlohmann::json& group = groups->begin().value();
+  std::string where = r.where() + ": config_groups." + groups->begin().key();
+  if (!group.is_object()) r.fail("config_groups", "must hold objects");
+  ConfigReader g(group, where);
+  g.strings("targets");
+  const nlohmann::json* weights = g.object("weights");
+  if (!weights)
+    g.fail("weights", "is missing (a scheme without weights quantizes nothing rooflens stores)");
+  ConfigReader w(*weights, where + ".weights");
+  read_compressed_weights(w, q);
   const nlohmann::json* inputs = g.object("input_activations");
   std::string activations = "16-bit activations";
   if (inputs) {
@@ -168,6 +173,70 @@ const std::vector<std::string>& quantization_keys() {
   return k;
 }
 
+namespace {
+
+// transformers' FineGrainedFP8: fp8 e4m3 weights (per tensor or in blocks), fp8 activations.
+void read_fp8(ConfigReader& r, QuantizationSpec& q) {
+  q.bits = 8;
+  std::vector<int64_t> block = r.integers("weight_block_size", kWidth);
+  if (!block.empty()) {
+    if (block.size() != 2 || block[0] == 0 || block[1] == 0)
+      r.fail("weight_block_size", "must be two positive integers");
+    q.block_scales = true;
+    q.block_rows = block[0];
+    q.block_cols = block[1];
+  }
+  std::string scheme = r.string_or("activation_scheme", "dynamic");
+  if (scheme != "dynamic" && scheme != "static")
+    r.fail("activation_scheme", fmt::format("'{}': expected dynamic or static", scheme));
+  q.dynamic_activations = true;  // both schemes quantize activations to fp8: W8A8
+  q.label = q.block_scales ? fmt::format("fp8 e4m3, {}x{} block scales, fp8 activations",
+                                         q.block_rows, q.block_cols)
+                           : "fp8 e4m3, fp8 activations";
+}
+
+// GPTQ and AWQ: packed 4- or 8-bit weights, a scale (and zero point) per group of columns.
+void read_gptq_awq(ConfigReader& r, QuantizationSpec& q) {
+  q.bits = r.integer_or("bits", 4, 64);
+  if (q.bits != 4 && q.bits != 8)
+    r.fail("bits", fmt::format("is {}; rooflens stores 4- and 8-bit weights", q.bits));
+  if (r.is_string("group_size")) r.fail("group_size", "must be an integer");
+  if (r.has("group_size")) {
+    const auto v = r.number_or("group_size", 128);
+    if (v != -1 && (v <= 0 || v != static_cast<double>(static_cast<int64_t>(v))))
+      r.fail("group_size", "must be -1 or a positive integer");
+    q.group_size = static_cast<int64_t>(v);
+  }
+  q.zero_points = q.method == "gptq" || r.boolean_or("zero_point", true);
+  q.act_order = q.method == "gptq" && r.boolean_or("desc_act", false);
+  if (q.method == "awq") q.not_converted = not_converted(r, "modules_to_not_convert");
+  q.label = fmt::format("{} int{} {}", q.method, q.bits,
+                        q.group_size > 0 ? fmt::format("g{}", q.group_size) : "per column");
+}
+
+// bitsandbytes: LLM.int8 or 4-bit NormalFloat/float with an absmax per 64 weights.
+void read_bitsandbytes(ConfigReader& r, QuantizationSpec& q) {
+  bool four = r.boolean_or("load_in_4bit", false) || r.boolean_or("_load_in_4bit", false);
+  bool eight = r.boolean_or("load_in_8bit", false) || r.boolean_or("_load_in_8bit", false);
+  if (four == eight) r.fail("load_in_4bit", "and load_in_8bit: exactly one must be true");
+  q.bits = four ? 4 : 8;
+  std::string type = r.string_or("bnb_4bit_quant_type", "fp4");
+  if (four && type != "nf4" && type != "fp4")
+    r.fail("bnb_4bit_quant_type", fmt::format("'{}': expected nf4 or fp4", type));
+  q.zero_points =
+      four && r.boolean_or("bnb_4bit_use_double_quant", false);  // the double-quantized absmax
+  q.compute_dtype = r.string_or("bnb_4bit_compute_dtype", "");
+  auto skip = not_converted(r, "llm_int8_skip_modules");
+  q.not_converted.insert(q.not_converted.end(), skip.begin(), skip.end());
+  // nf4: 4-bit NormalFloat; fp4: 4-bit float (e2m1); both one absmax per 64 weights.
+  q.label = four ? fmt::format("bitsandbytes {} ({}, absmax per {} weights{})", type,
+                               type == "nf4" ? "4-bit NormalFloat" : "4-bit float", kBnbBlock,
+                               q.zero_points ? ", double-quantized absmax" : "")
+                 : "bitsandbytes int8 (LLM.int8, fp32 scale per row)";
+}
+
+}  // namespace
+
 QuantizationSpec read_quantization_config(ConfigReader& r) {
   QuantizationSpec q;
   if (!r.has("quant_method"))
@@ -215,56 +284,11 @@ QuantizationSpec read_quantization_config(ConfigReader& r) {
     q.experts_only = true;  // transformers' Mxfp4 quantizer replaces the MoE experts only
     q.label = "mxfp4 experts (e8m0 scale per 32)";
   } else if (q.method == "fp8") {
-    q.bits = 8;
-    std::vector<int64_t> block = r.integers("weight_block_size", kWidth);
-    if (!block.empty()) {
-      if (block.size() != 2 || block[0] == 0 || block[1] == 0)
-        r.fail("weight_block_size", "must be two positive integers");
-      q.block_scales = true;
-      q.block_rows = block[0];
-      q.block_cols = block[1];
-    }
-    std::string scheme = r.string_or("activation_scheme", "dynamic");
-    if (scheme != "dynamic" && scheme != "static")
-      r.fail("activation_scheme", fmt::format("'{}': expected dynamic or static", scheme));
-    q.dynamic_activations = true;  // both schemes quantize activations to fp8: W8A8
-    q.label = q.block_scales ? fmt::format("fp8 e4m3, {}x{} block scales, fp8 activations",
-                                           q.block_rows, q.block_cols)
-                             : "fp8 e4m3, fp8 activations";
+    read_fp8(r, q);
   } else if (q.method == "gptq" || q.method == "awq") {
-    q.bits = r.integer_or("bits", 4, 64);
-    if (q.bits != 4 && q.bits != 8)
-      r.fail("bits", fmt::format("is {}; rooflens stores 4- and 8-bit weights", q.bits));
-    if (r.is_string("group_size")) r.fail("group_size", "must be an integer");
-    if (r.has("group_size")) {
-      const auto v = r.number_or("group_size", 128);
-      if (v != -1 && (v <= 0 || v != static_cast<double>(static_cast<int64_t>(v))))
-        r.fail("group_size", "must be -1 or a positive integer");
-      q.group_size = static_cast<int64_t>(v);
-    }
-    q.zero_points = q.method == "gptq" || r.boolean_or("zero_point", true);
-    q.act_order = q.method == "gptq" && r.boolean_or("desc_act", false);
-    if (q.method == "awq") q.not_converted = not_converted(r, "modules_to_not_convert");
-    q.label = fmt::format("{} int{} {}", q.method, q.bits,
-                          q.group_size > 0 ? fmt::format("g{}", q.group_size) : "per column");
+    read_gptq_awq(r, q);
   } else if (q.method == "bitsandbytes") {
-    bool four = r.boolean_or("load_in_4bit", false) || r.boolean_or("_load_in_4bit", false);
-    bool eight = r.boolean_or("load_in_8bit", false) || r.boolean_or("_load_in_8bit", false);
-    if (four == eight) r.fail("load_in_4bit", "and load_in_8bit: exactly one must be true");
-    q.bits = four ? 4 : 8;
-    std::string type = r.string_or("bnb_4bit_quant_type", "fp4");
-    if (four && type != "nf4" && type != "fp4")
-      r.fail("bnb_4bit_quant_type", fmt::format("'{}': expected nf4 or fp4", type));
-    q.zero_points =
-        four && r.boolean_or("bnb_4bit_use_double_quant", false);  // the double-quantized absmax
-    q.compute_dtype = r.string_or("bnb_4bit_compute_dtype", "");
-    auto skip = not_converted(r, "llm_int8_skip_modules");
-    q.not_converted.insert(q.not_converted.end(), skip.begin(), skip.end());
-    // nf4: 4-bit NormalFloat; fp4: 4-bit float (e2m1); both one absmax per 64 weights.
-    q.label = four ? fmt::format("bitsandbytes {} ({}, absmax per {} weights{})", type,
-                                 type == "nf4" ? "4-bit NormalFloat" : "4-bit float", kBnbBlock,
-                                 q.zero_points ? ", double-quantized absmax" : "")
-                   : "bitsandbytes int8 (LLM.int8, fp32 scale per row)";
+    read_bitsandbytes(r, q);
   } else if (q.method == "compressed-tensors") {
     read_compressed_tensors(r, q);
   } else if (q.method == "hqq") {

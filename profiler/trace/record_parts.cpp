@@ -27,8 +27,10 @@ void append(std::vector<T>& to, const json& chunk, const char* key) {
 
 }  // namespace
 
-RecordedParts merge_record_parts(const std::string& dir) {
-  RecordedParts out;
+namespace {
+
+// The part files a recorded run's processes wrote into `dir`, in name order.
+std::vector<fs::path> part_files(const std::string& dir) {
   std::vector<fs::path> parts;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
@@ -39,61 +41,54 @@ RecordedParts merge_record_parts(const std::string& dir) {
       parts.push_back(entry.path());
   }
   std::sort(parts.begin(), parts.end());
+  return parts;
+}
+
+// One process's part: its records into `part`, its devices, command, refusal and end into `out`.
+void read_part(const fs::path& p, Trace& part, std::set<uint32_t>& device_ids, RecordedParts& out) {
   Trace& t = out.trace;
-  std::set<uint32_t> device_ids;
-  uint32_t correlation_offset = 0;
-  for (const fs::path& p : parts) {
-    ++out.processes;
-    Trace part;
-    std::ifstream in(p);
-    std::string line, pid = p.filename().string();
-    bool ended = false, refused = false;
-    while (std::getline(in, line)) {
-      if (line.empty()) continue;
-      json j;
-      try {
-        j = json::parse(line);
-      } catch (const json::exception&) {
-        ++out.unreadable_lines;  // the last line of a process killed while writing
-        continue;
-      }
-      try {
-        if (auto it = j.find(kPartLine); it != j.end()) {
-          pid = std::to_string(uint_field_or(*it, "pid", 0));
-          if (t.command.empty()) t.command = it->value("command", std::vector<std::string>{});
-        } else if (auto rec = j.find(kRecordsLine); rec != j.end()) {
-          append(part.activities, *rec, "activities");
-          append(part.api_calls, *rec, "api_calls");
-          append(part.ranges, *rec, "ranges");
-          std::vector<TraceDevice> devices;
-          append(devices, *rec, "devices");
-          for (auto& d : devices)
-            if (device_ids.insert(d.id).second) t.devices.push_back(std::move(d));
-        } else if (auto u = j.find(kUnavailableLine); u != j.end()) {
-          out.unavailable.push_back(fmt::format("process {}: {}", pid, u->get<std::string>()));
-          refused = true;
-        } else if (auto e = j.find(kEndLine); e != j.end()) {
-          t.dropped += uint_field_or(*e, "dropped", 0);
-          ended = true;
-        }
-      } catch (const std::exception&) {
-        ++out.unreadable_lines;
-      }
+  std::ifstream in(p);
+  std::string line, pid = p.filename().string();
+  bool ended = false, refused = false;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const json::exception&) {
+      ++out.unreadable_lines;  // the last line of a process killed while writing
+      continue;
     }
-    if (!ended && !refused)
-      out.unflushed.push_back(pid);  // a refused process recorded nothing to flush
-    // Each process counts correlation ids from 1: shift every part past the ones before it.
-    uint32_t highest = 0;
-    for (auto& a : part.activities)
-      highest = std::max(highest, a.correlation_id += correlation_offset);
-    for (auto& c : part.api_calls)
-      highest = std::max(highest, c.correlation_id += correlation_offset);
-    correlation_offset = highest;
-    t.activities.insert(t.activities.end(), part.activities.begin(), part.activities.end());
-    t.api_calls.insert(t.api_calls.end(), part.api_calls.begin(), part.api_calls.end());
-    t.ranges.insert(t.ranges.end(), part.ranges.begin(), part.ranges.end());
+    try {
+      if (auto it = j.find(kPartLine); it != j.end()) {
+        pid = std::to_string(uint_field_or(*it, "pid", 0));
+        if (t.command.empty()) t.command = it->value("command", std::vector<std::string>{});
+      } else if (auto rec = j.find(kRecordsLine); rec != j.end()) {
+        append(part.activities, *rec, "activities");
+        append(part.api_calls, *rec, "api_calls");
+        append(part.ranges, *rec, "ranges");
+        std::vector<TraceDevice> devices;
+        append(devices, *rec, "devices");
+        for (auto& d : devices)
+          if (device_ids.insert(d.id).second) t.devices.push_back(std::move(d));
+      } else if (auto u = j.find(kUnavailableLine); u != j.end()) {
+        out.unavailable.push_back(fmt::format("process {}: {}", pid, u->get<std::string>()));
+        refused = true;
+      } else if (auto e = j.find(kEndLine); e != j.end()) {
+        t.dropped += uint_field_or(*e, "dropped", 0);
+        ended = true;
+      }
+    } catch (const std::exception&) {
+      ++out.unreadable_lines;
+    }
   }
-  // Keep the calls that launched something (and so carry a GPU activity's correlation id).
+  if (!ended && !refused)
+    out.unflushed.push_back(pid);  // a refused process recorded nothing to flush
+}
+
+// Keeps the calls that launched something (and so carry a GPU activity's correlation id); sorts
+// every record by its start.
+void finish_trace(Trace& t) {
   std::unordered_set<uint32_t> launched;
   for (const auto& a : t.activities) launched.insert(a.correlation_id);
   t.api_calls.erase(
@@ -108,6 +103,31 @@ RecordedParts merge_record_parts(const std::string& dir) {
             [](const auto& x, const auto& y) { return x.id < y.id; });
   if (!t.devices.empty()) t.gpu = t.devices.front().name;
   t.source = "rooflens record";
+}
+
+}  // namespace
+
+RecordedParts merge_record_parts(const std::string& dir) {
+  RecordedParts out;
+  Trace& t = out.trace;
+  std::set<uint32_t> device_ids;
+  uint32_t correlation_offset = 0;
+  for (const fs::path& p : part_files(dir)) {
+    ++out.processes;
+    Trace part;
+    read_part(p, part, device_ids, out);
+    // Each process counts correlation ids from 1: shift every part past the ones before it.
+    uint32_t highest = 0;
+    for (auto& a : part.activities)
+      highest = std::max(highest, a.correlation_id += correlation_offset);
+    for (auto& c : part.api_calls)
+      highest = std::max(highest, c.correlation_id += correlation_offset);
+    correlation_offset = highest;
+    t.activities.insert(t.activities.end(), part.activities.begin(), part.activities.end());
+    t.api_calls.insert(t.api_calls.end(), part.api_calls.begin(), part.api_calls.end());
+    t.ranges.insert(t.ranges.end(), part.ranges.begin(), part.ranges.end());
+  }
+  finish_trace(t);
   return out;
 }
 

@@ -3,9 +3,9 @@
 # (the GPU machines here): the rooflens binary, the GPU module and its cuDNN plugin, the record
 # injection library (build/lib/*.so), the GPU tests and benchmarks with record's test program, and
 # the non-system libraries the binary loads (fmt, onnx, protobuf), stripped, in one folder. There: LD_LIBRARY_PATH=<folder>:/usr/local/cuda/lib64 <folder>/rooflens ...
-#   scripts/gpu_bundle.sh [build dir] [out dir]
+#   scripts/dev/gpu_bundle.sh [build dir] [out dir]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build="${1:-build}"
 out="${2:-carry}"
 rm -rf "$out"

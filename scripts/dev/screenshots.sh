@@ -4,7 +4,7 @@
 # prefill against its recorded H100 trace), rendered by headless Chromium at 1280 px into docs/img/.
 # Run after a build (scripts/test.sh); look at each PNG before committing it.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 bin=build/cli/rooflens
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Trims one case of scripts/ncu_suite.sh (its ncu CSV and rooflens result JSON) to what the
+"""Trims one case of scripts/gpu/ncu_suite.sh (its ncu CSV and rooflens result JSON) to what the
 bound-class check needs: per replayed layer, the longest kernel of its first sample with Nsight
 Compute's SpeedOfLight figures, and the class rooflens predicted for it then.
 
@@ -51,7 +51,7 @@ def main():
         k["predicted_bound"] = n.get("bound")
         k["predicted_s"] = n.get("predicted_s")
         layers.append(k)
-    doc = {"provenance": {"script": "scripts/ncu_suite.sh (scripts/ncu_check.sh under Nsight Compute), trimmed by scripts/dev/trim_ncu.py",
+    doc = {"provenance": {"script": "scripts/gpu/ncu_suite.sh (scripts/gpu/ncu_check.sh under Nsight Compute), trimmed by scripts/dev/trim_ncu.py",
                           "arguments": command, "machine": f"the GPU machine: {result.get('device', {}).get('measured_gpu') or 'NVIDIA H100 80GB HBM3'}, "
                           "ncu 2025.3 --clock-control none --section SpeedOfLight", "date": "2026-11-25"},
            "case": case, "model": result["model"]["path"], "command": result["tool"]["command"], "layers": layers}

@@ -83,7 +83,7 @@ def trim_chrome(t, n):
     kept.sort(key=lambda e: e["ts"])
     header = {k: v for k, v in t.items() if k != "traceEvents"}
     header["traceEvents"] = kept
-    header["trimmed"] = f"first {len(windows)} steps of the original, scripts/trim_timeline.py"
+    header["trimmed"] = f"first {len(windows)} steps of the original, scripts/dev/trim_timeline.py"
     return header, len(windows), sum(1 for e in kept if e.get("cat") in GPU_CATS)
 
 
@@ -97,7 +97,7 @@ def trim_record(t, n):
     t["api_calls"] = [c for c in calls.values() if c["correlation"] in used]
     lo, hi = windows[0][0], windows[-1][1]
     t["ranges"] = [r["record"] for r in ranges if r["end"] >= lo and r["start"] <= hi]
-    t["notes"] = t.get("notes", []) + [f"trimmed to the first {len(windows)} steps (scripts/trim_timeline.py)"]
+    t["notes"] = t.get("notes", []) + [f"trimmed to the first {len(windows)} steps (scripts/dev/trim_timeline.py)"]
     return t, len(windows), len(t["activities"])
 
 

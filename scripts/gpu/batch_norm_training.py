@@ -14,10 +14,10 @@ input, weight and bias): the kernels' summed time under torch.profiler (CUPTI) o
 3 warm-ups, per call; the backward is their difference. Shapes over 2^28 elements are not
 measured (null).
 
-  scripts/batch_norm_training.py OUT.json              measure
-  scripts/batch_norm_training.py --merge OUT.json PROFILE.json
+  scripts/gpu/batch_norm_training.py OUT.json              measure
+  scripts/gpu/batch_norm_training.py --merge OUT.json PROFILE.json
       the tables into the device profile (its other tables unchanged)
-On the GPU machine: /opt/torch/.venv/bin/python3 scripts/batch_norm_training.py $OUT/batch-norm.json
+On the GPU machine: /opt/torch/.venv/bin/python3 scripts/gpu/batch_norm_training.py $OUT/batch-norm.json
 """
 import json
 import sys
@@ -86,7 +86,7 @@ def measure():
         grid = [[float(v) for v in N], [float(v) for v in C], [float(v) for v in HW]]
         tables[f"train.batch_norm.{key}"] = {"axes": ["n", "c", "hw"], "grid": grid, "seconds": forward}
         tables[f"train.batch_norm_backward.{key}"] = {"axes": ["n", "c", "hw"], "grid": grid, "seconds": backward}
-    return {"script": "scripts/batch_norm_training.py", "torch": torch.__version__,
+    return {"script": "scripts/gpu/batch_norm_training.py", "torch": torch.__version__,
             "gpu": torch.cuda.get_device_name(), "tables": tables}
 
 
@@ -97,7 +97,7 @@ def merge(measured_path, profile_path):
         profile = json.load(f)
     profile.setdefault("tables", {}).update(measured["tables"])
     profile.setdefault("method", {})["train.batch_norm"] = (
-        f"scripts/batch_norm_training.py: F.batch_norm(training=True) in NCHW, torch {measured['torch']}, "
+        f"scripts/gpu/batch_norm_training.py: F.batch_norm(training=True) in NCHW, torch {measured['torch']}, "
         f"kernel time under CUPTI per call")
     with open(profile_path, "w") as f:
         json.dump(profile, f, separators=(",", ":"))

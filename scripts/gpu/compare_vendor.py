@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Side by side: the replay's kernels (bench/bench_vendor.cpp --out ours.json) against PyTorch's
-on the same shapes (scripts/torch_kernel_reference.py --out torch.json), both CUPTI kernel time
+on the same shapes (scripts/gpu/torch_kernel_reference.py --out torch.json), both CUPTI kernel time
 with L2 flushed before each sample. Prints a Markdown table (docs/profile.md) and exits 1 when a
 row is more than --limit (default 15%) slower than PyTorch.
 
-    python3 scripts/compare_vendor.py ours.json torch.json [--limit 0.15]
+    python3 scripts/gpu/compare_vendor.py ours.json torch.json [--limit 0.15]
 """
 import argparse
 import json

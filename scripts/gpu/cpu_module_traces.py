@@ -7,7 +7,7 @@ ranges named by module path), both by annotate(model) and by the global hooks of
 tests/data/compare/. Only what `compare` reads is kept (module and record_function events); the
 rest of each trace is dropped to keep the files small.
 
-    python3 scripts/cpu_module_traces.py tests/data/traces   # needs torch and transformers
+    python3 scripts/gpu/cpu_module_traces.py tests/data/traces   # needs torch and transformers
 """
 import gzip
 import json
@@ -18,7 +18,7 @@ import torch
 import transformers
 
 here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(here, "..", "python"))
+sys.path.insert(0, os.path.join(here, "..", "..", "python"))
 import rooflens_annotate  # noqa: E402
 
 
@@ -61,7 +61,7 @@ def trace(model, path, annotate):
 
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/traces"
-    data = os.path.join(here, "..", "tests", "data", "compare")
+    data = os.path.join(here, "..", "..", "tests", "data", "compare")
     for name in ("gpt2-2layer", "llama-2layer"):
         model = model_from(os.path.join(data, name + ".json"))
         trace(model, os.path.join(out, f"{name}-cpu-vanilla.json.gz"), "vanilla")

@@ -3,7 +3,7 @@
 profile, analyzer/hw/derived_profile.hpp) next to published measurements of the same work
 (data/published/achieved.json): a GEMM of the published shape, or a copy of the published size.
 
-  scripts/derived_vs_published.py [build/cli/rooflens] > table.md
+  scripts/gpu/derived_vs_published.py [build/cli/rooflens] > table.md
 
 Each row builds the one-node ONNX graph of the published work (MatMul of two [M,K] x [K,N]
 inputs; Relu over the copy's bytes, which reads and writes them once), asks `rooflens analyze
@@ -20,7 +20,7 @@ import tempfile
 import onnx
 from onnx import TensorProto, helper
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DTYPES = {"bf16": TensorProto.BFLOAT16, "fp16": TensorProto.FLOAT16}
 
 

@@ -17,8 +17,8 @@ never the bottleneck, each figure the median of several repetitions of N ops div
   optimizer          AdamW (foreach) and SGD step host time for T parameter tensors: fixed + per tensor
   launch_s           the GPU time of an empty kernel back to back (for comparison)
 
-  scripts/eager_host_costs.py OUT.json
-On the GPU machine: /opt/torch/.venv/bin/python3 scripts/eager_host_costs.py $OUT/eager-host.json
+  scripts/gpu/eager_host_costs.py OUT.json
+On the GPU machine: /opt/torch/.venv/bin/python3 scripts/gpu/eager_host_costs.py $OUT/eager-host.json
 """
 import json
 import statistics

@@ -6,18 +6,18 @@ on the machine it runs on: what --phase train's step timeline charges the host f
 Eager PyTorch issues a kernel only after Python, the dispatcher and autograd have done their
 work for it; where that takes longer than the kernels run, the GPU waits. That cost does not
 depend on tensor sizes, so it is measured where the GPU never holds the host back: each case of
-scripts/training_references.py (same model, precision, checkpointing, optimizer) at batch 1 x 16
+scripts/gpu/training_references.py (same model, precision, checkpointing, optimizer) at batch 1 x 16
 tokens. Per phase (forward with the loss, backward, optimizer step with zero_grad) the host's
 time is the median of 15 steps after 3 warm-ups, the GPU synchronised between phases, in a
 process that has not loaded a profiler (CUPTI slows every launch); then one step per phase under
 torch.profiler counts the kernels (memcpy and memset included) each phase launched.
 
-  scripts/eager_host_per_kernel.py OUT.json [CASE...]   each case in a fresh process
-  scripts/eager_host_per_kernel.py --case NAME          one case, its JSON on stdout
-  scripts/eager_host_per_kernel.py --pool OUT.json PROFILE.json
+  scripts/gpu/eager_host_per_kernel.py OUT.json [CASE...]   each case in a fresh process
+  scripts/gpu/eager_host_per_kernel.py --case NAME          one case, its JSON on stdout
+  scripts/gpu/eager_host_per_kernel.py --pool OUT.json PROFILE.json
       the medians per kernel over the cases (checkpointed and not apart), and per optimizer the
       host's time as fixed + per parameter tensor, written into the device profile's "eager_host"
-On the GPU machine: /opt/torch/.venv/bin/python3 scripts/eager_host_per_kernel.py $OUT/eager-per-kernel.json
+On the GPU machine: /opt/torch/.venv/bin/python3 scripts/gpu/eager_host_per_kernel.py $OUT/eager-per-kernel.json
 """
 import json
 import os
@@ -25,7 +25,6 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from training_references import CASES, build_model, run_each_case  # noqa: E402
 
 TOKENS = 16
@@ -127,7 +126,7 @@ def pool(measured_path, profile_path):
         "adamw_tensor_s": adamw[1],
         "sgd_fixed_s": sgd[0],
         "sgd_tensor_s": sgd[1],
-        "source": (f"scripts/eager_host_per_kernel.py: {len(cases)} training steps at 1x{TOKENS} tokens, torch "
+        "source": (f"scripts/gpu/eager_host_per_kernel.py: {len(cases)} training steps at 1x{TOKENS} tokens, torch "
                    f"{cases[0]['torch']}, transformers {cases[0]['transformers']}, {cases[0]['cpu']}"),
     }
     with open(profile_path) as f:

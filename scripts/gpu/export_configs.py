@@ -39,8 +39,7 @@ configs = {
                                        n_group=8, topk_group=4, routed_scaling_factor=2.5,
                                        max_position_embeddings=163840, torch_dtype="bfloat16"),
 }
-# More families, with the hyperparameters scripts/reference_families.py writes (one source).
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# More families, with the hyperparameters scripts/gpu/reference_families.py writes (one source).
 from reference_families import FAMILIES  # noqa: E402
 
 for sample, family in {"qwen3-8b": "qwen3", "qwen3-30b-a3b": "qwen3_moe", "gpt-oss-20b": "gpt_oss", "gemma-2-2b": "gemma2",

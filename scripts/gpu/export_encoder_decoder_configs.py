@@ -3,7 +3,7 @@ transformers' own config classes, and count each model's parameters on the meta 
 model.num_parameters() reports) as a reference for tests/analyzer/transformers/test_encoder_decoder.cpp.
 Hyperparameters are the published ones of each model (their config.json on the Hugging Face Hub:
 google-t5/t5-small, google/flan-t5-small, facebook/bart-base, openai/whisper-tiny).
-Usage (the GPU machine, whose image has transformers): python3 scripts/export_encoder_decoder_configs.py OUT"""
+Usage (the GPU machine, whose image has transformers): python3 scripts/gpu/export_encoder_decoder_configs.py OUT"""
 import json, os, sys
 import torch
 import transformers as tf
@@ -26,7 +26,7 @@ configs = {
         encoder_attention_heads=6, decoder_attention_heads=6, encoder_ffn_dim=1536, decoder_ffn_dim=1536,
         max_source_positions=1500, max_target_positions=448, torch_dtype="float32")),
 }
-report = {"provenance": {"script": "scripts/export_encoder_decoder_configs.py", "arguments": [out],
+report = {"provenance": {"script": "scripts/gpu/export_encoder_decoder_configs.py", "arguments": [out],
                          "machine": "the GPU machine", "transformers": tf.__version__, "torch": torch.__version__}}
 for name, (cls, cfg) in configs.items():
     d = os.path.join(out, name)

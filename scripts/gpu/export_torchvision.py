@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Export torchvision models (random weights: nothing is downloaded) to ONNX with the TorchScript
 exporter, the graph only (weights stripped to an external file that is then deleted), for the
-bound-class and prediction checks (scripts/ncu_suite.sh). Runs where torch and torchvision are
+bound-class and prediction checks (scripts/gpu/ncu_suite.sh). Runs where torch and torchvision are
 (the GPU machine).
 
-    python3 scripts/export_torchvision.py OUT_DIR mobilenet_v3_small efficientnet_b0 convnext_tiny
+    python3 scripts/gpu/export_torchvision.py OUT_DIR mobilenet_v3_small efficientnet_b0 convnext_tiny
 """
 import os
 import sys

@@ -5,7 +5,7 @@ import os, sys
 import onnx
 from onnx import TensorProto, helper
 
-root = os.path.join(os.path.dirname(__file__), "..")
+root = os.path.join(os.path.dirname(__file__), "..", "..")
 out = os.path.join(root, "tests", "data", "bad")
 os.makedirs(out, exist_ok=True)
 expected = {}
@@ -71,8 +71,7 @@ save("huge_rank.onnx", model([helper.make_node("Relu", ["x"], ["y"])], [helper.m
 save("opset_6.onnx", model([helper.make_node("Relu", ["x"], ["y"])], [x4], [y], opset=6), "outside the supported range")
 save("unbound_dim.onnx", model([helper.make_node("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])], [y]),
      "bind it with --dim n=N")
-# A Loop whose constant trip count would unroll past the node limit (scripts/make_control_flow_models.py's loop).
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# A Loop whose constant trip count would unroll past the node limit (scripts/gpu/make_control_flow_models.py's loop).
 import make_control_flow_models  # noqa: E402
 loop = make_control_flow_models.loop_model(True)
 for t in loop.graph.initializer:

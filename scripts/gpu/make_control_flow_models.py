@@ -7,7 +7,7 @@ with onnx.helper into tests/data/onnx/control_flow/. Each is a few hundred bytes
                    scope), the last h and the stacked per-iteration h ([3,4,8]) as outputs
   loop_dynamic.onnx the same Loop with M a graph input (needs --loop-trips)
 
-Run: python scripts/make_control_flow_models.py   (needs the onnx package)
+Run: python scripts/gpu/make_control_flow_models.py   (needs the onnx package)
 """
 import os
 
@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto as T, helper as h, numpy_helper
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "onnx", "control_flow")
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data", "onnx", "control_flow")
 
 
 def weight(name, *shape):

@@ -7,7 +7,7 @@ quantization tools from one small float model built with onnx.helper:
   dynamic.onnx    quantize_dynamic (DynamicQuantizeLinear, ConvInteger, MatMulInteger)
   nbits.onnx      MatMulNBitsQuantizer, 4 bits, block 32 (com.microsoft MatMulNBits)
 
-Run: python scripts/make_quantized_models.py   (onnx, onnxruntime and numpy from PyPI)
+Run: python scripts/gpu/make_quantized_models.py   (onnx, onnxruntime and numpy from PyPI)
 """
 import os
 
@@ -17,7 +17,7 @@ from onnx import TensorProto as T, helper as h, numpy_helper
 from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
 from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "onnx", "quantized")
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data", "onnx", "quantized")
 
 
 def float_model():

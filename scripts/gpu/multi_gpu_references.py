@@ -3,20 +3,20 @@
 `--phase train --dp N --zero Z` are checked against (issue 32). One process per GPU
 (torch.multiprocessing, NCCL backend), as torchrun would start them; rank 0 writes the JSON.
 
-  scripts/multi_gpu_references.py collectives OUT.json [--gpus N]
+  scripts/gpu/multi_gpu_references.py collectives OUT.json [--gpus N]
       torch.distributed's all-reduce, all-gather, reduce-scatter, all-to-all and a send/recv ring
       in bf16 from 1 KiB to 1 GiB: per size the median NCCL kernel time (torch.profiler's CUPTI
       records, each call synchronized as rooflens times them) and the call's host time to
       completion (no profiler attached).
-  scripts/multi_gpu_references.py tp OUT.json [--gpus N] [--config PATH]
+  scripts/gpu/multi_gpu_references.py tp OUT.json [--gpus N] [--config PATH]
       A hand-sharded Hugging Face Llama (Megatron's split: q/k/v/gate/up by output columns,
       o/down by input rows, the vocabulary halved in the embedding and the LM head; an
       all-reduce after the embedding, o_proj and down_proj), random bf16 weights, sdpa: a decode
       step (batch 8, 1,024 cached tokens, a StaticCache) and a prefill (batch 1, 2,048 tokens),
       each as the GPU ran it (kernel time summed per step under torch.profiler, NCCL apart) and
       as the host did (wall time per step, no profiler).
-  scripts/multi_gpu_references.py train OUT.json [--gpus N]
-      The llama-4l training case of scripts/training_references.py (batch 4 x 1,024 tokens,
+  scripts/gpu/multi_gpu_references.py train OUT.json [--gpus N]
+      The llama-4l training case of scripts/gpu/training_references.py (batch 4 x 1,024 tokens,
       AdamW) data-parallel: DDP (fp32 weights, torch.autocast bf16; ZeRO 0) and FSDP2's
       fully_shard on every decoder layer and the root (bf16 compute, fp32 gradient reduction;
       ZeRO 3): each rank's peak memory (max_memory_allocated over step 2) and the step time
@@ -37,7 +37,7 @@ for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "
     os.environ.setdefault(_k, _v)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 def init(rank, world, port):
@@ -294,7 +294,6 @@ def tp_rank(rank, world, port, out, config_path, graphs):
 
 def train_rank(rank, world, port, out, mode):
     torch, dist = init(rank, world, port)
-    sys.path.insert(0, HERE)
     from training_references import MODELS, cuda_event_times
     import transformers
 
@@ -351,7 +350,7 @@ def train_rank(rank, world, port, out, mode):
     rows = [None] * world
     dist.all_gather_object(rows, row)
     if rank == 0:
-        doc = {"what": f"llama-4l (scripts/training_references.py), batch {batch} x {seq} per GPU, AdamW, "
+        doc = {"what": f"llama-4l (scripts/gpu/training_references.py), batch {batch} x {seq} per GPU, AdamW, "
                        + ("DDP, fp32 weights under torch.autocast(bf16)" if mode == "ddp" else
                           "DDP with gradient_as_bucket_view=True, fp32 weights under torch.autocast(bf16)"
                           if mode == "ddpview" else

@@ -4,7 +4,7 @@ is compute- or memory-bound when the larger reaches 60%, latency-bound otherwise
 predicts with) against rooflens's predicted class. A layer of several kernels is judged by its
 longest kernel.
 
-    python3 scripts/ncu_classes.py result.json ncu.csv
+    python3 scripts/gpu/ncu_classes.py result.json ncu.csv
 """
 import csv
 import io

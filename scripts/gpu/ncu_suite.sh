@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The bound-class check (issue: agreeing with Nsight Compute) over the judged cases: each case's
-# replay under ncu (scripts/ncu_check.sh), its CSV and result JSON kept in OUT_DIR/<case>/. Run on
-# the GPU machine from the checkout, with the bundle of scripts/gpu_bundle.sh unpacked in BUNDLE.
+# replay under ncu (scripts/gpu/ncu_check.sh), its CSV and result JSON kept in OUT_DIR/<case>/. Run on
+# the GPU machine from the checkout, with the bundle of scripts/dev/gpu_bundle.sh unpacked in BUNDLE.
 # Clocks are not locked (--clock-control none): the replay runs at the clocks it times at.
-#   scripts/ncu_suite.sh BUNDLE OUT_DIR [case ...]   (no case: all of them)
+#   scripts/gpu/ncu_suite.sh BUNDLE OUT_DIR [case ...]   (no case: all of them)
 set -uo pipefail
 bundle="$1"; out="$2"; shift 2
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$bundle:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 profile=data/profiles/h100-sxm.json
 onnx="${ONNX_DIR:-$out/onnx}"
@@ -32,6 +32,6 @@ for c in "${names[@]}"; do
   mkdir -p "$out/$c"
   start=$SECONDS
   # shellcheck disable=SC2086
-  timeout 300 bash scripts/ncu_check.sh "$bundle/rooflens" "$profile" "$out/$c" ${cases[$c]} | tee "$out/$c/summary.txt"
+  timeout 300 bash scripts/gpu/ncu_check.sh "$bundle/rooflens" "$profile" "$out/$c" ${cases[$c]} | tee "$out/$c/summary.txt"
   echo "$c: $((SECONDS - start)) s"
 done

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The cases rooflens's predictions are judged by (docs/profile.md), each profiled on this GPU:
-#   scripts/profile_suite.sh ROOFLENS_BIN DEVICE_PROFILE OUT_DIR [case ...]
+#   scripts/gpu/profile_suite.sh ROOFLENS_BIN DEVICE_PROFILE OUT_DIR [case ...]
 # writes OUT_DIR/<case>.json (the result with measurements) and OUT_DIR/<case>.txt (the report).
 set -uo pipefail
 bin="$1"; profile="$2"; out="$3"; shift 3
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 mkdir -p "$out"
 declare -A cases=(
   [llama2-7b-decode-b1-c2048]="samples/configs/llama-2-7b/config.json --phase decode --batch 1 --context 2048"

@@ -8,15 +8,15 @@
 #   timelines.tar.gz    trimmed timelines (2 steps) for tests/data/traces/, the configs, compare --json
 #   full.tar.xz.NN      the untrimmed timelines, xz-compressed and split in 15 MiB parts (up to 6)
 #
-#   scripts/record_timelines.sh BUNDLE      BUNDLE: scripts/gpu_bundle.sh's devrun/bundle.tar.xz, or
+#   scripts/gpu/record_timelines.sh BUNDLE      BUNDLE: scripts/dev/gpu_bundle.sh's devrun/bundle.tar.xz, or
 #                                           the folder it was unpacked to
 # The repository root is the working directory; python3 with torch, transformers and torchvision is
 # /opt/torch/.venv/bin/python3 ($PYTHON overrides). MODELS="gpt2 llama resnet50" (the default)
 # picks the models, to split the run in two where one call has too little time; SKIP_TESTS=1 skips
 # step 1; NO_FULL=1 skips the untrimmed copies.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-bundle="${1:?usage: scripts/record_timelines.sh BUNDLE (devrun/bundle.tar.xz or its folder)}"
+cd "$(dirname "$0")/../.."
+bundle="${1:?usage: scripts/gpu/record_timelines.sh BUNDLE (devrun/bundle.tar.xz or its folder)}"
 out="${OUT:?OUT must name the folder to write to}"
 py="${PYTHON:-/opt/torch/.venv/bin/python3}"
 mkdir -p "$out"
@@ -60,9 +60,9 @@ for spec in "gpt2 prefill" "gpt2 decode" "llama prefill" "llama decode" "resnet5
   set -- $spec
   model=$1 phase=$2
   wanted "$model" || continue
-  run 240 "$py" scripts/timeline_models.py "$model" "$phase" plain,vanilla,annotated "$t"
+  run 240 "$py" scripts/gpu/timeline_models.py "$model" "$phase" plain,vanilla,annotated "$t"
   # The same steps under record: step_ms here against "plain" above is record's cost on a real program.
-  run 240 "$bundle/rooflens" record --out "$t/$model-$phase.record.json.gz" -- "$py" scripts/timeline_models.py "$model" "$phase" plain,nvtx "$t"
+  run 240 "$bundle/rooflens" record --out "$t/$model-$phase.record.json.gz" -- "$py" scripts/gpu/timeline_models.py "$model" "$phase" plain,nvtx "$t"
 done
 
 # 3. compare on every timeline: the figures phase 2 checks (attributed share, totals), kept as JSON.
@@ -90,7 +90,7 @@ for f in "$t"/*.vanilla.json "$t"/*.annotated.json "$t"/*.record.json.gz; do
   [ -f "$f" ] || continue
   name="$(basename "$f")"
   name="${name%.gz}"
-  run 120 "$py" scripts/trim_timeline.py "$f" "$trimmed/${name%.json}.h100.json.gz" --steps 2
+  run 120 "$py" scripts/dev/trim_timeline.py "$f" "$trimmed/${name%.json}.h100.json.gz" --steps 2
 done
 cp "$t"/*.config.json "$t"/*.compare.json "$trimmed/" 2>/dev/null
 tar -C "$trimmed" -czf "$out/timelines.tar.gz" .

@@ -20,7 +20,7 @@ multiply-accumulate, dense (eager attention multiplies every query with every ke
 not). Element-wise work (norms, activations, softmax, rope) is not in these figures.
 
 Run (CPU is enough; about 15 minutes on 2 cores, up to ~14 GB of memory for the largest copy):
-  python scripts/reference_families.py [family ...]
+  python scripts/gpu/reference_families.py [family ...]
 with transformers 5.17 and torch 2.11 installed.
 """
 import gc
@@ -34,7 +34,7 @@ import torch
 import transformers as tf
 from torch.utils.flop_counter import FlopCounterMode
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 OUT = os.path.join(ROOT, "tests", "data", "configs")
 REFERENCE = os.path.join(OUT, "family_reference.json")
 TOKENS = 512

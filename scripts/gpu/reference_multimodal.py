@@ -13,7 +13,7 @@ and, for Gemma-3-4B's SigLIP tower cut to 2 layers (vision_two_layer_flops), the
 FlopCounterMode counts for one 896x896 image in fp32 on the CPU with eager attention, by aten op
 (convolution, addmm, bmm: 2 FLOPs a multiply-accumulate, matrix products only).
 
-Run (CPU, seconds): python scripts/reference_multimodal.py   (transformers and torch from PyPI)
+Run (CPU, seconds): python scripts/gpu/reference_multimodal.py   (transformers and torch from PyPI)
 """
 import json
 import os
@@ -22,7 +22,7 @@ import torch
 import transformers as tf
 from torch.utils.flop_counter import FlopCounterMode
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 OUT = os.path.join(ROOT, "tests", "data", "multimodal")
 
 WRAPPERS = {

@@ -232,7 +232,7 @@ def main():
     torch.manual_seed(0)
     meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "isl": a.isl, "osl": a.osl,
             "budget": a.budget, "max_seqs": max_seqs, "config": a.config, "cuda_graphs": True,
-            "method": "scripts/serving_closed_loop.py: decode-only steps from CUDA graphs, mixed steps eager; "
+            "method": "scripts/gpu/serving_closed_loop.py: decode-only steps from CUDA graphs, mixed steps eager; "
                       "times from time.perf_counter after torch.cuda.synchronize per step"}
     results = []
 

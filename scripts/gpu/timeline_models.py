@@ -30,7 +30,7 @@ import time
 import torch
 
 here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(here, "..", "python"))
+sys.path.insert(0, os.path.join(here, "..", "..", "python"))
 import rooflens_annotate  # noqa: E402
 
 LLAMA_7B_SHAPE = dict(hidden_size=4096, intermediate_size=11008, num_attention_heads=32, num_key_value_heads=32,

@@ -2,7 +2,7 @@
 """What PyTorch's own kernels take on the shapes rooflens replays: the reference for the
 vendor-kernel harness (docs/profile.md). Run on the GPU machine:
 
-    python3 scripts/torch_kernel_reference.py --out $OUT/torch_reference.json
+    python3 scripts/gpu/torch_kernel_reference.py --out $OUT/torch_reference.json
 
 Kernel time is the sum of the CUDA kernel records the PyTorch profiler (CUPTI) keeps for one
 iteration, launch overhead excluded: the median over iterations. Each case is timed hot (back to

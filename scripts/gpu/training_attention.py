@@ -6,7 +6,7 @@ the backward's ratio to the forward. Which kernel ran is not recorded (no profil
 medians over the shapes are the constants of analyzer/core/formulas.hpp (AttentionTrainingTime), held
 to this file by test_training.cpp.
 
-  scripts/training_attention.py OUT.json
+  scripts/gpu/training_attention.py OUT.json
 """
 import json
 import os
@@ -16,7 +16,6 @@ import sys
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from training_references import cuda_event_times  # noqa: E402
 
 

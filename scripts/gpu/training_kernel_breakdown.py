@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where a real training step's time goes, for closing --phase train's step-time gap (issue 17).
 
-Runs each case of scripts/training_references.py (same models, precisions, optimizer, steps) in a
+Runs each case of scripts/gpu/training_references.py (same models, precisions, optimizer, steps) in a
 fresh process, warms up two steps, then writes per case: the step's wall time (CUDA events), how
 long the host took to issue it and each phase (forward, backward, optimizer) on the GPU; from one
 step under torch.profiler (CUDA activity only) the kernels' summed time, the GPU's busy time (the
@@ -9,18 +9,17 @@ union of kernel intervals) and idle time inside the step (host-bound gaps: eager
 synchronizations), the kernel count, time and count per kernel class (GEMM, attention,
 element-wise, reduction, foreach optimizer, copy/cast, other), the 40 longest kernel names; and the
 same model's step at batch 1 x 32 tokens, where the host is the bottleneck (`tiny_step_s`; it runs
-after the profiler, whose CUPTI hooks slow every launch: scripts/eager_host_per_kernel.py measures the
+after the profiler, whose CUPTI hooks slow every launch: scripts/gpu/eager_host_per_kernel.py measures the
 host's time in a process that never loaded a profiler). With
 BREAKDOWN_TRACES=DIR, one more step with the CPU ops is written as DIR/CASE.json (Chrome trace).
 
-  scripts/training_kernel_breakdown.py OUT.json [CASE...]  the cases (all by default), one process each
-  scripts/training_kernel_breakdown.py --case NAME       one case, its JSON on stdout
-On the GPU machine: scripts/training_kernel_breakdown.py $OUT/training-kernels.json
+  scripts/gpu/training_kernel_breakdown.py OUT.json [CASE...]  the cases (all by default), one process each
+  scripts/gpu/training_kernel_breakdown.py --case NAME       one case, its JSON on stdout
+On the GPU machine: scripts/gpu/training_kernel_breakdown.py $OUT/training-kernels.json
 """
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from training_references import CASES, build_model, run_each_case  # noqa: E402
 
 CLASSES = [

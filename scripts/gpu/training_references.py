@@ -13,8 +13,8 @@ A step is `model(input_ids=x, labels=x).loss.backward(); opt.step(); opt.zero_gr
 Precisions: fp32 (TF32 off, PyTorch's default), bf16 (the model cast to bf16, optimizer states in
 bf16 too), bf16-mixed (fp32 weights, forward and backward under torch.autocast(bf16)).
 
-  scripts/training_references.py OUT.json [CASE...]  the cases (all by default), one process each, into OUT.json
-  scripts/training_references.py --case NAME         one case, its JSON on stdout
+  scripts/gpu/training_references.py OUT.json [CASE...]  the cases (all by default), one process each, into OUT.json
+  scripts/gpu/training_references.py --case NAME         one case, its JSON on stdout
 """
 import json
 import os

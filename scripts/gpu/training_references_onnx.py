@@ -1,24 +1,23 @@
 #!/usr/bin/env python3
 """Real PyTorch training steps of the model behind an ONNX graph: `--phase train` on
 tests/data/onnx/resnet50-bn-unfolded.onnx (torchvision's ResNet-50 exported with its BatchNorm
-layers kept, scripts/export_samples.py) is checked against these (issue 17).
+layers kept, scripts/gpu/export_samples.py) is checked against these (issue 17).
 
 Per case, in a fresh process: torchvision.models.resnet50() in train mode, random weights,
 random images and labels, `F.cross_entropy(model(x), y).backward(); opt.step();
 opt.zero_grad(set_to_none=True)` with AdamW (foreach) or SGD, in fp32 (PyTorch's defaults: cuDNN
-may use TF32, matmuls may not) or under torch.autocast(bf16); as scripts/training_references.py:
+may use TF32, matmuls may not) or under torch.autocast(bf16); as scripts/gpu/training_references.py:
 the second step's max_memory_allocated, the median of 5 timed steps (CUDA events), and forward +
 backward under FlopCounterMode (convolutions and matmuls). With BREAKDOWN_TRACES=DIR, one more
 step under torch.profiler (CPU ops and kernels) is written as DIR/CASE.json.
 
-  scripts/training_references_onnx.py OUT.json [CASE...]
-  scripts/training_references_onnx.py --case NAME
-On the GPU machine: /opt/torch/.venv/bin/python3 scripts/training_references_onnx.py $OUT/onnx-train.json
+  scripts/gpu/training_references_onnx.py OUT.json [CASE...]
+  scripts/gpu/training_references_onnx.py --case NAME
+On the GPU machine: /opt/torch/.venv/bin/python3 scripts/gpu/training_references_onnx.py $OUT/onnx-train.json
 """
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from training_references import measure_step, run_each_case  # noqa: E402
 
 # name: (ONNX graph under tests/data/onnx, batch, precision, optimizer)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What autograd saves for the backward pass, per module and op, from real HF models (issue 17).
 
-Runs on a CPU (torch 2.11, transformers 5.17): the models of scripts/training_references.py at a
+Runs on a CPU (torch 2.11, transformers 5.17): the models of scripts/gpu/training_references.py at a
 small batch and sequence, one forward under torch.autograd.graph.saved_tensors_hooks (which
 module saved what) and a walk of the autograd graph (which op saved it). Tensors that share a
 storage (views, one tensor saved by two ops) are counted once, at the first module that saved it.
@@ -11,7 +11,7 @@ are tagged `sdpa` and summed apart: the GPU's flash and
 memory-efficient kernels save q, k, v, the output and the log-sum-exp (not what the CPU path
 saves), so rooflens takes attention's saved tensors from those kernels, not from this file.
 
-  scripts/training_saved_tensors.py OUT.json
+  scripts/gpu/training_saved_tensors.py OUT.json
 """
 import collections
 import json
@@ -20,7 +20,6 @@ import sys
 import torch
 import transformers
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from training_references import MODELS, build_model  # noqa: E402
 
 BATCH, SEQ = 2, 256
@@ -113,7 +112,7 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     torch.set_num_threads(2)
-    out = {"script": "scripts/training_saved_tensors.py", "cases": []}
+    out = {"script": "scripts/gpu/training_saved_tensors.py", "cases": []}
     for model_key in MODELS:
         for precision in PRECISIONS:
             r = run(model_key, precision)

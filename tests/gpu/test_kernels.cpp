@@ -89,7 +89,7 @@ TEST_CASE("GEMV (decode-step GEMM) matches the host for 1 to 8 rows, with and wi
       gemv_supported(DType::bf16, 1, 260, nullptr, nullptr));  // k not whole 16-byte vectors
 }
 
-TEST_CASE("element-wise with broadcast, Where and Cast match the host") {
+TEST_CASE("element-wise with broadcast matches the host: rows, per-row scales, NCHW biases") {
   Tensor a(DType::f32, 4 * 3 * 8, 1), b(DType::f32, 3 * 1, 2), out(DType::f32, 4 * 3 * 8, 3);
   elementwise(EwOp::add, {{a.get(), DType::f32, {4, 3, 8}}, {b.get(), DType::f32, {3, 1}}},
               out.get(), DType::f32, {4, 3, 8}, nullptr);
@@ -140,7 +140,9 @@ TEST_CASE("element-wise with broadcast, Where and Cast match the host") {
                 prod.get(), DType::bf16, {4, 6, 7, 7}, nullptr);
     CHECK(max_rel_error(prod.host(), want, 0.05) < 1e-2);
   }
+}
 
+TEST_CASE("element-wise GELU, SiLU, Where and casts (fp8 too) match the host") {
   Tensor x(DType::bf16, 4096, 4), y(DType::bf16, 4096, 5);  // the vectorized path
   elementwise(EwOp::gelu, {{x.get(), DType::bf16, {4096}}}, y.get(), DType::bf16, {4096}, nullptr);
   auto hx = x.host(), hy = y.host();

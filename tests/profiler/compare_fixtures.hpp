@@ -7,6 +7,8 @@
 #include "analyzer/transformers/analyze_transformer.hpp"
 #include "config_model.hpp"
 #include "profiler/timeline/module_compare.hpp"
+#include "profiler/trace/compressed_text.hpp"
+#include "profiler/trace/pytorch_trace.hpp"
 #include "profiler/trace/trace_io.hpp"
 #include "scratch_dir.hpp"
 #include "tests/support/synthetic_timeline.hpp"

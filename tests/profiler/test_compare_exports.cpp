@@ -237,6 +237,13 @@ TEST_CASE(
   CHECK_THAT(again.out,
              Catch::Contains("Compared with") && Catch::Contains("transformer.h.0.mlp.act"));
   CHECK(again.out == r.out);  // the header line included: report renders it from the saved result
+}
+
+TEST_CASE("compare on the command line: 80 columns without a wrapped line, and by block",
+          "[compare]") {
+  fs::path trace = scratch() / "cli_vanilla_narrow.json";
+  std::ofstream(trace) << gpt2_run(true).chrome_trace_json();
+  std::string config = ROOFLENS_SOURCE_DIR "/tests/data/compare/gpt2-2layer.json";
   // A terminal of 80 columns: the compact layout, no line wraps.
   for (const char* by : {"", " --by block"}) {
     Cli narrow = rooflens_cli("compare " + config + " " + trace.string() +
@@ -271,7 +278,7 @@ TEST_CASE("compare on the command line: unusable input is one line and exit 2", 
 namespace {
 
 // Real torch.profiler traces of HF transformers 5.17 models on the CPU
-// (scripts/cpu_module_traces.py): module events only; the names are PyTorch's own.
+// (scripts/gpu/cpu_module_traces.py): module events only; the names are PyTorch's own.
 std::vector<const NvtxRange*> module_ranges(const Trace& t, const char* domain) {
   std::vector<const NvtxRange*> v;
   for (const auto& r : t.ranges)

@@ -1,7 +1,8 @@
-// `rooflens compare` on real timelines recorded on the H100 machine by scripts/record_timelines.sh
-// (HF GPT-2 and a 4-layer Llama-2-7B-shaped model in bf16, prefill and decode; torchvision
-// ResNet-50), each as a vanilla torch.profiler trace, an annotated one and a `rooflens record`
-// file of the same program, trimmed to 2 steps by scripts/trim_timeline.py. The targets:
+// `rooflens compare` on real timelines recorded on the H100 machine by
+// scripts/gpu/record_timelines.sh (HF GPT-2 and a 4-layer Llama-2-7B-shaped model in bf16, prefill
+// and decode; torchvision ResNet-50), each as a vanilla torch.profiler trace, an annotated one and
+// a `rooflens record` file of the same program, trimmed to 2 steps by scripts/dev/trim_timeline.py.
+// The targets:
 // >= 95% of kernel time in modules of the model (>= 99% for a torch script under record), each
 // module's time the sum of its kernels, total_kernel_s the trace's own sum within 0.5%. The trace's
 // sum is taken here straight from the file's JSON, not through the timeline reader.

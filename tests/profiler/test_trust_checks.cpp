@@ -1,8 +1,8 @@
 // The trust checks `compare` runs before comparing (profiler/timeline/trust_checks): a trace of
 // another model, phase or device is one line and exit 2 unless --force; the precision the kernels
 // ran in is stated. The real traces are tests/data/traces/h100 (recorded on the H100 machine by
-// scripts/record_timelines.sh; 2 steps each); every count below is the trace's own, counted from
-// its JSON with the one-liner given beside it, and the model's from its config.
+// scripts/gpu/record_timelines.sh; 2 steps each); every count below is the trace's own, counted
+// from its JSON with the one-liner given beside it, and the model's from its config.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>

@@ -8,8 +8,8 @@ namespace rooflens::training {
 namespace {
 
 // cuDNN's attention forward launches 2 kernels, its backward 6; the memory-efficient kernel's
-// backward 5 (the H100 traces of scripts/training_kernel_breakdown.py): the ones beyond the first
-// matter only to the host.
+// backward 5 (the H100 traces of scripts/gpu/training_kernel_breakdown.py): the ones beyond the
+// first matter only to the host.
 constexpr int kCudnnAttentionForwardExtra = 1, kCudnnAttentionBackwardExtra = 5;
 constexpr int kEfficientAttentionBackwardExtra = 4;
 

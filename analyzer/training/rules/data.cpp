@@ -7,7 +7,7 @@ namespace rooflens::training {
 namespace {
 
 // The embedding's backward (a sort and a scatter) launches about 30 small kernels (the H100
-// traces of scripts/training_kernel_breakdown.py).
+// traces of scripts/gpu/training_kernel_breakdown.py).
 constexpr int kEmbeddingBackwardExtra = 30;
 
 // torch's split returns views (no kernel); the backward concatenates the parts' gradients.

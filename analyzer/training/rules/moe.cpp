@@ -28,7 +28,7 @@ void experts_saves(SaveContext& c, std::vector<SavedItem>& items) {
 // kernels on T*k routing entries; the rest move T*k rows. The backward's index ops sort again
 // (index_put with accumulation). torch._grouped_mm has no fp32 kernel: its fallback reads the
 // group offsets on the host, once per call (2 forward, 4 backward), counted in the H100 traces
-// of scripts/training_kernel_breakdown.py.
+// of scripts/gpu/training_kernel_breakdown.py.
 void experts_eager(EagerContext& c, EagerKernels& k) {
   const Graph& g = c.graph;
   int x = c.x(), gate = c.node().input(2);

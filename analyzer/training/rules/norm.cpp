@@ -7,10 +7,10 @@ namespace rooflens::training {
 namespace {
 
 // LayerNorm's backward reduces gamma and beta in two more kernels (the H100 traces of
-// scripts/training_kernel_breakdown.py).
+// scripts/gpu/training_kernel_breakdown.py).
 constexpr int kLayerNormBackwardExtra = 2;
 
-// Training-mode batch norm from the profile's measured tables (scripts/batch_norm_training.py:
+// Training-mode batch norm from the profile's measured tables (scripts/gpu/batch_norm_training.py:
 // PyTorch's NCHW kernels reach a fraction of HBM bandwidth), forward and backward seconds; beyond
 // the grid, the nearest edge scaled by the elements. nullopt without the tables.
 std::optional<std::pair<double, double>> batch_norm_training_time(const Shape& x, Precision p,

@@ -1,4 +1,4 @@
-// The predicted bound class against Nsight Compute's on the H100 replay (scripts/ncu_suite.sh;
+// The predicted bound class against Nsight Compute's on the H100 replay (scripts/gpu/ncu_suite.sh;
 // tests/data/reference/ncu: SpeedOfLight of each layer's longest kernel, clocks not locked). The
 // expected classes are ncu's, by its rule: the larger of SM and memory throughput, at least 60% of
 // peak, decides; else latency-bound.

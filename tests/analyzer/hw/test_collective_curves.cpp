@@ -102,7 +102,7 @@ TEST_CASE("a profile with measured collectives prices them from the curve, other
 TEST_CASE("the shipped 2-GPU curves against PyTorch's NCCL kernels and the issue's H100 figures",
           "[links][curves]") {
   // The same H200 pair in the same session: rooflens's curve (CUPTI) and torch.distributed's NCCL
-  // kernels under torch.profiler (scripts/multi_gpu_references.py collectives). From 16 MiB to
+  // kernels under torch.profiler (scripts/gpu/multi_gpu_references.py collectives). From 16 MiB to
   // 1 GiB every collective within 6%; from 1 MiB the all-reduce and the all-gather too (below
   // 16 MiB a rank process's kernel includes its wait for the other's launch, and p2p in one process
   // measured 12-49% above two processes' at 1-4 MiB: docs/profile.md).

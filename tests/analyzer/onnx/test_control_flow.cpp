@@ -1,6 +1,6 @@
 // Control flow in ONNX graphs: an If costs the branch its constant condition or --if-branch names,
 // a Loop its body once per iteration (a constant trip count or --loop-trips); without either the
-// node stays not costed, never a zero. Models: scripts/make_control_flow_models.py (onnxruntime
+// node stays not costed, never a zero. Models: scripts/gpu/make_control_flow_models.py (onnxruntime
 // runs each). Expected FLOPs by hand: a [4,8] x [8,n] MatMul is 2 * 4 * 8 * n FLOPs.
 #include <catch2/catch.hpp>
 

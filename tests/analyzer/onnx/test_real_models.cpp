@@ -1,6 +1,6 @@
-// Real exporter output (torch 2.11 TorchScript and dynamo exporters, scripts/export_samples.py),
-// checked against published figures. Weights are external and not shipped: the analyzer must
-// never need them.
+// Real exporter output (torch 2.11 TorchScript and dynamo exporters,
+// scripts/gpu/export_samples.py), checked against published figures. Weights are external and not
+// shipped: the analyzer must never need them.
 #include <catch2/catch.hpp>
 
 #include "model_builder.hpp"

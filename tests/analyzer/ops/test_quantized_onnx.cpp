@@ -1,8 +1,8 @@
-// Quantized ONNX graphs as ONNX Runtime's own tools write them (scripts/make_quantized_models.py:
-// quantize_static in QOperator and QDQ form, quantize_dynamic, MatMulNBitsQuantizer, all from one
-// float model: x [1,3,8,8] -> Conv 4x3x3x3 + bias -> Relu -> Flatten [1,144] -> MatMul [144,32]).
-// Expected figures by hand: the convolution has 1 x 4 x 6 x 6 outputs of 3 x 3 x 3 MACs each
-// (3,888 MACs), the GEMM 144 x 32 (4,608 MACs).
+// Quantized ONNX graphs as ONNX Runtime's own tools write them
+// (scripts/gpu/make_quantized_models.py: quantize_static in QOperator and QDQ form,
+// quantize_dynamic, MatMulNBitsQuantizer, all from one float model: x [1,3,8,8] -> Conv 4x3x3x3 +
+// bias -> Relu -> Flatten [1,144] -> MatMul [144,32]). Expected figures by hand: the convolution
+// has 1 x 4 x 6 x 6 outputs of 3 x 3 x 3 MACs each (3,888 MACs), the GEMM 144 x 32 (4,608 MACs).
 #include <catch2/catch.hpp>
 
 #include "model_builder.hpp"

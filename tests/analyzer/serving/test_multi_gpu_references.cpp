@@ -1,5 +1,5 @@
 // Multi-GPU predictions against runs on two H200s (tests/data/reference/multi_gpu/, made by
-// `rooflens profile --tp 2` and scripts/multi_gpu_references.py on the lent 2 x H200 machine):
+// `rooflens profile --tp 2` and scripts/gpu/multi_gpu_references.py on the lent 2 x H200 machine):
 // a tensor-parallel Llama-3.1-8B step against its replay layer by layer, and data-parallel
 // training steps (DDP, FSDP) against PyTorch's peak memory and step time.
 #include <catch2/catch.hpp>

@@ -1,6 +1,6 @@
-// --phase train against real PyTorch training steps (an H100: scripts/training_references.py,
+// --phase train against real PyTorch training steps (an H100: scripts/gpu/training_references.py,
 // tests/data/reference/training/h100-train.json) and what autograd saved on a CPU
-// (scripts/training_saved_tensors.py); the training formulas by hand; bad input.
+// (scripts/gpu/training_saved_tensors.py); the training formulas by hand; bad input.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -245,7 +245,7 @@ TEST_CASE("training: the CLI's JSON, a step that does not fit, and bad input", "
 
 TEST_CASE("training: attention's backward and dropout time ratios are the medians PyTorch measured",
           "[training]") {
-  // scripts/training_attention.py on the H100 machine: five causal shapes per dtype.
+  // scripts/gpu/training_attention.py on the H100 machine: five causal shapes per dtype.
   json j = read_json("tests/data/reference/training/h100-attention.json");
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -300,8 +300,8 @@ TEST_CASE("training: step time within 15% of real PyTorch steps on an H100, the 
 
 TEST_CASE("training: the launches the step's queue counts are PyTorch's (H100 profiler counts)",
           "[training]") {
-  // scripts/training_kernel_breakdown.py: every kernel, memcpy and memset of one profiled step;
-  // scripts/eager_host_per_kernel.py: the optimizer step's alone, at 16 tokens.
+  // scripts/gpu/training_kernel_breakdown.py: every kernel, memcpy and memset of one profiled step;
+  // scripts/gpu/eager_host_per_kernel.py: the optimizer step's alone, at 16 tokens.
   json whole = read_json("tests/data/reference/training/h100-step-breakdown.json");
   json host = read_json("tests/data/reference/training/h100-eager-per-kernel.json");
   std::map<std::string, int64_t> optimizer_kernels;
@@ -368,8 +368,8 @@ TEST_CASE("training: the GPU queues behind the host, by hand", "[training]") {
 TEST_CASE(
     "training: an ONNX ResNet-50 (BatchNorm kept) meets all three targets against real H100 steps",
     "[training][onnx]") {
-  // scripts/training_references_onnx.py: torchvision's ResNet-50 in train mode, the model the graph
-  // was exported from (scripts/export_samples.py).
+  // scripts/gpu/training_references_onnx.py: torchvision's ResNet-50 in train mode, the model the
+  // graph was exported from (scripts/gpu/export_samples.py).
   json refs = read_json("tests/data/reference/training/h100-train-onnx.json");
   REQUIRE(refs.at("cases").size() == 4);
   AnalysisOptions options;
@@ -396,7 +396,7 @@ TEST_CASE(
     CHECK(relative(static_cast<double>(s.gemm_dense_flops),
                    c.at("gemm_dense_flops").get<double>()) < 0.02);
     CHECK(s.peak_moment.rfind("backward, ", 0) == 0);
-    // With the profile's batch-norm tables (scripts/batch_norm_training.py) and cuDNN's NCHW
+    // With the profile's batch-norm tables (scripts/gpu/batch_norm_training.py) and cuDNN's NCHW
     // conversions, the step's time too.
     INFO("step " << s.step_time_s << " vs " << c.at("step_time_s").get<double>());
     CHECK(relative(s.step_time_s, c.at("step_time_s").get<double>()) <= 0.15);
@@ -412,7 +412,7 @@ TEST_CASE("training: an ONNX graph's bad training flags are one line and exit 2"
       run_cli(bin + " analyze " + resnet + " --phase train --batch 8 --precision bf16-mixed", dir);
   CHECK(ok.code == 0);
   CHECK(ok.out.find("Training step (bf16-mixed, adamw, recompute none)") != std::string::npos);
-  // The sample is an inference export (scripts/export_samples.py: BatchNorm folded into the 53
+  // The sample is an inference export (scripts/gpu/export_samples.py: BatchNorm folded into the 53
   // convolutions, each left with a bias): the step says so. The export with BatchNorm kept does
   // not.
   std::string flat = std::regex_replace(ok.out, std::regex("\\s+"), " ");

@@ -1,5 +1,5 @@
 // Every decoder family against transformers itself (tests/data/configs/family_reference.json,
-// written by scripts/reference_families.py with transformers 5.17 and torch 2.11): the full
+// written by scripts/gpu/reference_families.py with transformers 5.17 and torch 2.11): the full
 // model's parameter count, and on its 2-layer copy in bf16 the prefill (512 tokens) and decode
 // (512 cached) FLOPs as PyTorch's FlopCounterMode counts them (matrix products only), and the
 // bytes the cache object holds. The configs were written by each family's own config class.

@@ -1,6 +1,6 @@
 // Multimodal wrappers (text_config + vision_config) and the quantization formats people export
 // (compressed-tensors, HQQ, bitsandbytes nf4/fp4). Parameter counts come from transformers itself
-// (tests/data/multimodal/reference.json, written by scripts/reference_multimodal.py) and
+// (tests/data/multimodal/reference.json, written by scripts/gpu/reference_multimodal.py) and
 // from hand counts; stored bytes are hand counts of each format's tensors.
 #include <catch2/catch.hpp>
 #include <fstream>
@@ -129,8 +129,8 @@ TEST_CASE(
 
 TEST_CASE("a 2-layer SigLIP tower's matrix FLOPs match FlopCounterMode's",
           "[transformer][multimodal]") {
-  // scripts/reference_multimodal.py: transformers' SiglipVisionModel with Gemma-3-4B's tower cut to
-  // 2 layers, one 896x896 image, eager attention, FlopCounterMode by aten op.
+  // scripts/gpu/reference_multimodal.py: transformers' SiglipVisionModel with Gemma-3-4B's tower
+  // cut to 2 layers, one 896x896 image, eager attention, FlopCounterMode by aten op.
   const json& ref = reference()["gemma-3-4b"]["vision_two_layer_flops"];
   json j = read("tests/data/multimodal/gemma-3-4b/config.json");
   j["vision_config"]["num_hidden_layers"] = 2;

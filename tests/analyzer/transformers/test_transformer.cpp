@@ -49,7 +49,7 @@ const NodeResult& first_op(const Analysis& a, const std::string& op) {
 
 TEST_CASE("params from config match transformers' own count for every sample", "[transformer]") {
   // tests/data/configs/transformers_reference.json: sum(p.numel()) of each model built on the
-  // meta device by transformers 5.17 (scripts/export_configs.py).
+  // meta device by transformers 5.17 (scripts/gpu/export_configs.py).
   std::ifstream in(data_path("tests/data/configs/transformers_reference.json"));
   auto ref = nlohmann::json::parse(in);
   for (const char* name : {"llama-2-7b", "llama-3.1-8b", "llama-2-70b", "mistral-7b", "qwen2-7b",
