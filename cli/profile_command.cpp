@@ -353,7 +353,7 @@ void print_roofs(std::ostream& say, const DeviceProfile& p) {
 void add_calibrate_options(CLI::App& calibrate, CalibrateArgs& cargs) {
   calibrate.add_option("--out", cargs.out, "device profile JSON to write")->capture_default_str();
   calibrate.add_flag("--quick", cargs.quick,
-                     "fewer sizes and smaller tables, every class (under 2 minutes)");
+                     "fewer sizes and smaller tables, every class (about 2 minutes)");
   calibrate.add_flag("--roofs-only", cargs.roofs_only,
                      "roofs and floors only, no performance tables");
   calibrate.add_option("--cudnn", cargs.cudnn_dir,
