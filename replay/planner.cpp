@@ -165,7 +165,7 @@ class Planner {
     g.b_shared = b_elems == kn;
     // A config's Linear weights are stored [out, in] (the "TN" GEMM), an ONNX MatMul's B as
     // stored, [k, n], unless transposed.
-    g.b_kn = !(ks.gemm_b_transposed || g_.producer == "rooflens lowering");
+    g.b_kn = !ks.gemm_b_transposed && g_.matmul_b == MatmulBLayout::k_n;
     if (fp8 && g.b_kn)
       refuse("fp8 GEMM with weights stored [k, n]: cuBLASLt's fp8 kernels take [n, k]");
     // Gemm's C input: a length-n bias becomes the epilogue; any other C is not one GEMM.

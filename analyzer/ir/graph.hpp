@@ -94,9 +94,15 @@ class StoredContents {
   virtual std::optional<Value> read(int tensor) const = 0;
 };
 
+// How a graph stores the second operand of its MatMuls: as ONNX reads it, [k, n] (transposed only
+// where an attribute says so), or as PyTorch's Linear keeps its weight, [n, k] ([out, in]): a
+// config's lowering. The replay runs the GEMM on the layout the model stores.
+enum class MatmulBLayout { k_n, n_k };
+
 struct Graph {
   std::string source;    // file the graph came from
   std::string producer;  // e.g. "pytorch 2.11.0"
+  MatmulBLayout matmul_b = MatmulBLayout::k_n;
   int64_t ir_version = 0;
   std::map<std::string, int64_t> opsets;  // domain -> version
   std::vector<Tensor> tensors;

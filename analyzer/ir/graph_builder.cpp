@@ -9,6 +9,7 @@ namespace rooflens {
 GraphBuilder::GraphBuilder(std::string source) {
   g_.source = std::move(source);
   g_.producer = "rooflens lowering";
+  g_.matmul_b = MatmulBLayout::n_k;  // Linear weights as the checkpoint stores them
   g_.ir_version = 8;
   g_.opsets = {{"", 23}, {"com.microsoft", 1}, {"rooflens", 1}};
 }
