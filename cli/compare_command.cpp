@@ -37,8 +37,9 @@ ComparedRun compare_run(const CompareArgs& a, const CLI::App& cmd) {
   Graph inferred;
   Analysis analysis = build_analysis(a.model, cmd, &inferred);
   profiler::Trace trace = profiler::read_timeline(a.timeline);
-  analysis.comparison = std::make_shared<profiler::TimelineComparison>(profiler::compare_timeline(
-      analysis, inferred, trace, {a.timeline, a.steps, a.force, cmd.count("--device") > 0}));
+  profiler::TimelineComparison compared = profiler::compare_timeline(
+      analysis, inferred, trace, {a.timeline, a.steps, a.force, cmd.count("--device") > 0});
+  analysis = profiler::with_comparison(std::move(analysis), std::move(compared));
   return {std::move(analysis), std::move(trace)};
 }
 

@@ -49,9 +49,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;  // keep executions short
   for (int steps : {0, 2}) {
     try {
-      Analysis a = gpt2().analysis;
-      a.comparison = std::make_shared<profiler::TimelineComparison>(
-          profiler::compare_timeline(a, gpt2().graph, t, {"fuzz.json", steps}));
+      Analysis a = profiler::with_comparison(
+          gpt2().analysis,
+          profiler::compare_timeline(gpt2().analysis, gpt2().graph, t, {"fuzz.json", steps}));
       nlohmann::json result = reports::result_json(a);
       std::ostringstream out;
       reports::write_compare_table(out, result, 10, steps == 2);

@@ -473,4 +473,9 @@ TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Tra
   return c;
 }
 
+Analysis with_comparison(Analysis a, TimelineComparison c) {
+  a.comparison = std::make_shared<const TimelineComparison>(std::move(c));
+  return a;
+}
+
 }  // namespace rooflens::profiler

@@ -97,4 +97,7 @@ struct CompareOptions {
 TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Trace& t,
                                     const CompareOptions& o);
 
+// The analysis with its compare section.
+Analysis with_comparison(Analysis a, TimelineComparison c);
+
 }  // namespace rooflens::profiler
