@@ -28,14 +28,22 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
     const EagerKernels& k = eager[i];
     const TrainingRule* rule = training_rule(s.graph.nodes[i].op_type);
     NodeKernels node{s, device, i, n, c, k, r, n.precision, {}, {}};
-    (rule && rule->forward ? rule->forward : default_forward)(node);
+    if (rule && rule->forward)
+      rule->forward(node);
+    else
+      default_forward(node);
     for (const Pass& p : k.forward) node.forward.add(pass_cost(p), Precision::fp32, device);
     for (const Pass& p : k.backward) node.back.add(pass_cost(p), Precision::fp32, device);
     r.forward_s = node.forward.seconds;
     r.forward_flops = c.flops;
     r.forward_bytes = node.forward.bytes;
-    // where the eager kernels replace the node, they are its whole backward
-    if (!k.replaces) (rule && rule->backward ? rule->backward : default_backward)(node);
+    if (k.replaces) {
+      // the eager kernels are the node's whole backward
+    } else if (rule && rule->backward) {
+      rule->backward(node);
+    } else {
+      default_backward(node);
+    }
     if (rule) node.back.add_small(rule->host_only_backward_kernels, device);
     node.forward.mark_syncs(k.forward_syncs);
     node.back.mark_syncs(k.backward_syncs);

@@ -16,19 +16,6 @@ int64_t DtypeQuery::promoted() const {
   return out;
 }
 
-int64_t SaveContext::elements(int t) const {
-  return t >= 0 && graph.tensors[t].shape ? graph.tensors[t].elements() : 0;
-}
-
-int64_t SaveContext::rows(int t) const {
-  const auto& sh = *graph.tensors[t].shape;
-  return sh.empty() ? 1 : elements(t) / std::max<int64_t>(1, sh.back());
-}
-
-int64_t SaveContext::bytes(int t) const {
-  return runtime.bytes[runtime.base[t]];
-}
-
 bool SaveContext::last_dim_is_hidden(int t) const {
   return t >= 0 && graph.tensors[t].shape && !graph.tensors[t].shape->empty() &&
          graph.tensors[t].shape->back() == step.config.hidden;
@@ -49,15 +36,6 @@ int64_t SaveContext::copy_bytes(int weight) {
   if (!step.autocast || weight < 0 || copied_[weight]) return 0;
   copied_[weight] = true;
   return checked_mul(elements(weight), step.gemm_bytes, "autocast copy");
-}
-
-int64_t EagerContext::elements(int t) const {
-  return t >= 0 && graph.tensors[t].shape ? graph.tensors[t].elements() : 0;
-}
-
-int64_t EagerContext::rows(int t) const {
-  const auto& sh = *graph.tensors[t].shape;
-  return sh.empty() ? 1 : elements(t) / std::max<int64_t>(1, sh.back());
 }
 
 bool EagerContext::first_cast(int weight) {

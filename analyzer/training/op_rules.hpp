@@ -6,9 +6,11 @@
 // in. The step is a loop over the nodes asking each node's rule: runtime_dtypes and
 // saved_activations (memory.cpp), eager_kernels (kernels.cpp), cost_rows (backward.cpp).
 // docs/training.md lists each op's rule and where it was checked.
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +21,15 @@ namespace rooflens::training {
 
 inline bool is_weight(const Graph& g, int t) {
   return t >= 0 && g.tensors[t].role == TensorRole::weight;
+}
+// Elements of tensor t (0 when absent or of unknown shape), and its rows: the elements over the
+// last dimension.
+inline int64_t elements_of(const Graph& g, int t) {
+  return t >= 0 && g.tensors[t].shape ? g.tensors[t].elements() : 0;
+}
+inline int64_t rows_of(const Graph& g, int t) {
+  const auto& sh = *g.tensors[t].shape;
+  return sh.empty() ? 1 : elements_of(g, t) / std::max<int64_t>(1, sh.back());
 }
 // An activation: present, neither a weight nor a constant.
 inline bool is_activation(const Graph& g, int t) {
@@ -58,13 +69,13 @@ class SaveContext {
   const Node& node() const { return graph.nodes[index]; }
   const NodeCost& cost() const { return step.forward.nodes[index].cost; }
 
-  int64_t elements(int t) const;
-  int64_t rows(int t) const;                        // elements over the last dimension
-  int64_t bytes(int t) const;                       // per element, of the storage t views
-  SavedItem tensor(int t, const char* what) const;  // t's storage
+  int64_t elements(int t) const { return elements_of(graph, t); }
+  int64_t rows(int t) const { return rows_of(graph, t); }
+  int64_t bytes(int t) const { return runtime.storage_bytes(t); }                // per element
+  SavedItem tensor(int t, const char* what) const;                               // t's storage
   SavedItem extra(int like, int64_t bytes_per_element, const char* what) const;  // a new tensor
   // Whether `what` is asked for the first time this step (tensors computed once and shared).
-  bool first_time(const std::string& what) { return once_.emplace(what, true).second; }
+  bool first_time(const std::string& what) { return once_.insert(what).second; }
   // Bytes of the copy autocast caches of `weight` for the step, the first time it is asked.
   int64_t copy_bytes(int weight);
   // Ops whose saved tensors came from the generic rule, by op.
@@ -72,7 +83,7 @@ class SaveContext {
 
  private:
   bool last_dim_is_hidden(int t) const;
-  std::map<std::string, bool> once_;
+  std::set<std::string> once_;
   std::vector<bool> copied_ = std::vector<bool>(graph.tensors.size(), false);
 };
 
@@ -90,9 +101,9 @@ class EagerContext {
   int x() const { return node().input(0); }
   int y() const { return node().output(0); }
 
-  int64_t elements(int t) const;
-  int64_t bytes(int t) const { return runtime.bytes[runtime.base[t]]; }
-  int64_t rows(int t) const;
+  int64_t elements(int t) const { return elements_of(graph, t); }
+  int64_t bytes(int t) const { return runtime.storage_bytes(t); }
+  int64_t rows(int t) const { return rows_of(graph, t); }
   // Autocast casts each weight once a step: true the first time `weight` is asked.
   bool first_cast(int weight);
 

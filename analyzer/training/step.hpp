@@ -60,6 +60,7 @@ SavedActivations saved_activations(const StepContext& s);
 struct RuntimeDtypes {
   std::vector<int64_t> bytes;
   std::vector<int> base;
+  int64_t storage_bytes(int t) const { return bytes[base[t]]; }  // of the storage t views
 };
 RuntimeDtypes runtime_dtypes(const StepContext& s);
 
