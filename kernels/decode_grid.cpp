@@ -22,6 +22,18 @@ bool group_kernel_takes(const AttentionDims& d, bool separate_v) {
          (d.head_dim_qk == 64 || d.head_dim_qk == 128) && G >= 1 && G <= 8;
 }
 
+namespace {
+
+// The keys split into g.splits slices of whole steps of `step` keys; slices that would be empty
+// after the rounding are dropped.
+void even_slices(DecodeGrid& g, int64_t keys, int64_t step) {
+  g.chunk = (keys + g.splits - 1) / g.splits;
+  g.chunk = (g.chunk + step - 1) / step * step;
+  g.splits = (keys + g.chunk - 1) / g.chunk;
+}
+
+}  // namespace
+
 DecodeGrid wide_grid(const AttentionDims& dims, int sm_count) {
   const AttentionDims d = visible_keys(dims);
   DecodeGrid g;
@@ -33,9 +45,7 @@ DecodeGrid wide_grid(const AttentionDims& dims, int sm_count) {
   int64_t want = std::max<int64_t>(1, (16 * sm_count + base - 1) / base);
   g.splits = std::clamp<int64_t>(want, 1,
                                  std::max<int64_t>(1, (d.kv_len + kDecodeKeys - 1) / kDecodeKeys));
-  g.chunk = (d.kv_len + g.splits - 1) / g.splits;
-  g.chunk = (g.chunk + kDecodeKeys - 1) / kDecodeKeys * kDecodeKeys;
-  g.splits = (d.kv_len + g.chunk - 1) / g.chunk;
+  even_slices(g, d.kv_len, kDecodeKeys);
   return g;
 }
 
@@ -51,9 +61,7 @@ DecodeGrid group_grid(const AttentionDims& dims, int sm_count) {
   int64_t want = std::max<int64_t>(1, (8 * sm_count + base - 1) / base);
   g.splits = std::clamp<int64_t>(std::min(want, kMaxGroupSplits), 1,
                                  std::max<int64_t>(1, d.kv_len / step));
-  g.chunk = (d.kv_len + g.splits - 1) / g.splits;
-  g.chunk = (g.chunk + step - 1) / step * step;
-  g.splits = (d.kv_len + g.chunk - 1) / g.chunk;
+  even_slices(g, d.kv_len, step);
   return g;
 }
 
@@ -73,9 +81,7 @@ DecodeGrid mma_grid(const AttentionDims& dims, int sm_count) {
   for (int64_t sp = 1; sp <= most; ++sp) best = std::max(best, fill(sp));
   g.splits = 1;
   while (g.splits < most && fill(g.splits) < 0.85 * best) ++g.splits;
-  g.chunk = (d.kv_len + g.splits - 1) / g.splits;
-  g.chunk = (g.chunk + kMmaTileKeys - 1) / kMmaTileKeys * kMmaTileKeys;
-  g.splits = (d.kv_len + g.chunk - 1) / g.chunk;
+  even_slices(g, d.kv_len, kMmaTileKeys);
   return g;
 }
 
