@@ -6,8 +6,10 @@
   scripts/gpu/multi_gpu_references.py collectives OUT.json [--gpus N]
       torch.distributed's all-reduce, all-gather, reduce-scatter, all-to-all and a send/recv ring
       in bf16 from 1 KiB to 1 GiB: per size the median NCCL kernel time (torch.profiler's CUPTI
-      records, each call synchronized as rooflens times them) and the call's host time to
-      completion (no profiler attached).
+      records) and the call's host time to completion (no profiler attached). Each profiled call
+      starts aligned on every rank, as rooflens times them: a host barrier (gloo), then a 2 ms
+      spin on the GPU that the collective queues behind; a sample's time is the fastest rank's
+      kernel (the rank that arrives last waits for no other), the slowest rank's is kept beside it.
   scripts/gpu/multi_gpu_references.py tp OUT.json [--gpus N] [--config PATH]
       A hand-sharded Hugging Face Llama (Megatron's split: q/k/v/gate/up by output columns,
       o/down by input rows, the vocabulary halved in the embedding and the LM head; an
@@ -109,6 +111,10 @@ def collectives_rank(rank, world, port, out):
         return lambda: dist.batch_isend_irecv([dist.P2POp(dist.isend, send[:n], nxt),
                                                dist.P2POp(dist.irecv, recv[:n], prv)])
 
+    # Host-side barrier (no NCCL kernel in the profile) and ~2 ms of GPU spin behind which every
+    # rank's collective is queued before any of them starts.
+    host_group = dist.new_group(backend="gloo")
+    spin_cycles = 4_000_000  # ~2 ms at the 1.7-2.0 GHz of H100 and H200
     results = {}
     reps = 20
     for name in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send/recv"):
@@ -127,23 +133,43 @@ def collectives_rank(rank, world, port, out):
             for _ in range(3):
                 once()
             dist.barrier()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(reps):
+                    once()
+            unaligned, _ = kernel_durations(prof, ("nccl",))
+            dist.barrier()
             wall = []
             for _ in range(reps):
                 t0 = time.perf_counter()
                 once()
                 wall.append(time.perf_counter() - t0)
-            dist.barrier()
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 for _ in range(reps):
+                    dist.barrier(group=host_group)
+                    torch.cuda._sleep(spin_cycles)
                     once()
             durs, _ = kernel_durations(prof, ("nccl",))
-            rows.append({"bytes": nbytes, "kernel_s": statistics.median(durs) if durs else None,
-                         "kernels": len(durs), "wall_s": statistics.median(wall)})
+            per_rank = [None] * world
+            dist.all_gather_object(per_rank, durs, group=host_group)
+            samples = list(zip(*per_rank)) if all(per_rank) else []
+
+            def med(values):
+                return statistics.median(values) if values else None
+
+            # The rank that arrives last waits for no one: the fastest rank's kernel of a sample is the
+            # collective's own time; the slowest rank's adds whatever launch skew is left.
+            rows.append({"bytes": nbytes, "kernel_s": med([min(x) for x in samples]),
+                         "kernel_s_slowest_rank": med([max(x) for x in samples]),
+                         "kernel_s_unaligned_rank0": med(unaligned),
+                         "kernels": len(samples), "wall_s": statistics.median(wall)})
         results[name] = rows
     if rank == 0:
         doc = {"what": "torch.distributed NCCL collectives, bf16, each call synchronized; kernel: median "
-                       "NCCL kernel duration under torch.profiler (rank 0); wall: median host time of the call "
-                       "until the stream finished (no profiler)",
+                       "over samples of the fastest rank's NCCL kernel duration under torch.profiler (the last "
+                       "to arrive waits for no one), every call queued behind a 2 ms GPU spin after a host "
+                       "barrier; kernel_s_slowest_rank: the slowest rank's; kernel_s_unaligned_rank0: "
+                       "rank 0's median without that alignment; wall: median host time of the call until "
+                       "the stream finished (no profiler)",
                "gpus": world, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
                "nccl": ".".join(map(str, torch.cuda.nccl.version())), "curves": results}
         with open(out, "w") as f:

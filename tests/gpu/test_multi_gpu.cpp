@@ -1,8 +1,11 @@
-// Two GPUs or more: NCCL's collectives give the right results and CUPTI sees every NCCL kernel
-// (calibrate --gpus 2), and a tensor-parallel profile runs one rank per GPU, replays the
-// all-reduces through NCCL and puts each GPU's kernels and NVTX ranges on tracks of their own.
+// Two GPUs or more, as many as the machine has (up to 8): NCCL's collectives give the right
+// results and CUPTI sees every NCCL kernel (calibrate --gpus N), and a tensor-parallel profile runs
+// one rank per GPU, replays the all-reduces through NCCL and puts each GPU's kernels and NVTX
+// ranges on tracks of their own.
+#include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -28,15 +31,23 @@ std::string rooflens_binary() {
   return ROOFLENS_BIN;
 }
 
+// Every GPU of the machine, up to 8 (the main checked there are at least two).
+int machine_gpus() {
+  int count = 0;
+  cudaGetDeviceCount(&count);
+  return std::min(count, 8);
+}
+
 }  // namespace
 
-TEST_CASE("NCCL collectives among two GPUs: results checked, every kernel seen by CUPTI") {
+TEST_CASE("NCCL collectives among all GPUs: results checked, every kernel seen by CUPTI") {
   // measure_collectives checks each collective on known values first and throws when a result is
   // wrong or CUPTI misses the kernels of any sample.
+  const int gpus = machine_gpus();
   std::ostringstream log;
-  CollectiveCurveSet set = profiler::measure_collectives(2, true, "", log);
+  CollectiveCurveSet set = profiler::measure_collectives(gpus, true, "", log);
   INFO(log.str());
-  CHECK(set.gpus == 2);
+  CHECK(set.gpus == gpus);
   CHECK(set.nccl.find("NCCL 2.") == 0);
   for (Collective c : kCollectives) {
     const auto& curve = set.curves.at(std::string(collective_name(c)));
@@ -51,21 +62,23 @@ TEST_CASE("NCCL collectives among two GPUs: results checked, every kernel seen b
     // above 20 GB/s (PCIe 4 x16 reaches 25) and below 2 TB/s (NVLink 5's 900 GB/s a direction).
     CHECK(curve.back().kernel_s > curve[curve.size() - 2].kernel_s);
     double busbw =
-        static_cast<double>(curve.back().bytes) / curve.back().kernel_s * bus_factor(c, 2);
+        static_cast<double>(curve.back().bytes) / curve.back().kernel_s * bus_factor(c, gpus);
     CHECK(busbw > 20e9);
     CHECK(busbw < 2e12);
   }
 }
 
 TEST_CASE(
-    "profile --tp 2: one rank per GPU, the all-reduces replayed through NCCL, a track per GPU") {
+    "profile --tp N: one rank per GPU, the all-reduces replayed through NCCL, a track per GPU") {
+  // TinyLlama's 4 KV heads split over 2 or 4 GPUs.
+  const int tp = machine_gpus() >= 4 ? 4 : 2;
   fs::path dir = fs::temp_directory_path() / fmt::format("rooflens-tp-test-{}", getpid());
   fs::create_directories(dir);
   std::string config = gpu_test::checkout_file("samples/configs/tinyllama-1.1b/config.json");
   std::string cmd = fmt::format(
-      "'{}' profile '{}' --phase decode --tp 2 --batch 4 --context 256 --max-samples 20 --json "
+      "'{}' profile '{}' --phase decode --tp {} --batch 4 --context 256 --max-samples 20 --json "
       "'{}' --trace '{}' > '{}' 2>&1",
-      rooflens_binary(), config, (dir / "r.json").string(), (dir / "t.json").string(),
+      rooflens_binary(), config, tp, (dir / "r.json").string(), (dir / "t.json").string(),
       (dir / "out.txt").string());
   int rc = std::system(cmd.c_str());
   std::ifstream out_text(dir / "out.txt");
@@ -74,26 +87,31 @@ TEST_CASE(
   REQUIRE(WEXITSTATUS(rc) == 0);
   nlohmann::json r = nlohmann::json::parse(std::ifstream(dir / "r.json"));
   REQUIRE(r.contains("tensor_parallel"));
-  CHECK(r["tensor_parallel"]["ranks"] == 2);
+  CHECK(r["tensor_parallel"]["ranks"] == tp);
   int all_reduces = 0;
   for (const auto& n : r["nodes"]) {
     if (n["op"] != "rooflens.AllReduce") continue;
     ++all_reduces;
     CHECK(n["measured"]["status"] == "measured");
     REQUIRE(n.contains("measured_per_gpu_s"));
-    CHECK(n["measured_per_gpu_s"][0].get<double>() > 0);
-    CHECK(n["measured_per_gpu_s"][1].get<double>() > 0);
+    REQUIRE(n["measured_per_gpu_s"].size() == static_cast<size_t>(tp));
+    for (const auto& per_gpu : n["measured_per_gpu_s"]) CHECK(per_gpu.get<double>() > 0);
   }
   CHECK(all_reduces == 2 * 22 + 1);  // two a layer over TinyLlama's 22, and the embedding's
-  CHECK(text.find("tensor parallel: 2 GPUs") != std::string::npos);
-  // The trace: kernels of GPU 0 (pid 1) and GPU 1 (pid 11), NVTX layer ranges of both ranks.
+  CHECK(text.find(fmt::format("tensor parallel: {} GPUs", tp)) != std::string::npos);
+  // The trace: GPU r's kernels on pid 10r + 1, its NVTX layer ranges on pid 10r + 2.
   nlohmann::json t = nlohmann::json::parse(std::ifstream(dir / "t.json"));
   std::set<int> kernel_pids, nvtx_pids;
   for (const auto& e : t["traceEvents"]) {
     if (e.value("cat", "") == "kernel") kernel_pids.insert(e["pid"].get<int>());
     if (e.value("cat", "") == "nvtx") nvtx_pids.insert(e["pid"].get<int>());
   }
-  CHECK(kernel_pids == std::set<int>{1, 11});
-  CHECK(nvtx_pids == std::set<int>{2, 12});
+  std::set<int> want_kernel_pids, want_nvtx_pids;
+  for (int rank = 0; rank < tp; ++rank) {
+    want_kernel_pids.insert(10 * rank + 1);
+    want_nvtx_pids.insert(10 * rank + 2);
+  }
+  CHECK(kernel_pids == want_kernel_pids);
+  CHECK(nvtx_pids == want_nvtx_pids);
   fs::remove_all(dir);
 }

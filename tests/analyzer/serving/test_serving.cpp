@@ -198,10 +198,12 @@ TEST_CASE("link model: collectives by hand", "[serving][links]") {
   // Without them (NCCL): tree, 6 us + 28672 / 476e9.
   CHECK(collective_seconds(Collective::all_reduce, 16384, 8, h100) ==
         Approx(6e-6 + 28672.0 / 476e9));
-  // All-gather of 1 GiB over 4 H100s: ring, 3 steps, 3/4 of the bytes at the link's 450 GB/s
+  // All-gather of 1 GiB over 8 H100s: ring, 7 steps, 7/8 of the bytes at the link's 450 GB/s
   // (the 476 GB/s all-reduce figure includes in-switch reduction an all-gather cannot use).
-  CHECK(collective_seconds(Collective::all_gather, int64_t{1} << 30, 4, h100) ==
-        Approx(3e-6 + 0.75 * 1073741824.0 / 450e9));
+  CHECK(collective_seconds(Collective::all_gather, int64_t{1} << 30, 8, h100) ==
+        Approx(7e-6 + 0.875 * 1073741824.0 / 450e9));
+  // Over 4 the curve measured on 4 x H200 (same NVLink 4 x 18) answers: 2.475 ms at 1 GiB.
+  CHECK(collective_seconds(Collective::all_gather, int64_t{1} << 30, 4, h100) == Approx(2.475e-3));
   // L40S has no NVLink: PCIe 32 GB/s per direction (devices.json), no published all-reduce
   // figure: 1 MiB over 2 GPUs = 2 us + 1 x 2^20 / 32e9.
   CHECK(collective_seconds(Collective::all_reduce, 1 << 20, 2, find_device("L40S")) ==
