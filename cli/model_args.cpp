@@ -110,6 +110,7 @@ Analysis analyze_config(const ModelArgs& args, const CLI::App& cmd, Graph* infer
     l.seq = c.vision->tokens();  // an image's patches; --batch counts images
   l.context = args.context;
   l.tp = args.tp;
+  l.ep = args.ep;
   l.group_size = args.group_size;
   l.attention = args.attention == "naive" ? AttentionImpl::naive : AttentionImpl::flash;
   o.prompt = args.prompt;
@@ -118,6 +119,10 @@ Analysis analyze_config(const ModelArgs& args, const CLI::App& cmd, Graph* infer
     if (inferred) throw InputError("profile replays inference: --phase train is for analyze");
     if (!args.weights.empty() || !args.activations.empty() || !args.kv_dtype.empty())
       throw InputError("--phase train takes --precision, not --weights/--activations/--kv-dtype");
+    if (args.ep > 1)
+      throw InputError(
+          "--ep is for inference steps: a training step's expert parallelism is not "
+          "modelled (--dp, --zero and --tp are)");
     return analyze_training(c, o, training_options(args));
   }
   choose_dtypes(args, c, l);
@@ -135,8 +140,9 @@ void reject_training_flags(const CLI::App& cmd) {
 
 // An ONNX model takes --phase train and its training flags; the rest are a config's.
 void reject_config_flags(const CLI::App& cmd, bool train) {
-  for (const char* flag : {"--seq", "--context", "--prompt", "--gen", "--attention", "--weights",
-                           "--group-size", "--activations", "--kv-dtype", "--tp", "--sp", "--part"})
+  for (const char* flag :
+       {"--seq", "--context", "--prompt", "--gen", "--attention", "--weights", "--group-size",
+        "--activations", "--kv-dtype", "--tp", "--ep", "--sp", "--part"})
     if (cmd.count(flag))
       throw InputError(
           fmt::format("{} applies to transformer configs (config.json), not ONNX models", flag));
@@ -311,6 +317,9 @@ void add_model_options(CLI::App& cmd, ModelArgs& args) {
       "--kv-dtype", args.kv_dtype,
       "config: KV cache dtype (default: the activations when 16/32-bit, else the config dtype)");
   cmd.add_option("--tp", args.tp, "config: tensor-parallel GPUs")->capture_default_str();
+  cmd.add_option("--ep", args.ep,
+                 "config, MoE: expert-parallel GPUs (experts spread, attention data-parallel)")
+      ->capture_default_str();
   cmd.add_option("--if-branch", args.if_branch,
                  "ONNX: the branch of an If whose condition is not a constant (then|else)");
   cmd.add_option("--loop-trips", args.loop_trips,

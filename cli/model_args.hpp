@@ -32,7 +32,8 @@ struct ModelArgs {
   // ONNX control flow.
   std::string if_branch;
   int64_t loop_trips = 0;  // multimodal wrappers: text (the language model) or vision (the tower)
-  int64_t batch = 1, seq = 2048, context = 2048, prompt = 2048, gen = 256, group_size = 128, tp = 1;
+  int64_t batch = 1, seq = 2048, context = 2048, prompt = 2048, gen = 256, group_size = 128, tp = 1,
+          ep = 1;
   // --phase train.
   std::string precision = "bf16-mixed", optimizer = "adamw", recompute = "none";
   int64_t grad_accum = 1, zero = 0, dp = 1;

@@ -94,7 +94,13 @@ int write_rank_files(const RankEnvironment& rank, const Analysis& analysis,
   return analysis.profile->valid ? 0 : 3;
 }
 
-// The launcher of profile --tp N: the ranks' results merged into one, written as one profile's.
+// One process per GPU of a --tp or --ep plan.
+int64_t model_gpus(const ModelArgs& m) {
+  return m.tp * m.ep;
+}
+
+// The launcher of profile --tp N (or --ep N): the ranks' results merged into one, written as one
+// profile's.
 int run_tensor_parallel(const ProfileArgs& a, const gpu::ModuleApi& gpu) {
   if (!a.record_path.empty())
     throw InputError("--record with --tp: --trace writes every GPU's timeline");
@@ -103,12 +109,13 @@ int run_tensor_parallel(const ProfileArgs& a, const gpu::ModuleApi& gpu) {
   gpu.nccl_unique_id(a.nccl_dir, id, st);
   raise(st);
   std::string dir = make_rank_directory();
-  int code = run_ranks(a.model.tp, id, dir);
+  const int ranks = static_cast<int>(model_gpus(a.model));
+  int code = run_ranks(ranks, id, dir);
   if (code != 0 && code != 3)
     return code;  // the failed rank's log is on stderr; the directory stays for a look
   std::vector<nlohmann::json> results;
   std::vector<profiler::Trace> traces;
-  for (int r = 0; r < a.model.tp; ++r) {
+  for (int r = 0; r < ranks; ++r) {
     results.push_back(reports::read_result(fmt::format("{}/rank{}.json", dir, r)).json);
     if (!a.trace_path.empty())
       traces.push_back(profiler::read_trace(fmt::format("{}/rank{}.record", dir, r)));
@@ -187,16 +194,17 @@ int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
   Analysis analysis = build_analysis(a.model, cmd, &inferred, device);
   profiler::ProfileOptions o = profile_options(a);
   std::optional<RankEnvironment> rank = rank_environment();
-  if (!rank && a.model.tp > 1) {
+  const int64_t ranks = model_gpus(a.model);
+  if (!rank && ranks > 1) {
     int count = 0;
     gpu::Status st;
     gpu.device_count(count, st);
     raise(st);
-    if (count >= a.model.tp) return run_tensor_parallel(a, gpu);
+    if (count >= ranks) return run_tensor_parallel(a, gpu);
     std::cerr << fmt::format(
-        "rooflens: --tp {}: this machine has {} GPU{}; replaying one GPU's shard, its all-reduces "
+        "rooflens: {} {}: this machine has {} GPU{}; replaying one GPU's shard, its collectives "
         "not measured\n",
-        a.model.tp, count, count == 1 ? "" : "s");
+        a.model.tp > 1 ? "--tp" : "--ep", ranks, count, count == 1 ? "" : "s");
   }
   if (rank) {
     o.rank = rank->rank;

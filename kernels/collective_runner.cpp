@@ -1,4 +1,4 @@
-// Tensor-parallel collectives in a replay: NCCL on the communicator `profile --tp N` made.
+// Multi-GPU collectives in a replay: NCCL on the communicator `profile --tp N` / `--ep N` made.
 #include <fmt/format.h>
 
 #include "kernels/nccl_runtime.hpp"

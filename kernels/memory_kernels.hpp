@@ -57,6 +57,9 @@ void batch_norm(const void* x, const void* scale, const void* bias, const void* 
                 int64_t spatial, cudaStream_t s);
 void reduce_rows(const void* in, void* out, DType d, int64_t rows, int64_t cols, RowReduce op,
                  cudaStream_t s);
+// A [rows, cols, inner] tensor reduced over its middle dim into [rows, inner].
+void reduce_middle(const void* in, void* out, DType d, int64_t rows, int64_t cols, int64_t inner,
+                   RowReduce op, cudaStream_t s);
 void topk_rows(const void* in, void* values, int64_t* indices, DType d, int64_t rows, int64_t cols,
                int k, cudaStream_t s);
 

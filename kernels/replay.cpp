@@ -84,6 +84,10 @@ Runner memory_runner(const replay::ReplayPlan& p, const LayerBuffers& b) {
   }
   if (auto* r = std::get_if<ReducePlan>(&p.kernel)) {
     ReducePlan k = *r;
+    if (k.inner > 1)
+      return make([=](cudaStream_t s) {
+        reduce_middle(in[0], out[0], dt, k.rows, k.cols, k.inner, k.op, s);
+      });
     return make([=](cudaStream_t s) { reduce_rows(in[0], out[0], dt, k.rows, k.cols, k.op, s); });
   }
   if (auto* t = std::get_if<TopKPlan>(&p.kernel)) {

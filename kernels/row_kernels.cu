@@ -199,6 +199,30 @@ __global__ void reduce_kernel(const T* __restrict__ in, T* __restrict__ out, int
   if (lane == 0) out[r] = from_f<T>(acc);
 }
 
+// One thread an output of [rows, inner]: consecutive threads read consecutive inner elements.
+template <class T>
+__global__ void reduce_middle_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows,
+                                     int64_t cols, int64_t inner, RowReduce op) {
+  int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (o >= rows * inner) return;
+  int64_t r = o / inner, i = o % inner;
+  const T* x = in + r * cols * inner + i;
+  bool is_max = op == RowReduce::max, is_min = op == RowReduce::min;
+  float acc = is_max ? -FLT_MAX : is_min ? FLT_MAX : 0.f;
+  for (int64_t j = 0; j < cols; ++j) {
+    float v = to_f(x[j * inner]);
+    if (is_max)
+      acc = fmaxf(acc, v);
+    else if (is_min)
+      acc = fminf(acc, v);
+    else
+      acc += (op == RowReduce::sum_square || op == RowReduce::l2) ? v * v : v;
+  }
+  if (op == RowReduce::mean) acc *= __fdividef(1.f, static_cast<float>(cols));
+  if (op == RowReduce::l2) acc = sqrtf(acc);
+  out[o] = from_f<T>(acc);
+}
+
 // k passes of an arg-max, each skipping what earlier passes took.
 template <class T>
 __global__ void topk_kernel(const T* __restrict__ in, T* __restrict__ values,
@@ -466,6 +490,16 @@ void reduce_rows(const void* in, void* out, DType d, int64_t rows, int64_t cols,
     using T = decltype(t);
     reduce_kernel<<<blocks_for(rows, kWarpsPerBlock, INT32_MAX), kThreads, 0, s>>>(
         static_cast<const T*>(in), static_cast<T*>(out), rows, cols, op);
+  });
+  ROOFLENS_CUDA_CHECK(cudaGetLastError());
+}
+
+void reduce_middle(const void* in, void* out, DType d, int64_t rows, int64_t cols, int64_t inner,
+                   RowReduce op, cudaStream_t s) {
+  dispatch_float(d, [&](auto t) {
+    using T = decltype(t);
+    reduce_middle_kernel<<<blocks_for(rows * inner, kThreads, INT32_MAX), kThreads, 0, s>>>(
+        static_cast<const T*>(in), static_cast<T*>(out), rows, cols, inner, op);
   });
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }

@@ -63,9 +63,12 @@ struct NormPlan {
 struct BatchNormPlan {
   int64_t channels = 0, spatial = 0;
 };
+// Each of `rows` rows reduces `cols` values; inner > 1: a middle axis, the values `inner` apart
+// and `inner` results a row (a [rows, cols, inner] tensor reduced over its middle dim).
 struct ReducePlan {
   int64_t rows = 0, cols = 0;
   RowReduce op = RowReduce::sum;
+  int64_t inner = 1;
 };
 struct TopKPlan {
   int64_t rows = 0, cols = 0, k = 0;
@@ -103,8 +106,9 @@ struct RopePlan {
   bool bhsd = false;
 };
 
-// A tensor-parallel collective among the replay's GPUs, through NCCL: the input buffer reduced
-// into the output (all-reduce, nccl-tests' size: the whole tensor).
+// A collective among the replay's GPUs, through NCCL, of nccl-tests' size (the whole tensor): the
+// input reduced into the output (a tensor-parallel all-reduce), or its rows exchanged with every
+// peer (expert parallelism's all-to-all).
 struct CollectivePlan {
   Collective op = Collective::all_reduce;
   int64_t bytes = 0, ranks = 0;

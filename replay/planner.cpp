@@ -338,12 +338,21 @@ class Planner {
     }
     for (auto& a : axes) a = norm_axis(a, s.size());
     std::sort(axes.begin(), axes.end());
-    for (size_t i = 0; i < axes.size(); ++i)
-      if (axes[i] != static_cast<int64_t>(s.size() - axes.size() + i))
-        refuse("reduction over axes that are not the trailing ones");
-    auto [rows, cols] = rows_cols(s, axes.empty() ? static_cast<int64_t>(s.size()) : axes.front());
-    p_.kernel = ReducePlan{rows, cols, *op};
-    p_.description = fmt::format("row {}, {} rows of {}", n_.op_type, rows, cols);
+    for (size_t i = 1; i < axes.size(); ++i)
+      if (axes[i] != axes[i - 1] + 1) refuse("reduction over axes that are not adjacent");
+    // [rows, cols, inner]: the dims before the reduced block, the block, the dims after it.
+    auto span = [&](size_t from, size_t to) {
+      int64_t n = 1;
+      for (size_t d = from; d < to; ++d) n = checked_mul(n, s[d], "reduction");
+      return n;
+    };
+    size_t first = static_cast<size_t>(axes.front()), past = static_cast<size_t>(axes.back()) + 1;
+    ReducePlan k{span(0, first), span(first, past), *op, span(past, s.size())};
+    p_.kernel = k;
+    p_.description = k.inner == 1
+                         ? fmt::format("row {}, {} rows of {}", n_.op_type, k.rows, k.cols)
+                         : fmt::format("{} over a middle dim, {} x {} outputs of {} values",
+                                       n_.op_type, k.rows, k.inner, k.cols);
   }
 
   void global_pool() {
@@ -519,15 +528,16 @@ ReplayPlan collective_plan(const Graph& g, const NodeResult& r, std::optional<Pr
   p.path = r.name;
   p.precision = r.precision;
   BufferSpec b{forced && is_float(in.dtype) ? storage_dtype(*forced) : in.dtype, *in.shape, 0, 0};
+  std::string_view what = collective_name(r.cost.collective);
   if (b.dtype != DType::bf16 && b.dtype != DType::f16 && b.dtype != DType::f32)
-    throw NotReplayed{fmt::format("an all-reduce of {}: NCCL's replay takes fp32, fp16 and bf16",
+    throw NotReplayed{fmt::format("an {} of {}: NCCL's replay takes fp32, fp16 and bf16", what,
                                   dtype_name(b.dtype))};
   b.bytes = storage_bytes(b.dtype, checked_product(b.shape, "replay buffer"));
   p.inputs.push_back(b);
   p.outputs.push_back(b);
-  p.kernel = CollectivePlan{Collective::all_reduce, b.bytes, r.cost.collective_ranks};
+  p.kernel = CollectivePlan{r.cost.collective, b.bytes, r.cost.collective_ranks};
   p.description =
-      fmt::format("NCCL all-reduce of {} B over {} GPUs", b.bytes, r.cost.collective_ranks);
+      fmt::format("NCCL {} of {} B over {} GPUs", what, b.bytes, r.cost.collective_ranks);
   return p;
 }
 

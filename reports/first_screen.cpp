@@ -64,11 +64,13 @@ std::string precision_text(const json& r) {
                         : t.at("weights_dtype") == "int4"
                             ? fmt::format(" (group {})", t.at("group_size").get<int64_t>())
                             : "";
-    int64_t tp = t.at("tp").get<int64_t>();
+    int64_t tp = t.at("tp").get<int64_t>(), ep = t.value("ep", int64_t{1});
+    std::string plan = tp > 1   ? fmt::format("; tensor parallel over {} GPUs", tp)
+                       : ep > 1 ? fmt::format("; experts over {} GPUs, attention data-parallel", ep)
+                                : "";
     return fmt::format("weights {}{}, activations {}, KV cache {}{}",
                        dtype_short(t.at("weights_dtype")), quant,
-                       dtype_short(t.at("activations_dtype")), dtype_short(t.at("kv_dtype")),
-                       tp > 1 ? fmt::format("; tensor parallel over {} GPUs", tp) : "");
+                       dtype_short(t.at("activations_dtype")), dtype_short(t.at("kv_dtype")), plan);
   }
   return r.at("dtype").get<std::string>();
 }

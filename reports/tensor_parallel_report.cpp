@@ -55,8 +55,12 @@ json merge_rank_results(const std::vector<json>& ranks) {
     if (first) nodes[i]["measured_per_gpu_s"] = per_gpu;
     if (!all) continue;
     const std::string op = nodes[i].value("op", "");
-    if (op.size() >= 9 && op.compare(op.size() - 9, 9, "AllReduce") == 0)
-      collective_time += *first;  // rooflens.AllReduce
+    auto ends_with = [&](std::string_view tail) {
+      return op.size() >= tail.size() &&
+             op.compare(op.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    if (ends_with("AllReduce") || ends_with("AllToAll"))
+      collective_time += *first;  // rooflens.AllReduce, rooflens.AllToAll
     for (size_t r = 0; r < ranks.size(); ++r) {
       double t = per_gpu[r].get<double>();
       totals[r] += t;
@@ -84,12 +88,12 @@ json merge_rank_results(const std::vector<json>& ranks) {
 
 void write_tensor_parallel_section(std::ostream& out, const json& r, size_t width) {
   const json& tp = r.at("tensor_parallel");
+  bool experts = r.contains("transformer") && r["transformer"].value("ep", int64_t{1}) > 1;
   out << '\n'
-      << wrap("tensor parallel: ",
-              fmt::format("{} GPUs, one rank process each; the all-reduces run through NCCL ({} of "
-                          "the measured "
-                          "layers' {} on GPU 0)",
-                          tp.at("ranks").get<int>(),
+      << wrap(experts ? "expert parallel: " : "tensor parallel: ",
+              fmt::format("{} GPUs, one rank process each; the {} run through NCCL ({} of the "
+                          "measured layers' {} on GPU 0)",
+                          tp.at("ranks").get<int>(), experts ? "all-to-alls" : "all-reduces",
                           human_time(tp.at("collectives_measured_s").get<double>()),
                           human_time(tp.at("gpus")[0].at("measured_s").get<double>())),
               width);

@@ -133,6 +133,7 @@ nlohmann::json transformer_json(const TransformerSummary& t) {
       {"activations_dtype", dtype_name(l.activations)},
       {"kv_dtype", dtype_name(l.kv)},
       {"tp", l.tp},
+      {"ep", l.ep},
       {"params_total", t.params_total},
       {"params_active", t.params_active},
       {"params_per_gpu", t.params_per_gpu},

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analyzer/core/collective.hpp"
 #include "analyzer/core/formulas.hpp"
 
 namespace rooflens {
@@ -71,7 +72,8 @@ struct NodeCost {
   // kernels: tanh GELU, strided splits, pooling windows, depthwise convolutions); 0: from the
   // FLOPs.
   double instructions = 0;
-  int64_t collective_bytes = 0;  // a collective (all-reduce) over this many bytes per rank
+  Collective collective = Collective::all_reduce;  // a collective of this kind
+  int64_t collective_bytes = 0;  // ... over this many bytes per rank (nccl-tests' size)
   int64_t collective_ranks = 0;  // ... among this many GPUs
   std::string note;              // e.g. "causal: executed half of the dense scores; fused traffic"
   KernelShape kernel;

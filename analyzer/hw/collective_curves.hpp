@@ -12,9 +12,10 @@
 #include <string_view>
 #include <vector>
 
+#include "analyzer/core/collective.hpp"
+
 namespace rooflens {
 
-enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv };
 inline constexpr Collective kCollectives[] = {Collective::all_reduce, Collective::all_gather,
                                               Collective::reduce_scatter, Collective::all_to_all,
                                               Collective::send_recv};

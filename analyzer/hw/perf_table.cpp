@@ -69,8 +69,8 @@ std::vector<double> PerfTable::clamp(const std::vector<double>& x) const {
 }
 
 std::optional<double> PerfTable::extrapolate(
-    const std::vector<double>& x,
-    const std::function<double(const std::vector<double>&)>& work) const {
+    const std::vector<double>& x, const std::function<double(const std::vector<double>&)>& work,
+    double floor_s) const {
   std::vector<double> edge = clamp(x);
   auto at_edge = lookup(edge);
   if (!at_edge) {
@@ -81,7 +81,9 @@ std::optional<double> PerfTable::extrapolate(
   }
   double work_edge = work(edge);
   if (!at_edge || !(work_edge > 0)) return std::nullopt;
-  return *at_edge * work(x) / work_edge;
+  double ratio = work(x) / work_edge;
+  if (ratio >= 1) return *at_edge * ratio;
+  return floor_s + std::max(0.0, *at_edge - floor_s) * ratio;
 }
 
 std::optional<std::vector<double>> PerfTable::nearest_measured(const std::vector<double>& x) const {

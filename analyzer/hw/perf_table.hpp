@@ -31,10 +31,12 @@ struct PerfTable {
   // The time at x beyond the grid, or inside it where a neighbour was not measured: the time at
   // the clamped point (or, unmeasured, the nearest measured one) scaled by work(x) / work(that
   // point), `work` being any quantity the time is proportional to (the roofline's ideal time,
-  // elements). nullopt when no point was measured or the work there is not positive.
-  std::optional<double> extrapolate(
-      const std::vector<double>& x,
-      const std::function<double(const std::vector<double>&)>& work) const;
+  // elements). With less work than there, only the time above `floor_s` scales: a kernel smaller
+  // than the grid's smallest is never predicted below the fixed cost every kernel pays. nullopt
+  // when no point was measured or the work there is not positive.
+  std::optional<double> extrapolate(const std::vector<double>& x,
+                                    const std::function<double(const std::vector<double>&)>& work,
+                                    double floor_s = 0) const;
   // The same table without one measured point (leave-one-out validation).
   PerfTable without(size_t flat) const;
 };

@@ -67,8 +67,10 @@ std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const 
   const PerfTable& t = it->second;
   for (size_t a = 0; a < t.axes.size(); ++a)
     if (t.axes[a] == "align" && q->x[a] < t.grid[a].front()) return std::nullopt;
+  double floor = c.tiled && d.gemm_floor_s > 0 ? d.gemm_floor_s : d.launch_floor_s;
   auto fitted = t.extrapolate(
-      q->x, [&](const std::vector<double>& x) { return ideal_seconds(grid_work(q->table, x), d); });
+      q->x, [&](const std::vector<double>& x) { return ideal_seconds(grid_work(q->table, x), d); },
+      floor);
   if (!fitted) return std::nullopt;
   table = q->table;
   source = PredictionSource::fitted;
@@ -116,8 +118,8 @@ RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d)
   RooflinePoint r;
   if (c.collective_ranks > 1) {
     r.unit = d.nvlink_bandwidth ? "nvlink" : "pcie";
-    r.predicted = collective_seconds(Collective::all_reduce, c.collective_bytes, c.collective_ranks,
-                                     d, d.engine_collectives);
+    r.predicted = collective_seconds(c.collective, c.collective_bytes, c.collective_ranks, d,
+                                     d.engine_collectives);
     r.roof_fraction = 1;
     r.bound = Bound::communication;
     return r;

@@ -171,7 +171,7 @@ MemoryFit fit_memory(const TransformerConfig& c, const TransformerOptions& o,
                      const LoweringOptions& lo, const Analysis& a, int64_t weight_bytes,
                      int64_t activation_peak, std::vector<std::string>& notes) {
   MemoryFit m;
-  int64_t batch = lo.batch, tokens = sequence_tokens(c, o);
+  int64_t batch = lo.batch_per_gpu(), tokens = sequence_tokens(c, o);
   m.cached_tokens = most_cached(c, tokens);
   int64_t kv_per_seq = kv_cache_bytes(c, lo, tokens);
   m.weight_bytes = weight_bytes;
@@ -363,9 +363,10 @@ int64_t model_size(const TransformerConfig& c, const TransformerOptions& o,
   int64_t whole_bytes;
   int64_t resident_weight_bytes = main.analysis.totals.weight_bytes;
   bool decoder_only_graph = c.encdec && lo.phase == Phase::decode;
-  if (lo.tp > 1 || decoder_only_graph) {
+  if (lo.gpus() > 1 || decoder_only_graph) {
     LoweringOptions whole = lo;
     whole.tp = 1;
+    whole.ep = 1;
     whole.batch = 1;
     whole.seq = 1;
     whole.context = 0;
@@ -438,7 +439,8 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
   int64_t resident_weight_bytes = model_size(c, o, lo, main, *summary, notes);
   summary->kv_bytes_per_token = kv_cache_bytes_per_token(c, lo);
   for (const NodeResult& n : main.analysis.nodes)
-    if (n.family == OpFamily::communication && n.status == NodeStatus::costed) {
+    if (n.family == OpFamily::communication && n.status == NodeStatus::costed &&
+        n.cost.collective == Collective::all_reduce) {
       ++summary->allreduces;
       summary->allreduce_s += n.roof.predicted;
     }
@@ -446,7 +448,7 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
   if (o.workload == Workload::generate)
     activation_peak = std::max(activation_peak, generation_sweep(c, o, lo, main, device, *summary));
   summary->kv_bytes_per_sequence = kv_cache_bytes(c, lo, sequence_tokens(c, o));
-  summary->kv_bytes_batch = checked_mul(summary->kv_bytes_per_sequence, lo.batch);
+  summary->kv_bytes_batch = checked_mul(summary->kv_bytes_per_sequence, lo.batch_per_gpu());
   summary->memory =
       fit_memory(c, o, lo, main.analysis, resident_weight_bytes, activation_peak, notes);
   main.analysis.notes.insert(main.analysis.notes.end(), notes.begin(), notes.end());

@@ -34,7 +34,7 @@ Builder::Builder(const TransformerConfig& c, const LoweringOptions& o)
     : c_(c),
       o_(o),
       b_(c.path),
-      B_(o.batch),
+      B_(o.batch_per_gpu()),
       S_(o.phase == Phase::prefill ? o.seq : 1),
       act_(o.activations),
       w_(o.weights),
@@ -460,6 +460,21 @@ void validate_lowering(const TransformerConfig& c, const LoweringOptions& o) {
   need(!c.vision || o.seq == c.vision->tokens(),
        fmt::format("the vision tower takes {} tokens an image (its patches), not --seq {}",
                    c.vision ? c.vision->tokens() : 0, o.seq));
+  need(o.ep >= 1, "--ep must be at least 1");
+  if (o.ep > 1) {
+    need(c.experts > 0,
+         fmt::format("--ep {} needs a mixture-of-experts model; {} has no experts", o.ep, c.path));
+    need(c.experts % o.ep == 0,
+         fmt::format("--ep {} does not divide the model's {} experts", o.ep, c.experts));
+    need(o.tp == 1,
+         "--ep with --tp is not modelled: --ep spreads the experts over data-parallel "
+         "attention GPUs (serve --ep prices experts within the --tp group)");
+    need(!c.encdec, "--ep over an encoder-decoder is not modelled");
+    need(o.batch % o.ep == 0,
+         fmt::format("--ep {} does not divide --batch {} (the attention is data-parallel: each "
+                     "GPU takes batch / ep sequences)",
+                     o.ep, o.batch));
+  }
   if (o.tp > 1) {
     need(!c.any_layer(MixerKind::mamba) && !c.any_layer(MixerKind::linear_attention),
          "--tp over Mamba or linear-attention layers is not modelled");

@@ -27,6 +27,13 @@ struct LoweringOptions {
   DType activations = DType::bf16;
   DType kv = DType::bf16;
   int64_t tp = 1;  // tensor-parallel degree: the graph is one GPU's shard
+  // Expert-parallel degree (MoE, with tp 1): the graph is one GPU's share of a deployment whose
+  // attention is data-parallel (batch / ep sequences a GPU, every attention weight on each) and
+  // whose routed experts are spread over the GPUs (experts / ep each), tokens sent to their
+  // experts' GPUs and back by two all-to-alls a MoE layer.
+  int64_t ep = 1;
+  int64_t gpus() const { return tp * ep; }
+  int64_t batch_per_gpu() const { return batch / ep; }
   // Which modules are quantized and how (from quantization_config or --weights); none: every
   // linear layer in `weights`, without scales.
   std::optional<QuantizationSpec> quantization;

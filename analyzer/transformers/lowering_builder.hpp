@@ -60,6 +60,8 @@ class Builder {
   int gated_mlp(const std::string& gate, const std::string& up, const std::string& down,
                 const std::string& module, int h, int64_t inter, bool bias);
   int experts(const std::string& p, int h);
+  std::vector<int> dispatch_routed(const std::string& ex, int h, int probs);
+  int combine_routed(const std::string& ex, int y);
 
   // ---- state space (lowering_ssm.cpp) ----
   int mamba_mixer(int64_t i, const std::string& p, int h);

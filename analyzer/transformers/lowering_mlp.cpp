@@ -39,12 +39,13 @@ int Builder::dense_mlp(const std::string& p, int h, int64_t inter) {
 
 // Router, top-k and the routed experts as one com.microsoft.MoE node (x, router probabilities,
 // gate [E,H,I], gate bias, down [E,I,H], down bias, up [E,H,I], up bias, then the quantized
-// storage's scales), plus the shared experts every token uses.
+// storage's scales), plus the shared experts every token uses. Under --ep the node holds this
+// GPU's experts and takes the token copies routed to them (dispatch_routed).
 int Builder::experts(const std::string& p, int h) {
   const ModuleNames& n = c_.names;
-  int64_t e = c_.experts, inter = s_.moe_inter, hidden = c_.hidden;
+  int64_t e = c_.experts / o_.ep, inter = s_.moe_inter, hidden = c_.hidden;
   std::string router = at(p, n.router), ex = at(p, n.experts);
-  int logits = linear(router, h, hidden, e, c_.router_bias, false);
+  int logits = linear(router, h, hidden, c_.experts, c_.router_bias, false);
   int probs = c_.sigmoid_router
                   ? b_.op("Sigmoid", router + ".sigmoid", {logits})
                   : b_.op("Softmax", router + ".softmax", {logits}, {{"axis", int_attr(-1)}});
@@ -58,7 +59,7 @@ int Builder::experts(const std::string& p, int h) {
   };
   const Matrix mats[3] = {
       {".gate_proj", hidden, inter}, {".down_proj", inter, hidden}, {".up_proj", hidden, inter}};
-  std::vector<int> inputs{h, probs};
+  std::vector<int> inputs = o_.ep > 1 ? dispatch_routed(ex, h, probs) : std::vector<int>{h, probs};
   std::vector<int> aux;
   for (const Matrix& m : mats) {
     QuantizedStorage st;
@@ -73,9 +74,11 @@ int Builder::experts(const std::string& p, int h) {
   }
   inputs.insert(inputs.end(), aux.begin(), aux.end());
   std::string act = c_.expert_activation == "swiglu_clamp" ? "swiglu_clamp" : "silu";
-  int y = b_.op("MoE", ex, inputs,
-                {{"k", int_attr(c_.experts_per_token)}, {"activation_type", string_attr(act)}},
+  // Dispatched, each row is one (token, expert) pair: top-1 of this GPU's experts.
+  int64_t k = o_.ep > 1 ? 1 : c_.experts_per_token;
+  int y = b_.op("MoE", ex, inputs, {{"k", int_attr(k)}, {"activation_type", string_attr(act)}},
                 "com.microsoft");
+  if (o_.ep > 1) y = combine_routed(ex, y);
   if (s_.shared_inter > 0) {
     std::string sh = at(p, n.shared);
     int shared = gated_mlp(sh + ".gate_proj", sh + ".up_proj", sh + ".down_proj", sh, h,
@@ -88,6 +91,33 @@ int Builder::experts(const std::string& p, int h) {
     y = b_.op("Add", at(p, n.moe) + ".shared_add", {y, shared});
   }
   return y;
+}
+
+// Expert parallelism's dispatch: every token copied once for each of its k experts (the permute
+// kernel), the copies sent to their experts' GPUs (all-to-all; uniform routing leaves each GPU as
+// many rows as it sent), and the routing probabilities of this GPU's experts. Returns the MoE
+// node's first two inputs.
+std::vector<int> Builder::dispatch_routed(const std::string& ex, int h, int probs) {
+  int64_t tokens = B_ * S_, k = c_.experts_per_token, hidden = c_.hidden, e = c_.experts / o_.ep;
+  int copies = b_.op("Expand", ex + ".dispatch_permute",
+                     {reshape(ex + ".dispatch_tokens", h, {tokens, 1, hidden}),
+                      b_.int_constant(ex + ".dispatch_permute.shape", {tokens, k, hidden})});
+  int rows = reshape(ex + ".dispatch_rows", copies, {tokens * k, hidden});
+  int sent = b_.op("AllToAll", ex + ".dispatch", {rows}, {{"ranks", int_attr(o_.ep)}}, "rooflens");
+  int local = split(ex + ".local_probs", probs, {e, c_.experts - e}, 2)[0];
+  return {sent, local};
+}
+
+// ... and the combine: the expert outputs sent back to their tokens' GPUs (all-to-all), then each
+// token's k outputs summed (the unpermute kernel; the MoE node counted the routing weights).
+int Builder::combine_routed(const std::string& ex, int y) {
+  int64_t tokens = B_ * S_, k = c_.experts_per_token, hidden = c_.hidden;
+  int back = b_.op("AllToAll", ex + ".combine", {y}, {{"ranks", int_attr(o_.ep)}}, "rooflens");
+  int per_token = reshape(ex + ".combine_rows", back, {tokens, k, hidden});
+  int summed = b_.op("ReduceSum", ex + ".combine_sum",
+                     {per_token, b_.int_constant(ex + ".combine_sum.axes", {1})},
+                     {{"keepdims", int_attr(0)}});
+  return reshape(ex + ".combine_tokens", summed, {B_, S_, hidden});
 }
 
 }  // namespace rooflens::lowering

@@ -133,6 +133,14 @@ TEST_CASE("flags that are wrong", "[cli][errors]") {
                            write_file("not_a_profile.json", "{}") + " --out " + profile.string(),
                        "not_a_profile.json");
   CHECK_FALSE(fs::exists(profile));
+  // Expert parallelism the model, the batch or the phase cannot take.
+  std::string mixtral = data_path("samples/configs/mixtral-8x7b/config.json");
+  expect_clean_failure("analyze " + mixtral + " --ep 3", "does not divide the model's 8 experts");
+  expect_clean_failure("analyze " + mixtral + " --ep 2 --batch 3", "does not divide --batch 3");
+  expect_clean_failure("analyze " + mixtral + " --ep 2 --batch 2 --phase train", "--ep is for");
+  expect_clean_failure("analyze " + data_path("samples/configs/llama-2-7b/config.json") + " --ep 2",
+                       "needs a mixture-of-experts model");
+  expect_clean_failure("analyze " + r50 + " --ep 2", "applies to transformer configs");
 }
 
 TEST_CASE(

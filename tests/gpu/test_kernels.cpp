@@ -249,6 +249,17 @@ TEST_CASE("row kernels: reductions and top-k") {
     for (int64_t c = 0; c < cols; ++c) s += hx[r * cols + c];
     CHECK(std::abs(hr[r] - s / cols) < 1e-5);
   }
+  // A middle dim: [5, 3, 300] summed over its 3 (expert parallelism's combine of top-3 rows).
+  const int64_t outer = 5, k = 3, inner = 300;
+  Tensor y(DType::f32, outer * k * inner, 29), sum(DType::f32, outer * inner, 30);
+  reduce_middle(y.get(), sum.get(), DType::f32, outer, k, inner, RowReduce::sum, nullptr);
+  auto hy = y.host(), hsum = sum.host();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      double s = 0;
+      for (int64_t j = 0; j < k; ++j) s += hy[(o * k + j) * inner + i];
+      CHECK(std::abs(hsum[o * inner + i] - s) < 1e-5);
+    }
   Tensor vals(DType::f32, rows * 4, 26), idx(DType::i64, rows * 4, 27);
   topk_rows(x.get(), vals.get(), static_cast<int64_t*>(idx.get()), DType::f32, rows, cols, 4,
             nullptr);

@@ -258,3 +258,39 @@ TEST_CASE(
   // Two a layer (attention output, MLP output) over 32 layers, and the embedding's.
   CHECK(all_reduces == 2 * 32 + 1);
 }
+
+TEST_CASE("expert parallel: every node of a GPU's share is planned, the all-to-alls through NCCL",
+          "[replay][ep]") {
+  TransformerConfig c = load_transformer_config(std::string(ROOFLENS_SOURCE_DIR) +
+                                                "/samples/configs/mixtral-8x7b/config.json");
+  TransformerOptions o;
+  o.workload = Workload::decode;
+  o.lowering.batch = 32;
+  o.lowering.context = 1024;
+  o.lowering.ep = 4;
+  o.lowering.weights = o.lowering.activations = o.lowering.kv = DType::bf16;
+  Graph g;
+  Analysis a = analyze_transformer(c, o, &g);
+  std::vector<ReplayDecision> four = plan_replay(a, g, std::nullopt, 4);
+  int all_to_alls = 0;
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    INFO(a.nodes[i].name << ": " << four[i].reason);
+    // The dispatch's permute, the probabilities' split, the local experts and the combine's sum
+    // replay as well as the rest: nothing is left out.
+    CHECK(four[i].status != ReplayStatus::not_replayed);
+    if (a.nodes[i].name == "model.layers.0.mlp.experts.combine_sum") {
+      // [8 tokens, top-2, 4096] summed over its middle dim.
+      REQUIRE(four[i].plan->is<ReducePlan>());
+      const ReducePlan& r = four[i].plan->as<ReducePlan>();
+      CHECK((r.rows == 8 && r.cols == 2 && r.inner == 4096));
+    }
+    if (a.nodes[i].op != "rooflens.AllToAll") continue;
+    ++all_to_alls;
+    REQUIRE(four[i].plan->is<CollectivePlan>());
+    const CollectivePlan& p = four[i].plan->as<CollectivePlan>();
+    CHECK(p.op == Collective::all_to_all);
+    CHECK(p.bytes == 8 * 2 * 4096 * 2);  // 8 tokens x top-2 rows of 4096 bf16
+    CHECK(p.ranks == 4);
+  }
+  CHECK(all_to_alls == 2 * 32);
+}

@@ -1,6 +1,7 @@
 // Ops a transformer needs beyond the ONNX core set: com.microsoft RotaryEmbedding and MoE (as
-// ONNX Runtime defines them) and rooflens.AllReduce, the tensor-parallel collective that
-// lowered configs place after row-parallel layers.
+// ONNX Runtime defines them), rooflens.AllReduce, the tensor-parallel collective that
+// lowered configs place after row-parallel layers, and rooflens.AllToAll, expert parallelism's
+// dispatch and combine.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -141,12 +142,33 @@ NodeCost cost_allreduce(const CostContext& ctx) {
   return c;
 }
 
+// Expert parallelism's dispatch and combine (analyzer/transformers/lowering_mlp.cpp): every GPU
+// sends each peer its share of the rows and receives as many; the output has the input's shape.
+void infer_alltoall(InferContext& ctx) {
+  int64_t ranks = ctx.node().attr_int("ranks", 0);
+  if (ranks < 2) ctx.fail("AllToAll needs ranks >= 2");
+  if (ctx.shape(0).empty() || ctx.shape(0)[0] % ranks != 0)
+    ctx.fail(fmt::format("AllToAll over {} GPUs needs a first dim they divide", ranks));
+  ctx.set_output(0, ctx.dtype(0), ctx.shape(0));
+}
+
+NodeCost cost_alltoall(const CostContext& ctx) {
+  NodeCost c;
+  c.collective = Collective::all_to_all;
+  c.collective_bytes = ctx.bytes_of(ctx.input(0));
+  c.collective_ranks = ctx.node().attr_int("ranks", 0);
+  c.note = fmt::format("all-to-all over {} GPUs ({} of every {} rows leave this GPU)",
+                       c.collective_ranks, c.collective_ranks - 1, c.collective_ranks);
+  return c;
+}
+
 }  // namespace
 
 void register_transformer_rules(RuleRegistry& r) {
   r.add({"com.microsoft", "RotaryEmbedding", OpFamily::elementwise, infer_rope, cost_rope});
   r.add({"com.microsoft", "MoE", OpFamily::gemm, infer_moe, cost_moe});
   r.add({"rooflens", "AllReduce", OpFamily::communication, infer_allreduce, cost_allreduce});
+  r.add({"rooflens", "AllToAll", OpFamily::communication, infer_alltoall, cost_alltoall});
 }
 
 }  // namespace rooflens

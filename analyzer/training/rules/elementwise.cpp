@@ -155,7 +155,7 @@ void register_elementwise_training_rules(TrainingRules& r) {
 
   // Ops whose backward needs none of their tensors: differences, negation, casts, joins.
   TrainingRule none;
-  none.ops = {"Sub", "Neg", "Cast", "Concat", "Slice", "Expand", "AllReduce"};
+  none.ops = {"Sub", "Neg", "Cast", "Concat", "Slice", "Expand", "AllReduce", "AllToAll"};
   none.saves = saves_nothing;
   r.push_back(none);
 }

@@ -50,6 +50,21 @@ TEST_CASE(
   CHECK(holed.lookup({300, 2000, 300}));  // a cell away from the hole
 }
 
+TEST_CASE("beyond a table's edge the time scales with the work, and below it only above the floor",
+          "[perf]") {
+  PerfTable t;
+  t.axes = {"bytes"};
+  t.grid = {{4096, 65536}};
+  t.seconds = {3.0e-6, 5.0e-6};
+  auto bytes = [](const std::vector<double>& x) { return x[0]; };
+  // Four times the largest point's bytes: 4 x 5 us.
+  CHECK(*t.extrapolate({262144}, bytes, 1.5e-6) == Approx(20e-6));
+  // A sixteenth of the smallest point's: the 1.5 us floor plus a sixteenth of the 1.5 us above it.
+  CHECK(*t.extrapolate({256}, bytes, 1.5e-6) == Approx(1.5e-6 + 1.5e-6 / 16));
+  // No floor given: proportional all the way down (the previous rule, still the default).
+  CHECK(*t.extrapolate({256}, bytes) == Approx(3.0e-6 / 16));
+}
+
 TEST_CASE("table lookup is monotonic where the measured times are", "[perf]") {
   PerfTable t;
   t.axes = {"bytes"};

@@ -263,6 +263,7 @@ TEST_CASE("every registered rule has a hand-computed test", "[rules][table]") {
       "::Upsample",
       // test_rules_transformer.cpp
       "::Swish", "com.microsoft::RotaryEmbedding", "com.microsoft::MoE", "rooflens::AllReduce",
+      "rooflens::AllToAll",
       // test_rules_ssm.cpp
       "rooflens::SelectiveScan", "rooflens::CausalConv1d", "rooflens::LinearAttention",
       // test_quantized_onnx.cpp
