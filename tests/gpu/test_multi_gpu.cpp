@@ -115,3 +115,37 @@ TEST_CASE(
   CHECK(nvtx_pids == want_nvtx_pids);
   fs::remove_all(dir);
 }
+
+TEST_CASE(
+    "profile --ep N: the dispatch and combine all-to-alls replayed through NCCL on every GPU") {
+  // Mixtral's layout at 4 layers (8 experts, top-2): 2 or 4 GPUs, 2 sequences each.
+  const int ep = machine_gpus() >= 4 ? 4 : 2;
+  fs::path dir = fs::temp_directory_path() / fmt::format("rooflens-ep-test-{}", getpid());
+  fs::create_directories(dir);
+  std::string config =
+      gpu_test::checkout_file("tests/data/reference/training/configs/mixtral-4l.json");
+  std::string cmd = fmt::format(
+      "'{}' profile '{}' --phase decode --ep {} --batch {} --context 256 --max-samples 20 --json "
+      "'{}' > '{}' 2>&1",
+      rooflens_binary(), config, ep, 2 * ep, (dir / "r.json").string(), (dir / "out.txt").string());
+  int rc = std::system(cmd.c_str());
+  std::ifstream out_text(dir / "out.txt");
+  std::string text((std::istreambuf_iterator<char>(out_text)), {});
+  INFO(text);
+  REQUIRE(WEXITSTATUS(rc) == 0);
+  nlohmann::json r = nlohmann::json::parse(std::ifstream(dir / "r.json"));
+  CHECK(r["tensor_parallel"]["ranks"] == ep);
+  CHECK(r["transformer"]["ep"] == ep);
+  int all_to_alls = 0;
+  for (const auto& n : r["nodes"]) {
+    if (n["op"] != "rooflens.AllToAll") continue;
+    ++all_to_alls;
+    CHECK(n["measured"]["status"] == "measured");
+    REQUIRE(n["measured_per_gpu_s"].size() == static_cast<size_t>(ep));
+    for (const auto& per_gpu : n["measured_per_gpu_s"]) CHECK(per_gpu.get<double>() > 0);
+  }
+  CHECK(all_to_alls == 2 * 4);  // dispatch and combine in each of the 4 layers
+  CHECK(r["profile"]["not_replayed"] == 0);
+  CHECK(text.find(fmt::format("expert parallel: {} GPUs", ep)) != std::string::npos);
+  fs::remove_all(dir);
+}
