@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analyzer/core/checked.hpp"
 #include "analyzer/core/errors.hpp"
 #include "analyzer/core/formulas.hpp"
 #include "analyzer/hw/link_model.hpp"
@@ -75,6 +76,53 @@ std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const 
   table = q->table;
   source = PredictionSource::fitted;
   return fitted;
+}
+
+// A MoE node as the replay runs it (kernels/gemm_runner.cpp, moe_runner): under uniform routing
+// min(E, assignments) experts get ceil(assignments / E) rows each, and each projection is one
+// batched GEMM over them; the routing, dispatch, activation and combine are memory kernels at the
+// measured bandwidth above a launch floor each. nullopt without a GEMM table for the precision.
+std::optional<double> predict_moe_from_tables(const NodeCost& c, Precision p, const Device& d,
+                                              std::string& table, PredictionSource& source) {
+  const MoeDims& m = *c.kernel.moe;
+  int64_t assignments = m.tokens * m.k;
+  int64_t active = std::min(m.experts, assignments);
+  if (active <= 0 || m.hidden <= 0 || m.inter <= 0) return std::nullopt;
+  int64_t rows = ceil_div(assignments, m.experts), slots = rows * m.experts;
+  int64_t eb = storage_bytes(storage_dtype(p), 1);  // an activation element
+  // One expert's projection in its stored precision (the node reads the experts it touches).
+  int projections = m.gated ? 3 : 2;
+  double per_projection = static_cast<double>(c.read_weight) /
+                          (expected_distinct_experts(m.experts, m.k, m.tokens) * projections);
+  std::string t;
+  PredictionSource s = PredictionSource::measured_table;
+  // A batched GEMM over `active` experts has the tiles and waves of one GEMM of all their rows,
+  // and streams every active expert's weights: the larger of that GEMM's table time and the
+  // weights at the measured bandwidth.
+  auto projection = [&](int64_t n, int64_t k) -> std::optional<double> {
+    NodeCost g = gemm_cost(GemmDims{1, active * rows, n, k}, true);
+    g.read_act = active * rows * k * eb;
+    g.read_weight = static_cast<int64_t>(per_projection);
+    g.written = active * rows * n * eb;
+    PredictionSource one = PredictionSource::roofline;
+    auto seconds = predict_from_tables(g, p, d, t, one);
+    if (!seconds) return std::nullopt;
+    if (one == PredictionSource::fitted) s = one;
+    double floor = d.gemm_floor_s > 0 ? d.gemm_floor_s : d.launch_floor_s;
+    return std::max(*seconds,
+                    static_cast<double>(active) * per_projection / d.hbm_bandwidth + floor);
+  };
+  auto up = projection(m.inter, m.hidden), down = projection(m.hidden, m.inter);
+  if (!up || !down) return std::nullopt;
+  double gemms = *up * (m.gated ? 2 : 1) + *down;
+  // Top-k over the router's rows; each token copied to its k rows; the activation (and the gate's
+  // product) over the intermediates; the k outputs summed back per token.
+  double moved = static_cast<double>(m.tokens * m.experts * eb + 2 * assignments * m.hidden * eb +
+                                     (m.gated ? 3 : 2) * slots * m.inter * eb +
+                                     slots * m.hidden * eb + m.tokens * m.hidden * eb);
+  table = t;
+  source = s;
+  return gemms + moved / d.hbm_bandwidth + 4 * d.launch_floor_s;
 }
 
 }  // namespace
@@ -153,7 +201,9 @@ RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d)
                                           unit.flops, d.hbm_bandwidth, r.wave_fraction),
                          t_issue / r.wave_fraction) +
                 floor;
-  if (auto measured = predict_from_tables(c, p, d, r.table, r.source)) r.predicted = *measured;
+  auto measured = c.kernel.moe ? predict_moe_from_tables(c, p, d, r.table, r.source)
+                               : predict_from_tables(c, p, d, r.table, r.source);
+  if (measured) r.predicted = *measured;
   BoundClass cls = classify(c, p, r.predicted, d);
   r.roof_fraction = cls.roof_fraction;
   r.bound = cls.bound;

@@ -354,3 +354,44 @@ TEST_CASE("calibrate's plans for table points are the kernels a node with those 
       }
     }
 }
+
+TEST_CASE("a MoE node is priced as the replay runs it: batched expert GEMMs from the GEMM table",
+          "[perf][moe]") {
+  Device d = find_device("H100-SXM");
+  PerfTable t;
+  t.axes = {"align", "m", "n", "k"};
+  t.grid = {{8, 128}, {16, 64}, {512, 2048}, {256, 1024}};
+  t.seconds.assign(t.size(), 7.5e-6);
+  auto db = std::make_shared<PerfDatabase>();
+  db->tables["gemm.bf16"] = t;
+  d.perf = db;
+  // 16 tokens, top-2 of 4 gated experts, hidden 512, width 1024: 32 assignments, all 4 experts
+  // active with 8 rows each; every expert read (3 projections of 512 x 1024 bf16).
+  NodeCost c;
+  c.kernel.moe = MoeDims{16, 512, 1024, 4, 2, true};
+  c.tensor_cores = c.tiled = true;
+  c.flops = 32LL * 3 * 2 * 512 * 1024;
+  c.read_weight = static_cast<int64_t>(expected_distinct_experts(4, 2, 16) * 3 * 512 * 1024 * 2);
+  RooflinePoint p = place_on_roofline(c, Precision::bf16, d);
+  CHECK(p.source == PredictionSource::measured_table);
+  CHECK(p.table == "gemm.bf16");
+  // Each projection: one GEMM of 4 x 8 = 32 rows from the table (7.5 us), above 4 experts' 1 MiB
+  // of weights at the HBM rate. Then the memory kernels: the router's 16 x 4, the dispatch's 32
+  // rows read and written, gate, up and their product over 32 x 1024, the outputs and the 16 sums.
+  REQUIRE(d.gemm_floor_s == 0);  // the spec device: a tiled kernel pays the launch floor
+  double weights = 4.0 * 512 * 1024 * 2 / d.hbm_bandwidth + d.launch_floor_s;
+  REQUIRE(weights < 7.5e-6);
+  double moved = 16 * 4 * 2 + 2 * 32 * 512 * 2 + 3 * 32 * 1024 * 2 + 32 * 512 * 2 + 16 * 512 * 2;
+  CHECK(p.predicted == Approx(3 * 7.5e-6 + moved / d.hbm_bandwidth + 4 * d.launch_floor_s));
+  // A table ten times faster: the weights' stream sets each projection's time.
+  PerfTable fast = t;
+  fast.seconds.assign(t.size(), 0.75e-6);
+  auto faster = std::make_shared<PerfDatabase>();
+  faster->tables["gemm.bf16"] = fast;
+  d.perf = faster;
+  p = place_on_roofline(c, Precision::bf16, d);
+  CHECK(p.predicted ==
+        Approx(3 * std::max(0.75e-6, weights) + moved / d.hbm_bandwidth + 4 * d.launch_floor_s));
+  // No GEMM table for the precision: the roofline.
+  CHECK(place_on_roofline(c, Precision::fp8, d).source == PredictionSource::roofline);
+}
