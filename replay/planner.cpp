@@ -551,6 +551,9 @@ std::vector<ReplayDecision> plan_replay(const Analysis& a, const Graph& g,
     if (r.status == NodeStatus::folded) {
       d.status = ReplayStatus::no_kernel;
       d.reason = "folded: computed before the run";
+    } else if (r.status == NodeStatus::fused) {
+      d.status = ReplayStatus::no_kernel;
+      d.reason = r.reason;
     } else if (r.status == NodeStatus::not_costed) {
       d.reason = "not costed: " + r.reason;
     } else if (r.family == OpFamily::view ||

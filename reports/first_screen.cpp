@@ -141,7 +141,7 @@ std::string predicted_text(const json& r) {
   std::string h = predicted_time_text(r);
   if (c.at("not_costed").get<int>() == 0) return h;
   return fmt::format("{} [partial: {} of {} nodes costed; the time is a lower bound]", h,
-                     c.at("costed").get<int>() + c.at("folded").get<int>(),
+                     c.at("costed").get<int>() + c.at("folded").get<int>() + c.value("fused", 0),
                      c.at("total").get<int>());
 }
 

@@ -75,6 +75,7 @@ json node_json(const NodeResult& n) {
     j["reason"] = n.reason;
     return j;
   }
+  if (n.status == NodeStatus::fused) j["reason"] = n.reason;
   const NodeCost& c = n.cost;
   const RooflinePoint& r = n.roof;
   j.update(json{{"flops", c.flops},
@@ -128,7 +129,7 @@ json totals_json(const Analysis& a) {
               // A node without a rule has no FLOP count, so the share of the graph's FLOPs it holds
               // is unknown too: null, never a guessed zero (0 only when every node is costed).
               {"partial", a.coverage.partial()},
-              {"nodes_costed", a.coverage.costed + a.coverage.folded},
+              {"nodes_costed", a.coverage.costed + a.coverage.folded + a.coverage.fused},
               {"nodes_total", a.coverage.total},
               {"flops_unknown_share", a.coverage.partial() ? json(nullptr) : json(0.0)}};
 }
@@ -204,6 +205,7 @@ json result_json(const Analysis& a) {
           {{"total", a.coverage.total},
            {"costed", a.coverage.costed},
            {"folded", a.coverage.folded},
+           {"fused", a.coverage.fused},
            {"not_costed", a.coverage.not_costed},
            {"missing", a.coverage.missing},
            {"line", a.coverage.line()}}},

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "analyzer/analysis/qdq_fusion.hpp"
 #include "analyzer/core/checked.hpp"
 #include "analyzer/core/errors.hpp"
 #include "analyzer/ops/rule_registry.hpp"
@@ -94,6 +95,8 @@ std::string_view status_name(NodeStatus s) {
       return "costed";
     case NodeStatus::folded:
       return "folded";
+    case NodeStatus::fused:
+      return "fused";
     case NodeStatus::not_costed:
       return "not costed";
   }
@@ -101,8 +104,9 @@ std::string_view status_name(NodeStatus s) {
 }
 
 std::string Coverage::line() const {
-  std::string s = fmt::format("{}/{} nodes costed", costed + folded, total);
+  std::string s = fmt::format("{}/{} nodes costed", costed + folded + fused, total);
   if (folded) s += fmt::format(" ({} folded before the run)", folded);
+  if (fused) s += fmt::format(" ({} quantize/dequantize fused into int8 kernels)", fused);
   if (missing.empty()) return s + "; every node costed";
   std::vector<std::pair<std::string, int>> items(missing.begin(), missing.end());
   std::sort(items.begin(), items.end(), [](auto& a, auto& b) {
@@ -114,7 +118,7 @@ std::string Coverage::line() const {
 }
 
 std::string Coverage::partial_line() const {
-  return fmt::format("partial: {} of {} nodes costed", costed + folded, total);
+  return fmt::format("partial: {} of {} nodes costed", costed + folded + fused, total);
 }
 
 std::string model_display_name(const std::string& path) {
@@ -165,6 +169,7 @@ class GraphAnalysis {
     mark_quantized_weights(g_);
     if (opt.precision) storage_ = storage_dtype(*opt.precision);
     origins_ = weight_origins(g_, inf_.folded);
+    qdq_ = find_qdq_fusion(g_);
     // BatchNorm running statistics are buffers, not parameters.
     for (const Node& n : g_.nodes)
       if (n.op_type == "BatchNormalization" && n.domain.empty())
@@ -229,7 +234,10 @@ class GraphAnalysis {
     if (rule) r.family = rule->family;
     is_view_[i] = rule && rule->family == OpFamily::view;
     r.precision = node_precision(g_, n, opt_.precision);
-    if (rule) {
+    if (qdq_.int8_compute[i]) {
+      r.precision = Precision::int8;  // QDQ around it: the int8 kernel a runtime runs
+      ++int8_kernels_;
+    } else if (rule) {
       Precision p = math_precision(r.precision, rule->family == OpFamily::conv,
                                    rule->family == OpFamily::gemm, opt_.math,
                                    a_.device.tensor_flops.count("tf32") > 0);
@@ -240,6 +248,9 @@ class GraphAnalysis {
                                     [&](int t) { return t < 0 || g_.tensors[t].shape; });
     if (inf_.folded[i]) {
       r.status = NodeStatus::folded;
+    } else if (!qdq_.fused[i].empty() && rule) {
+      r.status = NodeStatus::fused;
+      r.reason = qdq_.fused[i];
     } else if (!inf_.unresolved[i].empty() || !rule) {
       r.status = NodeStatus::not_costed;
       r.reason = !inf_.unresolved[i].empty() ? inf_.unresolved[i] : "no rooflens rule for this op";
@@ -249,6 +260,12 @@ class GraphAnalysis {
     } else {
       CostContext ctx(g_, n, storage_);
       r.cost = rule->cost(ctx);
+      if (qdq_.int8_compute[i]) {
+        QdqBytes b = int8_bytes(g_, n, qdq_, [&](const Tensor& t) { return ctx.bytes_of(t); });
+        r.cost.read_act = b.read_act;
+        r.cost.read_weight = b.read_weight;
+        r.cost.written = b.written;
+      }
       r.status = NodeStatus::costed;
       r.roof = place_on_roofline(r.cost, r.precision, a_.device);
     }
@@ -292,6 +309,8 @@ class GraphAnalysis {
       ++c.costed;
     else if (r.status == NodeStatus::folded)
       ++c.folded;
+    else if (r.status == NodeStatus::fused)
+      ++c.fused;
     else {
       ++c.not_costed;
       ++c.missing[r.op];
@@ -326,6 +345,9 @@ class GraphAnalysis {
   // The math mode's note, the memory plan, the summaries sorted by time.
   void finish() {
     a_.math = opt_.math;
+    if (int8_kernels_ > 0)
+      a_.dtype_label +=
+          fmt::format("; {} Conv/MatMul/Gemm in QDQ run as int8 kernels", int8_kernels_);
     if (a_.tf32_nodes > 0)
       a_.dtype_label += fmt::format(
           "; {} fp32 {} on TF32 (--math {}{})", a_.tf32_nodes,
@@ -351,6 +373,8 @@ class GraphAnalysis {
   InferenceResult inf_;
   std::optional<DType> storage_;
   std::vector<std::vector<int>> origins_;
+  QdqFusion qdq_;
+  int int8_kernels_ = 0;
   std::set<int> buffers_;
   std::vector<bool> claimed_, is_view_;
   std::map<std::string, OpTypeSummary> by_op_;

@@ -36,6 +36,7 @@ Device resolve_device(const AnalysisOptions& options);
 enum class NodeStatus {
   costed,      // a rule priced it
   folded,      // all inputs known before the run: a runtime pre-computes it, nothing on the GPU
+  fused,       // runs inside another node's kernel (QDQ around an int8 kernel): costed there
   not_costed,  // no rule, or shapes unknown: listed, never counted as zero
 };
 std::string_view status_name(NodeStatus s);
@@ -93,7 +94,7 @@ MemoryTotal memory_total(int64_t weight_bytes, int64_t kv_cache_bytes, int64_t a
                          int64_t device_bytes);
 
 struct Coverage {
-  int total = 0, costed = 0, folded = 0, not_costed = 0;
+  int total = 0, costed = 0, folded = 0, fused = 0, not_costed = 0;
   std::map<std::string, int> missing;  // op -> count
   std::string line() const;            // "412/415 nodes costed; not costed: RotaryEmbedding x3"
   // Some node runs but has no cost: every total (FLOPs, bytes, time) is a lower bound.

@@ -77,16 +77,39 @@ TEST_CASE("MatMulNBits: int4 weights in blocks of 32, dequantized once each",
   CHECK(fc.cost.read_weight == 32 * 5 * 16 + 32 * 5 * 4);
 }
 
-TEST_CASE("QDQ: QuantizeLinear and DequantizeLinear are costed as element-wise kernels",
+TEST_CASE("QDQ: the Conv and MatMul between Q/DQ run as int8 kernels, their Q/DQ fused",
           "[rules][quantized]") {
   Analysis a = analyze("qdq");
   CHECK(a.coverage.not_costed == 0);
   CHECK(a.totals.params ==
         108 + 4 + 4608);  // the int8 kernels and int32 bias DequantizeLinear reads
-  // The convolution between them stays a float one (the fused int8 kernel a runtime picks for
-  // the pattern is not recognised yet).
-  CHECK(first_op(a, "Conv").cost.macs == 3888);
+  // Conv: the uint8 image (192 B) with its scale and zero point (5 B); the int8 kernel (108 B),
+  // its scale and zero point, the bias (4 x 4 B); its output quantized by the next
+  // QuantizeLinear: 4 x 6 x 6 uint8.
+  const NodeResult& conv = first_op(a, "Conv");
+  CHECK(conv.cost.macs == 3888);
+  CHECK(conv.precision == Precision::int8);
+  CHECK(conv.cost.read_act == 192 + 5);
+  CHECK(conv.cost.read_weight == 108 + 5 + 16);
+  CHECK(conv.cost.written == 144);
+  // MatMul: the flattened uint8 activation (144 B + 5), the int8 [144, 32] weight (+ 5), 32 uint8
+  // outputs.
+  const NodeResult& fc = first_op(a, "MatMul");
+  CHECK(fc.precision == Precision::int8);
+  CHECK(fc.cost.read_act == 144 + 5);
+  CHECK(fc.cost.read_weight == 4608 + 5);
+  CHECK(fc.cost.written == 32);
+  // What stays a kernel: the input's QuantizeLinear and the output's DequantizeLinear.
   const NodeResult& q = first_op(a, "QuantizeLinear");
+  CHECK(q.status == NodeStatus::costed);
   CHECK(q.cost.flops == 2 * 192);
   CHECK(q.cost.written == 192);  // uint8
+  // Fused: the DQ each int8 kernel reads, the Q each writes, and the DQ/Q pair around the Flatten.
+  CHECK(a.coverage.fused == 6);
+  int kernels = 0;
+  for (const NodeResult& n : a.nodes) {
+    kernels += n.status == NodeStatus::costed && n.roof.predicted > 0;
+    if (n.status == NodeStatus::fused) CHECK(n.reason.find("fused") == 0);
+  }
+  CHECK(kernels == 4);
 }
