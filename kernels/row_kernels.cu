@@ -175,6 +175,36 @@ __global__ void norm_kernel(const T* __restrict__ x, const T* __restrict__ skip,
   }
 }
 
+// A reduction's running value: max, min, or a sum (of squares for sum_square and l2).
+struct Reduction {
+  RowReduce op;
+  float acc;
+  __device__ explicit Reduction(RowReduce o)
+      : op(o),
+        acc(o == RowReduce::max   ? -FLT_MAX
+            : o == RowReduce::min ? FLT_MAX
+                                  : 0.f) {}
+  __device__ void add(float v) {
+    if (op == RowReduce::max)
+      acc = fmaxf(acc, v);
+    else if (op == RowReduce::min)
+      acc = fminf(acc, v);
+    else
+      acc += (op == RowReduce::sum_square || op == RowReduce::l2) ? v * v : v;
+  }
+  // Merges the lanes' values of a warp.
+  __device__ void across_warp() {
+    acc = op == RowReduce::max   ? warp_max(acc)
+          : op == RowReduce::min ? warp_min(acc)
+                                 : warp_sum(acc);
+  }
+  __device__ float result(int64_t count) const {
+    if (op == RowReduce::mean) return acc * __fdividef(1.f, static_cast<float>(count));
+    if (op == RowReduce::l2) return sqrtf(acc);
+    return acc;
+  }
+};
+
 template <class T>
 __global__ void reduce_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows,
                               int64_t cols, RowReduce op) {
@@ -182,21 +212,10 @@ __global__ void reduce_kernel(const T* __restrict__ in, T* __restrict__ out, int
   int lane = threadIdx.x % 32;
   if (r >= rows) return;
   const T* x = in + r * cols;
-  bool is_max = op == RowReduce::max, is_min = op == RowReduce::min;
-  float acc = is_max ? -FLT_MAX : is_min ? FLT_MAX : 0.f;
-  for (int64_t j = lane; j < cols; j += 32) {
-    float v = to_f(x[j]);
-    if (is_max)
-      acc = fmaxf(acc, v);
-    else if (is_min)
-      acc = fminf(acc, v);
-    else
-      acc += (op == RowReduce::sum_square || op == RowReduce::l2) ? v * v : v;
-  }
-  acc = is_max ? warp_max(acc) : is_min ? warp_min(acc) : warp_sum(acc);
-  if (op == RowReduce::mean) acc *= __fdividef(1.f, static_cast<float>(cols));
-  if (op == RowReduce::l2) acc = sqrtf(acc);
-  if (lane == 0) out[r] = from_f<T>(acc);
+  Reduction red(op);
+  for (int64_t j = lane; j < cols; j += 32) red.add(to_f(x[j]));
+  red.across_warp();
+  if (lane == 0) out[r] = from_f<T>(red.result(cols));
 }
 
 // One thread an output of [rows, inner]: consecutive threads read consecutive inner elements.
@@ -207,20 +226,9 @@ __global__ void reduce_middle_kernel(const T* __restrict__ in, T* __restrict__ o
   if (o >= rows * inner) return;
   int64_t r = o / inner, i = o % inner;
   const T* x = in + r * cols * inner + i;
-  bool is_max = op == RowReduce::max, is_min = op == RowReduce::min;
-  float acc = is_max ? -FLT_MAX : is_min ? FLT_MAX : 0.f;
-  for (int64_t j = 0; j < cols; ++j) {
-    float v = to_f(x[j * inner]);
-    if (is_max)
-      acc = fmaxf(acc, v);
-    else if (is_min)
-      acc = fminf(acc, v);
-    else
-      acc += (op == RowReduce::sum_square || op == RowReduce::l2) ? v * v : v;
-  }
-  if (op == RowReduce::mean) acc *= __fdividef(1.f, static_cast<float>(cols));
-  if (op == RowReduce::l2) acc = sqrtf(acc);
-  out[o] = from_f<T>(acc);
+  Reduction red(op);
+  for (int64_t j = 0; j < cols; ++j) red.add(to_f(x[j * inner]));
+  out[o] = from_f<T>(red.result(cols));
 }
 
 // k passes of an arg-max, each skipping what earlier passes took.

@@ -26,6 +26,12 @@ std::string_view collective_name(Collective c) {
   return "?";
 }
 
+std::optional<Collective> collective_named(std::string_view name) {
+  for (Collective k : kCollectives)
+    if (collective_name(k) == name) return k;
+  return std::nullopt;
+}
+
 double bus_factor(Collective c, int64_t ranks) {
   double n = static_cast<double>(ranks);
   switch (c) {
@@ -110,9 +116,7 @@ std::vector<CollectiveCurveSet> collective_curves_from_json(const nlohmann::json
       const std::string name =
           item.key();  // named, not a structured binding: lambdas below capture it
       const nlohmann::json& rows = item.value();
-      bool known = false;
-      for (Collective k : kCollectives) known = known || collective_name(k) == name;
-      if (!known)
+      if (!collective_named(name))
         throw InputError(fmt::format("{}: collectives: unknown collective '{}'", path, name));
       auto& points = set.curves[name];
       for (const auto& r : rows) {

@@ -20,6 +20,7 @@ inline constexpr Collective kCollectives[] = {Collective::all_reduce, Collective
                                               Collective::reduce_scatter, Collective::all_to_all,
                                               Collective::send_recv};
 std::string_view collective_name(Collective c);
+std::optional<Collective> collective_named(std::string_view name);  // nullopt: no such collective
 // nccl-tests' bus-bandwidth factor: busbw = size / time x factor (2(n-1)/n for an all-reduce).
 double bus_factor(Collective c, int64_t ranks);
 

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -36,6 +37,30 @@ int machine_gpus() {
   int count = 0;
   cudaGetDeviceCount(&count);
   return std::min(count, 8);
+}
+
+// `rooflens profile ARGS --json r.json [--trace t.json]` in a scratch folder: its exit code, its
+// terminal text, the folder.
+struct ProfileRun {
+  int rc = 0;
+  std::string text;
+  fs::path dir;
+  nlohmann::json result() const { return nlohmann::json::parse(std::ifstream(dir / "r.json")); }
+  nlohmann::json trace() const { return nlohmann::json::parse(std::ifstream(dir / "t.json")); }
+  ~ProfileRun() { fs::remove_all(dir); }
+};
+
+std::unique_ptr<ProfileRun> run_profile(const std::string& what, const std::string& args) {
+  auto run = std::make_unique<ProfileRun>();
+  run->dir = fs::temp_directory_path() / fmt::format("rooflens-{}-test-{}", what, getpid());
+  fs::create_directories(run->dir);
+  std::string cmd = fmt::format("'{}' profile {} --json '{}' --trace '{}' > '{}' 2>&1",
+                                rooflens_binary(), args, (run->dir / "r.json").string(),
+                                (run->dir / "t.json").string(), (run->dir / "out.txt").string());
+  run->rc = WEXITSTATUS(std::system(cmd.c_str()));
+  std::ifstream out_text(run->dir / "out.txt");
+  run->text.assign(std::istreambuf_iterator<char>(out_text), {});
+  return run;
 }
 
 }  // namespace
@@ -72,20 +97,13 @@ TEST_CASE(
     "profile --tp N: one rank per GPU, the all-reduces replayed through NCCL, a track per GPU") {
   // TinyLlama's 4 KV heads split over 2 or 4 GPUs.
   const int tp = machine_gpus() >= 4 ? 4 : 2;
-  fs::path dir = fs::temp_directory_path() / fmt::format("rooflens-tp-test-{}", getpid());
-  fs::create_directories(dir);
   std::string config = gpu_test::checkout_file("samples/configs/tinyllama-1.1b/config.json");
-  std::string cmd = fmt::format(
-      "'{}' profile '{}' --phase decode --tp {} --batch 4 --context 256 --max-samples 20 --json "
-      "'{}' --trace '{}' > '{}' 2>&1",
-      rooflens_binary(), config, tp, (dir / "r.json").string(), (dir / "t.json").string(),
-      (dir / "out.txt").string());
-  int rc = std::system(cmd.c_str());
-  std::ifstream out_text(dir / "out.txt");
-  std::string text((std::istreambuf_iterator<char>(out_text)), {});
-  INFO(text);
-  REQUIRE(WEXITSTATUS(rc) == 0);
-  nlohmann::json r = nlohmann::json::parse(std::ifstream(dir / "r.json"));
+  auto run = run_profile("tp", fmt::format("'{}' --phase decode --tp {} --batch 4 --context 256 "
+                                           "--max-samples 20",
+                                           config, tp));
+  INFO(run->text);
+  REQUIRE(run->rc == 0);
+  nlohmann::json r = run->result();
   REQUIRE(r.contains("tensor_parallel"));
   CHECK(r["tensor_parallel"]["ranks"] == tp);
   int all_reduces = 0;
@@ -98,9 +116,9 @@ TEST_CASE(
     for (const auto& per_gpu : n["measured_per_gpu_s"]) CHECK(per_gpu.get<double>() > 0);
   }
   CHECK(all_reduces == 2 * 22 + 1);  // two a layer over TinyLlama's 22, and the embedding's
-  CHECK(text.find(fmt::format("tensor parallel: {} GPUs", tp)) != std::string::npos);
+  CHECK(run->text.find(fmt::format("tensor parallel: {} GPUs", tp)) != std::string::npos);
   // The trace: GPU r's kernels on pid 10r + 1, its NVTX layer ranges on pid 10r + 2.
-  nlohmann::json t = nlohmann::json::parse(std::ifstream(dir / "t.json"));
+  nlohmann::json t = run->trace();
   std::set<int> kernel_pids, nvtx_pids;
   for (const auto& e : t["traceEvents"]) {
     if (e.value("cat", "") == "kernel") kernel_pids.insert(e["pid"].get<int>());
@@ -113,27 +131,20 @@ TEST_CASE(
   }
   CHECK(kernel_pids == want_kernel_pids);
   CHECK(nvtx_pids == want_nvtx_pids);
-  fs::remove_all(dir);
 }
 
 TEST_CASE(
     "profile --ep N: the dispatch and combine all-to-alls replayed through NCCL on every GPU") {
   // Mixtral's layout at 4 layers (8 experts, top-2): 2 or 4 GPUs, 2 sequences each.
   const int ep = machine_gpus() >= 4 ? 4 : 2;
-  fs::path dir = fs::temp_directory_path() / fmt::format("rooflens-ep-test-{}", getpid());
-  fs::create_directories(dir);
   std::string config =
       gpu_test::checkout_file("tests/data/reference/training/configs/mixtral-4l.json");
-  std::string cmd = fmt::format(
-      "'{}' profile '{}' --phase decode --ep {} --batch {} --context 256 --max-samples 20 --json "
-      "'{}' > '{}' 2>&1",
-      rooflens_binary(), config, ep, 2 * ep, (dir / "r.json").string(), (dir / "out.txt").string());
-  int rc = std::system(cmd.c_str());
-  std::ifstream out_text(dir / "out.txt");
-  std::string text((std::istreambuf_iterator<char>(out_text)), {});
-  INFO(text);
-  REQUIRE(WEXITSTATUS(rc) == 0);
-  nlohmann::json r = nlohmann::json::parse(std::ifstream(dir / "r.json"));
+  auto run = run_profile("ep", fmt::format("'{}' --phase decode --ep {} --batch {} --context 256 "
+                                           "--max-samples 20",
+                                           config, ep, 2 * ep));
+  INFO(run->text);
+  REQUIRE(run->rc == 0);
+  nlohmann::json r = run->result();
   CHECK(r["tensor_parallel"]["ranks"] == ep);
   CHECK(r["transformer"]["ep"] == ep);
   int all_to_alls = 0;
@@ -146,6 +157,5 @@ TEST_CASE(
   }
   CHECK(all_to_alls == 2 * 4);  // dispatch and combine in each of the 4 layers
   CHECK(r["profile"]["not_replayed"] == 0);
-  CHECK(text.find(fmt::format("expert parallel: {} GPUs", ep)) != std::string::npos);
-  fs::remove_all(dir);
+  CHECK(run->text.find(fmt::format("expert parallel: {} GPUs", ep)) != std::string::npos);
 }

@@ -113,9 +113,8 @@ TEST_CASE("the shipped 2-GPU curves against PyTorch's NCCL kernels and the issue
   Device h200 = calibrated_device(*default_profile("H200"));
   int checked = 0;
   for (const auto& [name, rows] : torch.at("curves").items()) {
-    Collective c = Collective::all_reduce;
-    for (Collective k : kCollectives)
-      if (collective_name(k) == name) c = k;
+    REQUIRE(collective_named(name));
+    Collective c = *collective_named(name);
     for (const auto& row : rows) {
       int64_t bytes = row.at("bytes").get<int64_t>();
       bool small_ok = c == Collective::all_reduce || c == Collective::all_gather;
@@ -155,9 +154,8 @@ TEST_CASE("the shipped 4-GPU curves against PyTorch's NCCL kernels on the same m
   Device h200 = calibrated_device(*default_profile("H200"));
   int checked = 0;
   for (const auto& [name, rows] : torch.at("curves").items()) {
-    Collective c = Collective::all_reduce;
-    for (Collective k : kCollectives)
-      if (collective_name(k) == name) c = k;
+    REQUIRE(collective_named(name));
+    Collective c = *collective_named(name);
     // Point-to-point traffic (all-to-all, send/recv) is held at 1 GiB only: below it the fastest
     // rank is the one whose data peers had already pushed into NCCL's buffers before its kernel
     // began, 13-85% under rooflens's slowest GPU at 1-256 MiB (docs/multi_gpu.md).
