@@ -55,11 +55,7 @@ json merge_rank_results(const std::vector<json>& ranks) {
     if (first) nodes[i]["measured_per_gpu_s"] = per_gpu;
     if (!all) continue;
     const std::string op = nodes[i].value("op", "");
-    auto ends_with = [&](std::string_view tail) {
-      return op.size() >= tail.size() &&
-             op.compare(op.size() - tail.size(), tail.size(), tail) == 0;
-    };
-    if (ends_with("AllReduce") || ends_with("AllToAll"))
+    if (op.ends_with("AllReduce") || op.ends_with("AllToAll"))
       collective_time += *first;  // rooflens.AllReduce, rooflens.AllToAll
     for (size_t r = 0; r < ranks.size(); ++r) {
       double t = per_gpu[r].get<double>();

@@ -93,4 +93,28 @@ QdqFusion find_qdq_fusion(const Graph& g) {
   return f;
 }
 
+QdqBytes int8_bytes(const Graph& g, const Node& n, const QdqFusion& f,
+                    const std::function<int64_t(const Tensor&)>& bytes_of) {
+  QdqBytes b;
+  for (int t : n.inputs) {
+    if (t < 0) continue;
+    const Tensor& in = g.tensors[t];
+    int64_t bytes = bytes_of(in);
+    if (in.producer >= 0 && is_dequantize(g, g.nodes[in.producer])) {
+      // The quantized source, its scale and zero point.
+      bytes = 0;
+      for (int s : g.nodes[in.producer].inputs)
+        if (s >= 0) bytes += bytes_of(g.tensors[s]);
+    }
+    (in.is_static ? b.read_weight : b.read_act) += bytes;
+  }
+  for (int t : n.outputs) {
+    const Tensor& out = g.tensors[t];
+    bool quantized = out.consumers.size() == 1 && !f.fused[out.consumers[0]].empty();
+    b.written +=
+        quantized ? bytes_of(g.tensors[g.nodes[out.consumers[0]].outputs[0]]) : bytes_of(out);
+  }
+  return b;
+}
+
 }  // namespace rooflens

@@ -5,6 +5,7 @@
 // weight arrive dequantized from int8 runs as one int8 kernel; the DequantizeLinear of its
 // activation and the QuantizeLinear of its output run inside it, and a view between a
 // DequantizeLinear and a QuantizeLinear runs on the int8 tensor, both gone.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,40 +21,15 @@ struct QdqFusion {
 QdqFusion find_qdq_fusion(const Graph& g);
 
 // The int8 node's bytes: its dequantized inputs read at their quantized sources' bytes, and its
-// output written in int8 where a fused QuantizeLinear takes it.
+// output written in int8 where a fused QuantizeLinear takes it. `bytes_of` gives a tensor's bytes
+// as the node's cost reads them.
 struct QdqBytes {
   int64_t read_act = 0, read_weight = 0, written = 0;
 };
-// `float_bytes` gives a tensor's bytes as the node's cost read them.
-template <class BytesOf>
-QdqBytes int8_bytes(const Graph& g, const Node& n, const QdqFusion& f, BytesOf float_bytes);
+QdqBytes int8_bytes(const Graph& g, const Node& n, const QdqFusion& f,
+                    const std::function<int64_t(const Tensor&)>& bytes_of);
 
 bool is_quantize(const Graph& g, const Node& n);
 bool is_dequantize(const Graph& g, const Node& n);
-
-template <class BytesOf>
-QdqBytes int8_bytes(const Graph& g, const Node& n, const QdqFusion& f, BytesOf float_bytes) {
-  QdqBytes b;
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    int t = n.inputs[i];
-    if (t < 0) continue;
-    const Tensor& in = g.tensors[t];
-    int64_t bytes = float_bytes(in);
-    if (in.producer >= 0 && is_dequantize(g, g.nodes[in.producer])) {
-      // The quantized source, its scale and zero point.
-      bytes = 0;
-      for (int s : g.nodes[in.producer].inputs)
-        if (s >= 0) bytes += float_bytes(g.tensors[s]);
-    }
-    (in.is_static ? b.read_weight : b.read_act) += bytes;
-  }
-  for (int t : n.outputs) {
-    const Tensor& out = g.tensors[t];
-    bool quantized = out.consumers.size() == 1 && !f.fused[out.consumers[0]].empty();
-    b.written +=
-        quantized ? float_bytes(g.tensors[g.nodes[out.consumers[0]].outputs[0]]) : float_bytes(out);
-  }
-  return b;
-}
 
 }  // namespace rooflens

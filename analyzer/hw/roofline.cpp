@@ -49,6 +49,12 @@ double link_bandwidth(const Device& d) {
 
 namespace {
 
+// Every kernel's fixed cost: a tiled kernel also holds its first tile loads and its epilogue (the
+// GEMM floor, where the device measured one).
+double kernel_floor(const Device& d, bool tiled) {
+  return tiled && d.gemm_floor_s > 0 ? d.gemm_floor_s : d.launch_floor_s;
+}
+
 std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const Device& d,
                                           std::string& table, PredictionSource& source) {
   if (!d.perf) return std::nullopt;
@@ -68,7 +74,7 @@ std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const 
   const PerfTable& t = it->second;
   for (size_t a = 0; a < t.axes.size(); ++a)
     if (t.axes[a] == "align" && q->x[a] < t.grid[a].front()) return std::nullopt;
-  double floor = c.tiled && d.gemm_floor_s > 0 ? d.gemm_floor_s : d.launch_floor_s;
+  double floor = kernel_floor(d, c.tiled);
   auto fitted = t.extrapolate(
       q->x, [&](const std::vector<double>& x) { return ideal_seconds(grid_work(q->table, x), d); },
       floor);
@@ -196,7 +202,7 @@ RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d)
   // (GEMV, split-KV decode, element-wise) size their grids to fill the chip, so their memory
   // time is not scaled. Both choices fitted the H100 timeline better (docs/profile.md).
   // A tiled kernel's floor also holds its first tile loads before any MMA and its epilogue.
-  double floor = c.tiled && d.gemm_floor_s > 0 ? d.gemm_floor_s : d.launch_floor_s;
+  double floor = kernel_floor(d, c.tiled);
   r.predicted = std::max(roofline_seconds(static_cast<double>(c.flops), static_cast<double>(bytes),
                                           unit.flops, d.hbm_bandwidth, r.wave_fraction),
                          t_issue / r.wave_fraction) +
