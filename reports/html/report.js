@@ -47,7 +47,7 @@
   const gen = R.transformer && R.transformer.generation;
   // The predicted time never stands alone over a partial graph.
   const Cov = R.coverage;
-  const partial = Cov.not_costed ? ` \u00b7 partial: ${Cov.costed + Cov.folded} of ${Cov.total} nodes costed, a lower bound` : "";
+  const partial = Cov.not_costed ? ` \u00b7 partial: ${Cov.costed + Cov.folded + (Cov.fused || 0)} of ${Cov.total} nodes costed, a lower bound` : "";
   if (gen) card("predicted", time(gen.total_s), `${gen.gen} tokens x batch ${R.transformer.batch}: ${gen.tokens_per_s.toFixed(1)} tokens/s (prefill ${time(gen.ttft_s)})`);
   else if (R.training) card("forward", time(T.predicted_s), "the forward alone; the step's card holds the whole step" + partial, partial !== "");
   else card("predicted", time(T.predicted_s), `${T.throughput_per_s.toFixed(1)} ${T.throughput_unit || "samples/s"}` + partial, partial !== "");
@@ -58,7 +58,9 @@
     card("time-weighted error", `${(100 * P.time_weighted_error).toFixed(1)}%`, "\u03a3|predicted \u2212 measured| / \u03a3 measured, over the layers");
   if (anyMeasured) card("per-layer error", `${(100 * P.median_abs_error).toFixed(1)}% median`, `p90 ${(100 * P.p90_abs_error).toFixed(1)}% \u00b7 ${P.timing}, L2 ${P.l2}`);
   const C = R.coverage;
-  card("coverage", `${C.costed + C.folded}/${C.total} nodes`, `${C.costed} costed, ${C.folded} folded before the run` +
+  const fused = C.fused || 0;  // Q/DQ inside an int8 kernel; absent from results saved before it
+  card("coverage", `${C.costed + C.folded + fused}/${C.total} nodes`, `${C.costed} costed, ${C.folded} folded before the run` +
+    (fused ? `, ${fused} fused into int8 kernels` : "") +
     (C.not_costed ? ` \u00b7 not costed: ${Object.entries(C.missing).map(([op, k]) => `${op} \u00d7${k}`).join(", ")}` : ""), C.not_costed > 0);
 
   // ---- roofline -------------------------------------------------------------------------------
@@ -143,7 +145,7 @@
   });
   const opSel = $("filter-op"), clsSel = $("filter-class");
   for (const op of [...new Set(nodes.map((n) => n.op))].sort()) h("option", op, opSel).value = op;
-  for (const b of ["compute", "memory", "latency", "comm", "folded", "not costed"]) h("option", b, clsSel).value = b;
+  for (const b of ["compute", "memory", "latency", "comm", "folded", "fused", "not costed"]) h("option", b, clsSel).value = b;
   const rowOf = new Map();
   const MAX_ROWS = 600;
   function renderTable() {
