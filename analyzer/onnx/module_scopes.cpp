@@ -82,23 +82,21 @@ std::vector<std::pair<std::string, std::string>> module_scopes_of(const onnx::No
   const std::string& name = np.name();
   if (name.size() < 2 || name[0] != '/') return scopes;
   scopes.emplace_back("", "");
-  std::string path;
+  std::string path, previous;
   size_t start = 1;
   for (size_t slash = name.find('/', start); slash != std::string::npos;
        slash = name.find('/', start)) {
     std::string part = name.substr(start, slash - start);
-    // A scope is an attribute name, or a container's child named with the container's name
-    // ("/layer1/layer1.0/...", "/downsample/downsample.0/...").
-    auto dot = path.rfind('.');
-    std::string last = dot == std::string::npos ? path : path.substr(dot + 1);
-    std::string above = dot == std::string::npos ? std::string() : path.substr(0, dot);
+    // A scope is an attribute name, or a container's child named with the scope above it
+    // ("/layer1/layer1.0/...", "/features/features.0/features.0.0/...": child "0" each time).
     if (path.empty())
       path = part;
-    else if (part.rfind(last + ".", 0) == 0)
-      path = above.empty() ? part : above + "." + part;
+    else if (part.size() > previous.size() + 1 && part.rfind(previous + ".", 0) == 0)
+      path += part.substr(previous.size());
     else
       path += "." + part;
     scopes.emplace_back(path, "");
+    previous = std::move(part);
     start = slash + 1;
   }
   return scopes;

@@ -394,6 +394,11 @@ void comparison_notes(const Analysis& a, const Trace& t, const TimelineAttributi
                     "{}); their kernels "
                     "count in the nearest matched module around them",
                     c.unmapped_instances.size(), c.unmapped_instances.front().first));
+  if (!at.instances.folded.empty())
+    notes.push_back(fmt::format(
+        "{} module instance(s) have no node of their own: the export fused them into the "
+        "convolution or linear beside them (e.g. {}), whose module counts their kernels",
+        at.instances.folded.size(), at.instances.folded.front()));
   for (const auto& n : t.notes) notes.push_back(n);
 }
 

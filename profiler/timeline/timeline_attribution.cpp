@@ -218,8 +218,7 @@ void Attributor::resolve_ranges() {
     if (r.domain == kModuleDomain) {
       x.module_like = true;
       any_vanilla = true;
-      if (auto it = out_.instances.path.find(r.name); it != out_.instances.path.end())
-        x.module = module_id(it->second);
+      if (const std::string* path = out_.instances.path_of(r)) x.module = module_id(*path);
     } else {
       std::string path = rule.apply(r.name);
       if (model_.has(path) && !path.empty()) {
