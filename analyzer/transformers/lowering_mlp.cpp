@@ -9,12 +9,14 @@
 
 namespace rooflens::lowering {
 
-// act_fn(gate) * up, then down; the nodes named <module>.act_fn and <module>.act_mul.
+// act_fn(gate) * up, then down; the nodes named <module>.act_fn and <module>.act_mul. In the
+// order Hugging Face's `down_proj(act_fn(gate_proj(x)) * up_proj(x))` runs them: the activation
+// before the up projection (what `compare` aligns a CUDA graph's kernels against).
 int Builder::gated_mlp(const std::string& gate, const std::string& up, const std::string& down,
                        const std::string& module, int h, int64_t inter, bool bias) {
   int g = linear(gate, h, c_.hidden, inter, bias);
-  int u = linear(up, h, c_.hidden, inter, bias);
   int a = activation(module + ".act_fn", c_.activation, g, module);
+  int u = linear(up, h, c_.hidden, inter, bias);
   return linear(down, b_.op("Mul", module + ".act_mul", {a, u}), inter, c_.hidden, bias);
 }
 

@@ -11,6 +11,7 @@
 #include "analyzer/core/errors.hpp"
 #include "analyzer/core/layer_names.hpp"
 #include "analyzer/transformers/analyze_transformer.hpp"
+#include "profiler/timeline/graph_alignment.hpp"
 #include "profiler/timeline/kernel_names.hpp"
 #include "profiler/timeline/module_paths.hpp"
 #include "profiler/timeline/trust_checks.hpp"
@@ -33,7 +34,7 @@ struct Measured {
   std::vector<double> time;     // per step
   std::vector<double> kernels;  // per step
   double total_s = 0;           // the whole timeline
-  double copy_s = 0, graph_s = 0,
+  double copy_s = 0, graph_s = 0, aligned_s = 0,
          host_device_bytes = 0;  // summed over steps (divided by steps later)
   std::map<std::string, std::pair<double, double>> by_kernel;  // name -> (time, count), over steps
   std::vector<double> durations;                               // every kernel in a step
@@ -41,7 +42,8 @@ struct Measured {
   void add(const Measured& o) {
     for (size_t s = 0; s < time.size(); ++s) time[s] += o.time[s], kernels[s] += o.kernels[s];
     total_s += o.total_s;
-    copy_s += o.copy_s, graph_s += o.graph_s, host_device_bytes += o.host_device_bytes;
+    copy_s += o.copy_s, graph_s += o.graph_s, aligned_s += o.aligned_s;
+    host_device_bytes += o.host_device_bytes;
     for (const auto& [k, v] : o.by_kernel)
       by_kernel[k].first += v.first, by_kernel[k].second += v.second;
     durations.insert(durations.end(), o.durations.begin(), o.durations.end());
@@ -93,7 +95,11 @@ std::vector<std::string> hints_for(const Predicted& p, const Measured& m,
             : fmt::format("{:.0f} kernels where {:.0f} are predicted", kernels_each, expected));
   if (m.host_device_bytes > 0)
     h.push_back(fmt::format("host-device copies move {} per step", mb(m.host_device_bytes * per)));
-  if (m.graph_s > 0)
+  if (m.aligned_s > 0)
+    h.push_back(
+        "launched from a CUDA graph: placed here by aligning the graph's kernels with the "
+        "model's nodes");
+  else if (m.graph_s > 0)
     h.push_back("launched from a CUDA graph: attributed to the range around the graph launch");
   if (row.efficiency && *row.efficiency < 0.5 && kernels >= 4 && !m.durations.empty()) {
     double typical = median(m.durations);
@@ -183,6 +189,7 @@ std::vector<Measured> measure_modules(const Trace& t, const TimelineAttribution&
         (x.name.find("HtoD") != std::string::npos || x.name.find("DtoH") != std::string::npos))
       m.host_device_bytes += static_cast<double>(x.bytes);
     if (p.from_graph) m.graph_s += s;
+    if (p.aligned) m.aligned_s += s;
   }
   c.unattributed_kernel_s = c.total_kernel_s - c.attributed_kernel_s;
   double foreign = c.attributed_kernel_s - c.matched_kernel_s;
@@ -375,12 +382,25 @@ void comparison_notes(const Analysis& a, const Trace& t, const TimelineAttributi
                     "the GPU that ran it",
                     t.gpu, d->id, a.device.id, d->id));
   if (!at.prefix_note.empty()) notes.push_back(at.prefix_note);
-  if (c.graph_kernels > 0)
+  if (c.graph_aligned_kernels > 0)
+    notes.push_back(fmt::format(
+        "{} kernels ({}) of {} CUDA graph launch(es) ran with no module range around them: each "
+        "was given a node by aligning the launch's kernels with the model's nodes in execution "
+        "order by kind (attribution by alignment, not by range); {:.1f}% of that time sits on a "
+        "node of its own kind",
+        c.graph_aligned_kernels, us(c.graph_aligned_s), c.graph_aligned_launches,
+        c.graph_aligned_s > 0 ? 100 * c.graph_aligned_matched_s / c.graph_aligned_s : 0.0));
+  if (c.graph_aligned_too_large > 0)
     notes.push_back(
-        fmt::format("{} GPU activities ({}) ran from CUDA graphs: each is attributed to the module "
-                    "range around its "
-                    "graph launch, so module detail inside a graph is lost",
-                    c.graph_kernels, us(c.graph_kernel_s)));
+        fmt::format("{} CUDA graph launch(es) hold too many kernels to align with the "
+                    "model's nodes: their kernels stay unattributed",
+                    c.graph_aligned_too_large));
+  if (c.graph_kernels > c.graph_aligned_kernels)
+    notes.push_back(fmt::format(
+        "{} GPU activities ({}) ran from CUDA graphs: each is attributed to the module "
+        "range around its "
+        "graph launch, so module detail inside a graph is lost",
+        c.graph_kernels - c.graph_aligned_kernels, us(c.graph_kernel_s - c.graph_aligned_s)));
   if (c.unattributed_kernel_s > 0.05 * c.total_kernel_s)
     notes.push_back(
         fmt::format("{:.1f}% of the kernel time is in no module range ({} with no launch call "
@@ -402,11 +422,8 @@ void comparison_notes(const Analysis& a, const Trace& t, const TimelineAttributi
   for (const auto& n : t.notes) notes.push_back(n);
 }
 
-}  // namespace
-
-TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Trace& t,
-                                    const CompareOptions& o) {
-  const std::string& name = o.timeline_path;
+// A timeline with GPU activity to compare, or InputError naming why not.
+void require_activity(const Trace& t, const std::string& name) {
   auto called = [&](const char* api) {
     return std::any_of(t.api_calls.begin(), t.api_calls.end(),
                        [&](const ApiCall& c) { return c.name.find(api) != std::string::npos; });
@@ -423,6 +440,30 @@ TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Tra
         "{}: no GPU activity (kernels, memcpys, memsets) in the timeline; a PyTorch trace needs "
         "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
         name));
+}
+
+// Graph kernels the alignment gave a node: placed in that node's innermost module path.
+void place_aligned_kernels(const ModelModules& model, const GraphAlignment& aligned,
+                           TimelineAttribution& at) {
+  std::map<std::string, int> index;
+  for (size_t i = 0; i < at.modules.size(); ++i) index[at.modules[i]] = static_cast<int>(i);
+  for (size_t i = 0; i < aligned.node.size(); ++i) {
+    if (aligned.node[i] < 0) continue;
+    const std::string& path = model.chain(aligned.node[i]).back();
+    auto [it, fresh] = index.try_emplace(path, static_cast<int>(at.modules.size()));
+    if (fresh) at.modules.push_back(path);
+    at.places[i].module = it->second;
+    at.places[i].in_module_range = true;
+    at.places[i].aligned = true;
+  }
+}
+
+}  // namespace
+
+TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Trace& t,
+                                    const CompareOptions& o) {
+  const std::string& name = o.timeline_path;
+  require_activity(t, name);
   ModelModules model(a, g);
   TimelineAttribution at = attribute_timeline(t, model, o.steps);
   std::vector<int> activity_step;
@@ -436,7 +477,9 @@ TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Tra
     throw InputError(
         fmt::format("{}: not a run of this model as predicted: {} (--force compares anyway)", name,
                     disagreement));
-  if (at.module_ranges == 0)
+  GraphAlignment aligned = align_graph_kernels(t, at.places, a);
+  place_aligned_kernels(model, aligned, at);
+  if (at.module_ranges == 0 && aligned.kernels == 0)
     throw InputError(fmt::format(
         "{}: no module ranges in the timeline, so its kernels cannot be split by module: record "
         "the "
@@ -453,6 +496,16 @@ TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Tra
   c.incomplete_reason = t.incomplete_reason;
   c.dropped_records = t.dropped;
   c.ranges = at.range_kind;
+  c.graph_aligned_kernels = aligned.kernels;
+  c.graph_aligned_s = aligned.kernel_s;
+  c.graph_aligned_matched_s = aligned.matched_s;
+  c.graph_aligned_launches = aligned.launches;
+  c.graph_aligned_too_large = aligned.too_large;
+  if (aligned.kernels > 0)
+    c.ranges = at.module_ranges == 0 ? std::string(
+                                           "none: CUDA graph kernels aligned with the "
+                                           "model's nodes in execution order")
+                                     : c.ranges + ", and CUDA graph kernels aligned by order";
   c.kernels = count_kind(t, GpuActivity::Kind::kernel);
   c.memcpys = count_kind(t, GpuActivity::Kind::memcpy);
   c.memsets = count_kind(t, GpuActivity::Kind::memset);

@@ -21,6 +21,7 @@ struct ActivityPlace {
   int step = -1;                    // -1: outside every step
   const ApiCall* launch = nullptr;  // nullptr: no launch call recorded for its correlation id
   bool from_graph = false;          // launched by a CUDA graph
+  bool aligned = false;  // a graph kernel given its module by alignment (graph_alignment.hpp)
 };
 
 struct Step {
