@@ -14,6 +14,7 @@
 #include "analyzer/core/errors.hpp"
 #include "analyzer/hw/derived_profile.hpp"
 #include "analyzer/onnx/unbound_dims.hpp"
+#include "analyzer/runtime/runtime.hpp"
 #include "analyzer/training/training.hpp"
 #include "analyzer/transformers/analyze_transformer.hpp"
 #include "analyzer/transformers/quantization.hpp"
@@ -123,11 +124,22 @@ Analysis analyze_config(const ModelArgs& args, const CLI::App& cmd, Graph* infer
       throw InputError(
           "--ep is for inference steps: a training step's expert parallelism is not "
           "modelled (--dp, --zero and --tp are)");
+    if (!args.runtime.empty())
+      throw InputError("--runtime is for inference: --phase train already models eager PyTorch");
     return analyze_training(c, o, training_options(args));
   }
   choose_dtypes(args, c, l);
   if (o.workload == Workload::generate && inferred)
     throw InputError("profile replays one step: --phase prefill or decode");
+  if (!args.runtime.empty()) {
+    if (inferred)
+      throw InputError("--runtime applies to analyze: profile and compare measure runs");
+    if (c.encdec || c.vision || args.tp > 1 || args.ep > 1)
+      throw InputError(
+          "--runtime models a decoder-only model on one GPU (Hugging Face's eager code): not "
+          "an encoder-decoder, a vision tower, --tp or --ep");
+    return analyze_runtime(c, o, parse_runtime_mode(args.runtime));
+  }
   return analyze_transformer(c, o, inferred);
 }
 
@@ -142,7 +154,7 @@ void reject_training_flags(const CLI::App& cmd) {
 void reject_config_flags(const CLI::App& cmd, bool train) {
   for (const char* flag :
        {"--seq", "--context", "--prompt", "--gen", "--attention", "--weights", "--group-size",
-        "--activations", "--kv-dtype", "--tp", "--ep", "--sp", "--part"})
+        "--activations", "--kv-dtype", "--tp", "--ep", "--sp", "--part", "--runtime"})
     if (cmd.count(flag))
       throw InputError(
           fmt::format("{} applies to transformer configs (config.json), not ONNX models", flag));
@@ -316,6 +328,9 @@ void add_model_options(CLI::App& cmd, ModelArgs& args) {
   cmd.add_option(
       "--kv-dtype", args.kv_dtype,
       "config: KV cache dtype (default: the activations when 16/32-bit, else the config dtype)");
+  cmd.add_option("--runtime", args.runtime,
+                 "config, analyze: eager (Hugging Face's eager code: the host issuing each kernel) "
+                 "or graphs (a replayed CUDA graph); default: the kernels back to back");
   cmd.add_option("--tp", args.tp, "config: tensor-parallel GPUs")->capture_default_str();
   cmd.add_option("--ep", args.ep,
                  "config, MoE: expert-parallel GPUs (experts spread, attention data-parallel)")

@@ -29,6 +29,7 @@ struct ModelArgs {
   // Transformer configs only.
   std::string phase = "prefill", attention = "flash", weights, activations, kv_dtype;
   std::string part = "text";
+  std::string runtime;  // --runtime eager|graphs (empty: the kernels back to back)
   // ONNX control flow.
   std::string if_branch;
   int64_t loop_trips = 0;  // multimodal wrappers: text (the language model) or vision (the tower)

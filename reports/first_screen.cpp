@@ -118,6 +118,29 @@ std::string split_text(const json& r) {
 }
 
 // A generate run's two phases side by side: the prefill once, then every decode step.
+// --runtime: the step as PyTorch runs it, and what bounds it.
+std::string runtime_text(const json& rt) {
+  double wall = rt.at("step_wall_s").get<double>(), host = rt.at("host_s").get<double>(),
+         gpu = rt.at("gpu_busy_s").get<double>();
+  std::string mode = rt.at("mode").get<std::string>();
+  std::string what = rt.contains("prefill") ? "a decode step" : "a step";
+  if (mode == "graphs")
+    return fmt::format("{} {} as a replayed CUDA graph ({} kernels back to back)", human_time(wall),
+                       what, with_commas(rt.at("kernels").get<int64_t>()));
+  if (!rt.at("host_modelled").get<bool>())
+    return fmt::format("{} {} of HF's eager kernels on the GPU; host not modelled",
+                       human_time(wall), what);
+  std::string text =
+      fmt::format("{} {} as HF's eager code runs it: {} ({} kernels, host {}, GPU busy {})",
+                  human_time(wall), what, host > gpu ? "host-bound" : "GPU-bound",
+                  with_commas(rt.at("kernels").get<int64_t>()), human_time(host), human_time(gpu));
+  if (rt.contains("generate_wall_s"))
+    text += fmt::format("; generate {} ({:.1f} tokens/s)",
+                        human_time(rt.at("generate_wall_s").get<double>()),
+                        rt.at("tokens_per_s").get<double>());
+  return text;
+}
+
 std::string phases_text(const json& g) {
   double ttft = g.at("ttft_s").get<double>(), total = g.at("total_s").get<double>();
   return fmt::format("prefill {} (first token) | decode {} ({} steps, {} -> {} a token)",
@@ -195,6 +218,7 @@ void write_first_screen(std::ostream& out, const json& r, size_t width) {
     out << wrap("predict  ", predicted_text(r), width);
     if (r.contains("transformer") && r["transformer"].contains("generation"))
       out << wrap("phases   ", phases_text(r["transformer"]["generation"]), width);
+    if (r.contains("runtime")) out << wrap("runtime  ", runtime_text(r["runtime"]), width);
   }
   out << wrap("memory   ", memory_text(r), width);
   out << wrap("coverage ", coverage_text(r), width);

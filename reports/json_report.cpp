@@ -222,6 +222,7 @@ json result_json(const Analysis& a) {
   j["by_block"] = blocks;
   if (a.transformer) j["transformer"] = transformer_json(*a.transformer);
   if (a.training) j["training"] = training_json(*a.training, a);
+  if (a.runtime) j["runtime"] = runtime_json(*a.runtime);
   if (a.profile) j["profile"] = profile_json(*a.profile);
   if (a.comparison) j["compare"] = compare_json(*a.comparison);
   return j;

@@ -103,6 +103,55 @@ void write_transformer_totals(std::ostream& out, const json& t, const json& r, s
                             t.at("batch").get<int64_t>(), g.at("tokens_per_s").get<double>()),
                 width);
   }
+  if (r.contains("runtime")) write_runtime(out, r.at("runtime"), width);
+}
+
+namespace {
+
+json runtime_step_json(const RuntimeStep& s) {
+  return {{"step_wall_s", s.wall_s},
+          {"gpu_busy_s", s.gpu_busy_s},
+          {"host_s", s.host_s},
+          {"kernels", s.kernels}};
+}
+
+}  // namespace
+
+nlohmann::json runtime_json(const RuntimeSummary& r) {
+  json j = runtime_step_json(r.step);
+  j["mode"] = std::string(runtime_mode_name(r.mode));
+  j["workload"] = r.workload;
+  j["host_modelled"] = r.host_modelled;
+  j["source"] = r.source;
+  if (r.prefill) {
+    j["prefill"] = runtime_step_json(*r.prefill);
+    j["generate_wall_s"] = r.generate_wall_s;
+    j["tokens_per_s"] = r.tokens_per_s;
+    j["gen"] = r.gen;
+  }
+  return j;
+}
+
+void write_runtime(std::ostream& out, const json& r, size_t width) {
+  auto step = [](const json& s) {
+    return fmt::format(
+        "{} wall, GPU busy {}, host {} for {} kernels",
+        human_time(s.at("step_wall_s").get<double>()), human_time(s.at("gpu_busy_s").get<double>()),
+        human_time(s.at("host_s").get<double>()), with_commas(s.at("kernels").get<int64_t>()));
+  };
+  std::string mode = r.at("mode").get<std::string>();
+  std::string label = r.contains("prefill") ? "decode step " : "";
+  out << wrap("  runtime     ", mode + ": " + label + step(r), width);
+  if (r.contains("prefill")) {
+    out << wrap("              ", "prefill " + step(r.at("prefill")), width);
+    out << wrap("              ",
+                fmt::format("generate {} for {} tokens: {:.1f} tokens/s",
+                            human_time(r.at("generate_wall_s").get<double>()),
+                            r.at("gen").get<int64_t>(), r.at("tokens_per_s").get<double>()),
+                width);
+  }
+  if (!r.at("host_modelled").get<bool>())
+    out << wrap("              ", r.at("source").get<std::string>(), width);
 }
 
 nlohmann::json transformer_json(const TransformerSummary& t) {

@@ -111,6 +111,7 @@ struct ModelInput {
 
 struct TransformerSummary;
 struct TrainingSummary;
+struct RuntimeSummary;
 namespace profiler {
 struct TimelineComparison;
 }
@@ -139,6 +140,7 @@ struct Analysis {
   std::vector<std::string> notes;
   std::shared_ptr<const TransformerSummary> transformer;           // set for transformer configs
   std::shared_ptr<const TrainingSummary> training;                 // set by --phase train
+  std::shared_ptr<const RuntimeSummary> runtime;                   // set by --runtime
   std::shared_ptr<const ProfileSummary> profile;                   // set by `rooflens profile`
   std::shared_ptr<const profiler::TimelineComparison> comparison;  // set by `rooflens compare`
 };

@@ -22,6 +22,14 @@ struct EagerHostCosts {
   double adamw_fixed_s = 0, adamw_tensor_s = 0;  // foreach AdamW: per step, per parameter tensor
   double sgd_fixed_s = 0, sgd_tensor_s = 0;
   std::string source;
+  // Inference under no_grad (scripts/gpu/eager_inference_wall.py): the host's time per forward
+  // call and per kernel it launches, per phase, and what generate()'s loop adds per new token.
+  // Absent (zero) in profiles measured before them.
+  double inference_prefill_fixed_s = 0, inference_prefill_kernel_s = 0;
+  double inference_decode_fixed_s = 0, inference_decode_kernel_s = 0;
+  double inference_generate_token_s = 0;
+  std::string inference_source;
+  bool inference_measured() const { return inference_decode_kernel_s > 0; }
 };
 
 struct Device {

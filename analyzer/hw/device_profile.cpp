@@ -143,6 +143,15 @@ std::string device_profile_json(const DeviceProfile& p) {
                        {"sgd_fixed_s", e.sgd_fixed_s},
                        {"sgd_tensor_s", e.sgd_tensor_s},
                        {"source", e.source}};
+    if (e.inference_measured()) {
+      nlohmann::json& h = j["eager_host"];
+      h["inference_prefill_fixed_s"] = e.inference_prefill_fixed_s;
+      h["inference_prefill_kernel_s"] = e.inference_prefill_kernel_s;
+      h["inference_decode_fixed_s"] = e.inference_decode_fixed_s;
+      h["inference_decode_kernel_s"] = e.inference_decode_kernel_s;
+      h["inference_generate_token_s"] = e.inference_generate_token_s;
+      h["inference_source"] = e.inference_source;
+    }
   }
   if (!p.collectives.empty()) j["collectives"] = collective_curves_json(p.collectives);
   // Compact: the tables hold thousands of numbers.
@@ -150,6 +159,38 @@ std::string device_profile_json(const DeviceProfile& p) {
 }
 
 namespace {
+
+// The profile's "eager_host" object: the host's cost per kernel eager PyTorch launches.
+EagerHostCosts eager_host_from_json(const nlohmann::json& e, const std::string& path) {
+  EagerHostCosts h;
+  std::pair<double*, const char*> fields[] = {
+      {&h.forward_kernel_s, "forward_kernel_s"},
+      {&h.backward_kernel_s, "backward_kernel_s"},
+      {&h.checkpointed_forward_kernel_s, "checkpointed_forward_kernel_s"},
+      {&h.checkpointed_backward_kernel_s, "checkpointed_backward_kernel_s"},
+      {&h.adamw_fixed_s, "adamw_fixed_s"},
+      {&h.adamw_tensor_s, "adamw_tensor_s"},
+      {&h.sgd_fixed_s, "sgd_fixed_s"},
+      {&h.sgd_tensor_s, "sgd_tensor_s"}};
+  auto seconds = [&](double* field, const char* key) {
+    *field = e.at(key).get<double>();
+    if (!(*field >= 0) || *field > 1)
+      throw InputError(fmt::format("{}: eager_host.{} must be seconds between 0 and 1", path, key));
+  };
+  for (auto [field, key] : fields) seconds(field, key);
+  h.source = e.value("source", "");
+  if (e.contains("inference_decode_kernel_s")) {
+    std::pair<double*, const char*> inference[] = {
+        {&h.inference_prefill_fixed_s, "inference_prefill_fixed_s"},
+        {&h.inference_prefill_kernel_s, "inference_prefill_kernel_s"},
+        {&h.inference_decode_fixed_s, "inference_decode_fixed_s"},
+        {&h.inference_decode_kernel_s, "inference_decode_kernel_s"},
+        {&h.inference_generate_token_s, "inference_generate_token_s"}};
+    for (auto [field, key] : inference) seconds(field, key);
+    h.inference_source = e.value("inference_source", "");
+  }
+  return h;
+}
 
 // `path` names the profile in errors: the file given, or the shipped profile's name.
 DeviceProfile parse_device_profile(std::istream& in, const std::string& path) {
@@ -196,27 +237,7 @@ DeviceProfile parse_device_profile(std::istream& in, const std::string& path) {
         p.tables.validation[key] = {v.at("shapes").get<int>(),
                                     v.at("median_abs_error").get<double>(),
                                     v.at("p90_abs_error").get<double>()};
-    if (j.contains("eager_host")) {
-      const auto& e = j.at("eager_host");
-      EagerHostCosts h;
-      std::pair<double*, const char*> fields[] = {
-          {&h.forward_kernel_s, "forward_kernel_s"},
-          {&h.backward_kernel_s, "backward_kernel_s"},
-          {&h.checkpointed_forward_kernel_s, "checkpointed_forward_kernel_s"},
-          {&h.checkpointed_backward_kernel_s, "checkpointed_backward_kernel_s"},
-          {&h.adamw_fixed_s, "adamw_fixed_s"},
-          {&h.adamw_tensor_s, "adamw_tensor_s"},
-          {&h.sgd_fixed_s, "sgd_fixed_s"},
-          {&h.sgd_tensor_s, "sgd_tensor_s"}};
-      for (auto [field, key] : fields) {
-        *field = e.at(key).get<double>();
-        if (!(*field >= 0) || *field > 1)
-          throw InputError(
-              fmt::format("{}: eager_host.{} must be seconds between 0 and 1", path, key));
-      }
-      h.source = e.value("source", "");
-      p.eager_host = h;
-    }
+    if (j.contains("eager_host")) p.eager_host = eager_host_from_json(j.at("eager_host"), path);
     if (j.contains("collectives"))
       p.collectives = collective_curves_from_json(j.at("collectives"), path);
     find_device(p.base_device);  // must exist

@@ -28,6 +28,9 @@ struct StepContext {
   std::vector<bool> trainable;
 };
 std::vector<bool> trainable_weights(const Graph& g);
+// The step's context for a forward graph and its analysis (the dtypes `t.precision` runs in).
+StepContext step_context(const TransformerConfig& c, const TrainingOptions& t,
+                         const LoweringOptions& l, const Graph& graph, const Analysis& forward);
 
 // Per node: bytes autograd saves (tensors shared by several ops once) and in words what.
 struct SavedActivations {

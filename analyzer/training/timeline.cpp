@@ -8,42 +8,25 @@
 // drain, so the queue starts empty after it. docs/training.md gives the model and its checks.
 #include <algorithm>
 
+#include "analyzer/core/host_queue.hpp"
 #include "analyzer/training/step.hpp"
 
 namespace rooflens::training {
 namespace {
 
-class Queue {
+// The training step's rows through the host queue.
+class Queue : public HostQueue {
  public:
-  void issue(const Launch& l, double host_s) {
-    host_ += host_s;
-    if (l.sync) {
-      host_ = std::max(host_, gpu_);
-      ++syncs_;
-    }
-    gpu_ = std::max(gpu_, host_) + l.gpu_s;
-    busy_ += l.gpu_s;
-    ++kernels_;
-  }
   void issue_all(const std::vector<Launch>& ls, double host_s) {
-    for (const Launch& l : ls) issue(l, host_s);
+    for (const Launch& l : ls) issue(l.gpu_s, host_s, l.sync);
   }
   // A row outside the graph: `launches` equal kernels; host_total spread over them, or
   // host_per_kernel each.
   void issue_row(const StepRow& r, double host_per_kernel) {
     int64_t n = std::max<int64_t>(1, r.launches);
     double host = r.host_s > 0 ? r.host_s / static_cast<double>(n) : host_per_kernel;
-    for (int64_t i = 0; i < n; ++i) issue(Launch{r.seconds / static_cast<double>(n), false}, host);
+    for (int64_t i = 0; i < n; ++i) issue(r.seconds / static_cast<double>(n), host);
   }
-  double host() const { return host_; }
-  double gpu() const { return gpu_; }
-  double busy() const { return busy_; }
-  int64_t kernels() const { return kernels_; }
-  int64_t syncs() const { return syncs_; }
-
- private:
-  double host_ = 0, gpu_ = 0, busy_ = 0;
-  int64_t kernels_ = 0, syncs_ = 0;
 };
 
 }  // namespace

@@ -295,8 +295,15 @@ Lowered forward_of(const TransformerConfig& c, const TransformerOptions& o,
 
 StepContext context_for(const TransformerConfig& c, const TrainingOptions& t,
                         const LoweringOptions& l, const Lowered& fwd) {
-  StepContext s{c, t, l, fwd.graph, fwd.analysis, layers_of(fwd.graph, c), 4,
-                4, 4, 4, 4,         false,        AttentionBackend::none};
+  return step_context(c, t, l, fwd.graph, fwd.analysis);
+}
+
+}  // namespace
+
+StepContext step_context(const TransformerConfig& c, const TrainingOptions& t,
+                         const LoweringOptions& l, const Graph& graph, const Analysis& forward) {
+  StepContext s{c, t, l, graph, forward, layers_of(graph, c),   4,
+                4, 4, 4, 4,     false,   AttentionBackend::none};
   bool bf16 = t.precision == TrainPrecision::bf16;
   s.param_bytes = s.state_bytes = bf16 ? 2 : 4;
   s.stream_bytes = bf16 ? 2 : 4;
@@ -307,9 +314,11 @@ StepContext context_for(const TransformerConfig& c, const TrainingOptions& t,
   s.autocast =
       t.precision == TrainPrecision::bf16_mixed || t.precision == TrainPrecision::fp8_mixed;
   s.attention_backend = attention_backend(c, t, l);
-  s.trainable = trainable_weights(fwd.graph);
+  s.trainable = trainable_weights(graph);
   return s;
 }
+
+namespace {
 
 // The peak at another batch and sequence length (the same lowering, memory only).
 int64_t peak_at(const TransformerConfig& c, const TransformerOptions& o, const TrainingOptions& t,

@@ -141,6 +141,15 @@ TEST_CASE("flags that are wrong", "[cli][errors]") {
   expect_clean_failure("analyze " + data_path("samples/configs/llama-2-7b/config.json") + " --ep 2",
                        "needs a mixture-of-experts model");
   expect_clean_failure("analyze " + r50 + " --ep 2", "applies to transformer configs");
+  // --runtime: inference steps of a decoder-only config on one GPU.
+  std::string llama = data_path("samples/configs/llama-3.1-8b/config.json");
+  expect_clean_failure("analyze " + llama + " --runtime compiled", "expected eager or graphs");
+  expect_clean_failure("analyze " + llama + " --runtime eager --phase train", "--runtime is for");
+  expect_clean_failure("analyze " + llama + " --runtime eager --tp 2", "one GPU");
+  expect_clean_failure("analyze " + data_path("samples/configs/t5-small/config.json") +
+                           " --runtime eager --phase decode",
+                       "encoder-decoder");
+  expect_clean_failure("analyze " + r50 + " --runtime eager", "applies to transformer configs");
 }
 
 TEST_CASE(

@@ -63,8 +63,8 @@ double predicted_sum(const TimelineComparison& c) {
 }  // namespace
 
 TEST_CASE(
-    "ResNet-50: every module instance named, reused relu called three times, BatchNorm "
-    "folded into its convolution",
+    "ResNet-50: every module instance named (a reused relu called three times and BatchNorm "
+    "folded into its convolution)",
     "[compare]") {
   Trace t = read_timeline(kResnetTrace);
   for (const char* file : {"samples/resnet50-opset17.onnx", "tests/data/onnx/resnet50-opset18.onnx",
