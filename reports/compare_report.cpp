@@ -107,6 +107,7 @@ json compare_json(const profiler::TimelineComparison& c) {
       {"graph_aligned",
        {{"kernels", c.graph_aligned_kernels},
         {"launches", c.graph_aligned_launches},
+        {"compiled_steps", c.graph_aligned_root_steps},
         {"kernel_s", c.graph_aligned_s},
         {"on_own_kind_s", c.graph_aligned_matched_s}}},
       {"host_gap_s", c.idle.total_s},

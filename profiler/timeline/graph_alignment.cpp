@@ -74,6 +74,7 @@ constexpr double kMismatch = 1.0;      // a kernel on a node of another kind
 constexpr double kSkipMatrix = 2.0;    // a GEMM, attention or convolution node with no kernel
 constexpr double kSkipOther = 0.3;     // any other node with no kernel (fused, or not launched)
 constexpr double kSecondMatrix = 0.8;  // a second matrix kernel on one matrix node
+constexpr double kLargerNode = 0.01;   // a tie between fitting nodes goes to the larger
 // The table holds kernels x nodes cells (12 bytes each): a launch past this is left unaligned.
 constexpr size_t kMaxCells = 40'000'000;
 
@@ -84,12 +85,17 @@ struct Kernel {
 };
 
 // The cheapest monotone assignment of `kernels` to `nodes`; per kernel, the index into `nodes`.
-std::vector<int> align(const std::vector<Kernel>& kernels, const std::vector<NodeKind>& nodes) {
+// `weight`: per node, its predicted time over the largest node's: between two nodes a kernel fits
+// equally (a fused bias add and GELU), the larger takes it.
+std::vector<int> align(const std::vector<Kernel>& kernels, const std::vector<NodeKind>& nodes,
+                       const std::vector<double>& weight) {
   size_t n = kernels.size(), m = nodes.size();
   std::vector<double> skip_before(m + 1, 0);  // cost of skipping nodes [0, j)
   for (size_t j = 0; j < m; ++j)
     skip_before[j + 1] = skip_before[j] + (matrix_node(nodes[j]) ? kSkipMatrix : kSkipOther);
-  auto match = [&](size_t i, size_t j) { return fits(nodes[j], kernels[i].cls) ? 0.0 : kMismatch; };
+  auto match = [&](size_t i, size_t j) {
+    return fits(nodes[j], kernels[i].cls) ? -kLargerNode * weight[j] : kMismatch;
+  };
   auto stay = [&](size_t i, size_t j) {
     bool matrix_kernel = kernels[i].cls == KernelClass::gemm ||
                          kernels[i].cls == KernelClass::attention ||
@@ -136,11 +142,12 @@ std::vector<int> align(const std::vector<Kernel>& kernels, const std::vector<Nod
 }  // namespace
 
 GraphAlignment align_graph_kernels(const Trace& t, const std::vector<ActivityPlace>& places,
-                                   const Analysis& a) {
+                                   const Analysis& a, int root_module, size_t steps) {
   GraphAlignment out;
   out.node.assign(t.activities.size(), -1);
   std::vector<int> node_index;  // nodes that launch kernels, in execution order
   std::vector<NodeKind> kinds;
+  std::vector<double> weight;
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     const NodeResult& n = a.nodes[i];
     if (n.status != NodeStatus::costed || n.family == OpFamily::view ||
@@ -148,14 +155,39 @@ GraphAlignment align_graph_kernels(const Trace& t, const std::vector<ActivityPla
       continue;
     node_index.push_back(static_cast<int>(i));
     kinds.push_back(node_kind(n));
+    weight.push_back(n.roof.predicted);
   }
   if (kinds.empty()) return out;
+  double largest = *std::max_element(weight.begin(), weight.end());
+  for (double& w : weight) w = largest > 0 ? w / largest : 0;
+  // The sequences to align: each graph launch's kernels with no module; and, per step, the kernels
+  // only the model's own range holds where they are most of the step (a compiled model).
   std::map<const ApiCall*, std::vector<size_t>> by_launch;
-  for (size_t i = 0; i < t.activities.size(); ++i)
-    if (places[i].from_graph && places[i].module < 0 && places[i].launch &&
-        t.activities[i].kind == GpuActivity::Kind::kernel)
-      by_launch[places[i].launch].push_back(i);
-  for (auto& [launch, activities] : by_launch) {
+  std::vector<std::vector<size_t>> by_step(steps);
+  std::vector<double> step_s(steps, 0), root_s(steps, 0);
+  for (size_t i = 0; i < t.activities.size(); ++i) {
+    const ActivityPlace& p = places[i];
+    const GpuActivity& x = t.activities[i];
+    bool kernel = x.kind == GpuActivity::Kind::kernel;
+    if (p.from_graph && p.module < 0 && p.launch && kernel) by_launch[p.launch].push_back(i);
+    if (p.step < 0 || static_cast<size_t>(p.step) >= steps) continue;
+    size_t s = static_cast<size_t>(p.step);
+    double d = static_cast<double>(x.end_ns - x.start_ns);
+    step_s[s] += d;
+    if (root_module >= 0 && p.module == root_module && !p.from_graph && kernel) {
+      by_step[s].push_back(i);
+      root_s[s] += d;
+    }
+  }
+  std::vector<std::vector<size_t>> groups;
+  for (auto& [launch, activities] : by_launch) groups.push_back(std::move(activities));
+  out.launches = static_cast<int>(groups.size());
+  for (size_t s = 0; s < steps; ++s)
+    if (!by_step[s].empty() && root_s[s] >= 0.5 * step_s[s]) {
+      groups.push_back(std::move(by_step[s]));
+      ++out.root_steps;
+    }
+  for (std::vector<size_t>& activities : groups) {
     std::sort(activities.begin(), activities.end(), [&](size_t x, size_t y) {
       return t.activities[x].start_ns < t.activities[y].start_ns;
     });
@@ -167,8 +199,7 @@ GraphAlignment align_graph_kernels(const Trace& t, const std::vector<ActivityPla
     for (size_t i : activities)
       kernels.push_back(
           {i, kernel_class(t.activities[i].name), finishing_kernel(t.activities[i].name)});
-    std::vector<int> assigned = align(kernels, kinds);
-    ++out.launches;
+    std::vector<int> assigned = align(kernels, kinds, weight);
     for (size_t k = 0; k < kernels.size(); ++k) {
       const GpuActivity& x = t.activities[kernels[k].activity];
       double s = static_cast<double>(x.end_ns - x.start_ns) * 1e-9;
@@ -176,6 +207,7 @@ GraphAlignment align_graph_kernels(const Trace& t, const std::vector<ActivityPla
       out.node[kernels[k].activity] = node_index[j];
       ++out.kernels;
       out.kernel_s += s;
+      if (places[kernels[k].activity].from_graph) ++out.graph_kernels, out.graph_s += s;
       if (fits(kinds[j], kernels[k].cls)) out.matched_s += s;
     }
   }

@@ -121,6 +121,11 @@ bool name_fits(const std::string& leaf, const std::string& cls) {
   return false;
 }
 
+bool is_wrapper(const std::string& cls) {
+  return cls == "OptimizedModule" || cls == "DistributedDataParallel" || cls == "DataParallel" ||
+         cls == "FullyShardedDataParallel";
+}
+
 bool is_container(const std::string& cls) {
   return contains(cls, "Sequential") || contains(cls, "List") || contains(cls, "Dict");
 }
@@ -384,6 +389,11 @@ InstanceMap map_instances(const std::vector<const NvtxRange*>& module_ranges,
     int n = count(r, visited);
     if (n > best) best = n, out.root = r;
   }
+  // Wrappers that hold the model as their one child (torch.compile's OptimizedModule, DDP, FSDP):
+  // the model is the child.
+  while (!out.root.empty() && calls[out.root].children.size() == 1 &&
+         is_wrapper(calls[out.root].cls))
+    out.root = calls[out.root].children.front().instance;
   CallPaths paths;
   Aligner aligner(calls, model);
   if (!out.root.empty()) aligner.align({out.root, 0}, model.root(), paths);

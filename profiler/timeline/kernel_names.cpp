@@ -71,6 +71,17 @@ bool has_any(const std::string& s, std::initializer_list<const char*> parts) {
 KernelClass kernel_class(const std::string& name) {
   std::string l = name;
   std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+  // Inductor's Triton kernels name the ops they fused ("triton_poi_fused__scaled_dot_product_
+  // cudnn_attention_add_arange..." prepares a mask): their kind is in the prefix. poi: pointwise;
+  // per, red: reductions (a layer norm when they fused one); tem: a matmul template.
+  if (l.rfind("triton_", 0) == 0) {
+    if (l.rfind("triton_tem", 0) == 0) return KernelClass::gemm;
+    if (l.rfind("triton_per", 0) == 0 || l.rfind("triton_red", 0) == 0)
+      return has_any(l, {"layer_norm", "rms_norm", "batch_norm", "group_norm"}) ? KernelClass::norm
+             : l.find("softmax") != std::string::npos ? KernelClass::softmax
+                                                      : KernelClass::reduce;
+    return KernelClass::elementwise;
+  }
   // Attention before convolution: cuDNN's fused SDPA kernels are named "..._flash_fprop_...".
   // The split-KV combine and cuDNN's lean reduction finish an attention; they are not one more.
   if (has_any(l, {"sdpa", "flash_fwd", "flash_bwd", "flash_fprop", "flash_bprop", "fmha",

@@ -97,8 +97,8 @@ std::vector<std::string> hints_for(const Predicted& p, const Measured& m,
     h.push_back(fmt::format("host-device copies move {} per step", mb(m.host_device_bytes * per)));
   if (m.aligned_s > 0)
     h.push_back(
-        "launched from a CUDA graph: placed here by aligning the graph's kernels with the "
-        "model's nodes");
+        "no module range of its own (a CUDA graph, a compiled model): placed here by aligning "
+        "the kernels with the model's nodes in order");
   else if (m.graph_s > 0)
     h.push_back("launched from a CUDA graph: attributed to the range around the graph launch");
   if (row.efficiency && *row.efficiency < 0.5 && kernels >= 4 && !m.durations.empty()) {
@@ -382,20 +382,31 @@ void comparison_notes(const Analysis& a, const Trace& t, const TimelineAttributi
                     "the GPU that ran it",
                     t.gpu, d->id, a.device.id, d->id));
   if (!at.prefix_note.empty()) notes.push_back(at.prefix_note);
-  if (c.graph_aligned_kernels > 0)
+  if (c.graph_aligned_kernels > 0) {
+    std::string where =
+        c.graph_aligned_launches > 0 && c.graph_aligned_root_steps > 0
+            ? fmt::format("{} CUDA graph launch(es) and {} step(s) of a compiled model",
+                          c.graph_aligned_launches, c.graph_aligned_root_steps)
+        : c.graph_aligned_launches > 0
+            ? fmt::format("{} CUDA graph launch(es)", c.graph_aligned_launches)
+            : fmt::format(
+                  "{} step(s) whose kernels only the model's own range holds (a "
+                  "torch.compile'd model)",
+                  c.graph_aligned_root_steps);
     notes.push_back(fmt::format(
-        "{} kernels ({}) of {} CUDA graph launch(es) ran with no module range around them: each "
-        "was given a node by aligning the launch's kernels with the model's nodes in execution "
-        "order by kind (attribution by alignment, not by range); {:.1f}% of that time sits on a "
-        "node of its own kind",
-        c.graph_aligned_kernels, us(c.graph_aligned_s), c.graph_aligned_launches,
+        "{} kernels ({}) of {} ran with no module range of their own: each was given a node by "
+        "aligning them with the model's nodes in execution order by kind (attribution by "
+        "alignment, not by range; a fused kernel counts once, on one node); {:.1f}% of that time "
+        "sits on a node of its own kind",
+        c.graph_aligned_kernels, us(c.graph_aligned_s), where,
         c.graph_aligned_s > 0 ? 100 * c.graph_aligned_matched_s / c.graph_aligned_s : 0.0));
+  }
   if (c.graph_aligned_too_large > 0)
     notes.push_back(
         fmt::format("{} CUDA graph launch(es) hold too many kernels to align with the "
                     "model's nodes: their kernels stay unattributed",
                     c.graph_aligned_too_large));
-  if (c.graph_kernels > c.graph_aligned_kernels)
+  if (c.graph_kernels > c.graph_aligned_from_graphs)
     notes.push_back(fmt::format(
         "{} GPU activities ({}) ran from CUDA graphs: each is attributed to the module "
         "range around its "
@@ -477,7 +488,10 @@ TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Tra
     throw InputError(
         fmt::format("{}: not a run of this model as predicted: {} (--force compares anyway)", name,
                     disagreement));
-  GraphAlignment aligned = align_graph_kernels(t, at.places, a);
+  int root = static_cast<int>(std::find(at.modules.begin(), at.modules.end(), std::string()) -
+                              at.modules.begin());
+  GraphAlignment aligned = align_graph_kernels(
+      t, at.places, a, root < static_cast<int>(at.modules.size()) ? root : -1, at.steps.size());
   place_aligned_kernels(model, aligned, at);
   if (at.module_ranges == 0 && aligned.kernels == 0)
     throw InputError(fmt::format(
@@ -501,11 +515,17 @@ TimelineComparison compare_timeline(const Analysis& a, const Graph& g, const Tra
   c.graph_aligned_matched_s = aligned.matched_s;
   c.graph_aligned_launches = aligned.launches;
   c.graph_aligned_too_large = aligned.too_large;
+  c.graph_aligned_root_steps = aligned.root_steps;
+  c.graph_aligned_from_graphs = aligned.graph_kernels;
+  c.graph_aligned_from_graphs_s = aligned.graph_s;
   if (aligned.kernels > 0)
-    c.ranges = at.module_ranges == 0 ? std::string(
-                                           "none: CUDA graph kernels aligned with the "
-                                           "model's nodes in execution order")
-                                     : c.ranges + ", and CUDA graph kernels aligned by order";
+    c.ranges = at.module_ranges == 0
+                   ? std::string(
+                         "none: CUDA graph kernels aligned with the model's nodes in "
+                         "execution order")
+                   : c.ranges + (aligned.root_steps > 0
+                                     ? ", and a compiled model's kernels aligned by order"
+                                     : ", and CUDA graph kernels aligned by order");
   c.kernels = count_kind(t, GpuActivity::Kind::kernel);
   c.memcpys = count_kind(t, GpuActivity::Kind::memcpy);
   c.memsets = count_kind(t, GpuActivity::Kind::memset);

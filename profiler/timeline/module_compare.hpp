@@ -60,9 +60,11 @@ struct TimelineComparison {
   double outside_modules_s = 0;      // unattributed: launched outside every module range
   double graph_kernel_s = 0;
   int graph_kernels = 0;
-  // Graph kernels with no module range, given nodes by alignment (graph_alignment.hpp).
+  // Kernels with no module range of their own given nodes by alignment (graph_alignment.hpp):
+  // from graph launches, or steps of a compiled model that only the model's own range holds.
   int graph_aligned_kernels = 0, graph_aligned_launches = 0, graph_aligned_too_large = 0;
-  double graph_aligned_s = 0, graph_aligned_matched_s = 0;
+  int graph_aligned_root_steps = 0, graph_aligned_from_graphs = 0;
+  double graph_aligned_s = 0, graph_aligned_matched_s = 0, graph_aligned_from_graphs_s = 0;
   IdleTime idle;  // host gaps over the whole timeline
   int steps = 1;
   std::string step_source;

@@ -51,6 +51,8 @@ PrecisionSeen precision_of(const std::string& name) {
   std::string rest = erase_all(erase_all(erase_all(l, "bf16"), "bfloat16"), "tf32");
   for (const char* s : {"f16", "half", "h1688", "h16816", "hgemm"})
     p.fp16 |= rest.find(s) != std::string::npos;
+  // cuDNN's fused attention names "f16" for bf16 and fp16 alike: it states neither.
+  if (l.find("cudnn") != std::string::npos && l.find("sdpa") != std::string::npos) p.fp16 = false;
   return p;
 }
 
@@ -246,7 +248,7 @@ std::string precision_mismatch(const Analysis& a, const KernelCensus& k) {
     return fmt::format(
         "{:g} kernels per step ({}) run in TF32 where the prediction is strict fp32{}", k.tf32,
         us(k.tf32_s), a.transformer ? "" : ": pass --math tf32-conv or tf32 to predict what ran");
-  // cuDNN's fused attention names "f16" for both 16-bit types: the majority of kernels decides.
+  // The majority of the kernels that state a type decides.
   if (p == Precision::bf16 && k.fp16 > k.bf16)
     return fmt::format(
         "the kernels ran in fp16 ({:g} name fp16, {:g} bf16 per step) where the prediction is "

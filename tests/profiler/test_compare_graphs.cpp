@@ -1,4 +1,5 @@
-// CUDA-graph replays attributed by alignment (issue 27, item 1), on two vanilla torch.profiler
+// Kernels with no module range of their own, attributed by alignment with the model's nodes
+// (issue 27, items 1 and 2). CUDA-graph replays: two vanilla torch.profiler
 // traces of one process on the H100 machine (scripts/gpu/timeline_models.py llama decode
 // static,graphs): a 4-layer Llama-2-7B-shaped model, bf16, one decode step at 2,048 cached tokens
 // in HF's StaticCache, run eagerly (module calls recorded) and then captured once in a
@@ -24,6 +25,19 @@ TimelineComparison compare(const std::string& trace) {
       test::config_model(kDir + "llama.config.json", Workload::decode, 2048);
   std::string path = kDir + trace;
   return compare_timeline(m.analysis, m.graph, read_timeline(path), {path, 0});
+}
+
+TimelineComparison compare_gpt2(const std::string& trace) {
+  static const test::Model m =
+      test::config_model(kDir + "gpt2.config.json", Workload::prefill, 512);
+  std::string path = kDir + trace;
+  return compare_timeline(m.analysis, m.graph, read_timeline(path), {path, 0});
+}
+
+std::map<std::string, const ModuleComparison*> rows_of(const TimelineComparison& c) {
+  std::map<std::string, const ModuleComparison*> out;
+  for (const auto& m : c.modules) out[m.path] = &m;
+  return out;
 }
 
 // Kernel time per step under each decoder layer (model.layers.N and below), and elsewhere by path.
@@ -90,4 +104,45 @@ TEST_CASE("a CUDA-graph replay with no module ranges: kernels aligned with the m
   CHECK(std::any_of(graphs.notes.begin(), graphs.notes.end(), [](const std::string& n) {
     return n.find("attribution by alignment") != std::string::npos;
   }));
+}
+
+TEST_CASE("a torch.compile'd model: Inductor's kernels aligned with the model's nodes, each once",
+          "[compare]") {
+  TimelineComparison compiled = compare_gpt2("gpt2-prefill.compiled.json.gz");
+  TimelineComparison eager = compare_gpt2("gpt2-prefill.vanilla.json.gz");
+  REQUIRE(compiled.steps == 2);
+  // Inductor's triton_poi_fused__scaled_dot_product_cudnn_attention_... prepares a mask: not an
+  // attention kernel, so the trust checks take the trace as this model's (12 attention layers).
+  CHECK(compiled.forced.empty());
+  CHECK(compiled.graph_aligned_root_steps == 2);
+  CHECK(compiled.graph_aligned_kernels == compiled.kernels);
+  CHECK(compiled.graph_aligned_matched_s >= 0.95 * compiled.graph_aligned_s);
+  // Each kernel counted once: the rows' kernels add up to the step's.
+  double kernels = 0;
+  for (const auto& m : compiled.modules) kernels += m.kernels;
+  CHECK(kernels == Approx(compiled.kernels / 2.0));
+  CHECK_THAT(compiled.ranges, Catch::Contains("compiled model"));
+  auto c = rows_of(compiled), e = rows_of(eager);
+  // The GEMMs Inductor leaves to cuBLAS are the eager run's: one kernel per projection, each
+  // within 10% of the eager module's own time; lm_head's align1 CUTLASS GEMM within 2%.
+  REQUIRE(c.count("lm_head"));
+  CHECK(c.at("lm_head")->kernels == 1);
+  CHECK(c.at("lm_head")->measured_s == Approx(e.at("lm_head")->measured_s).epsilon(0.02));
+  for (int layer : {0, 5, 11})
+    for (const char* proj : {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"}) {
+      std::string path = "transformer.h." + std::to_string(layer) + "." + proj;
+      INFO(path);
+      REQUIRE(c.count(path));
+      REQUIRE(e.count(path));
+      CHECK(c.at(path)->kernels == 1);
+      CHECK(kernel_class(c.at(path)->top_kernels.at(0).name) == KernelClass::gemm);
+      CHECK(c.at(path)->measured_s == Approx(e.at(path)->measured_s).epsilon(0.10));
+    }
+  int attention = 0;
+  for (const auto& [path, row] : c)
+    if (path.size() > 10 && path.compare(path.size() - 10, 10, ".attn.attn") == 0) {
+      CHECK(kernel_class(row->top_kernels.at(0).name) == KernelClass::attention);
+      ++attention;
+    }
+  CHECK(attention == 12);
 }
