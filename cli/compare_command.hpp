@@ -1,6 +1,8 @@
 #pragma once
 // `rooflens compare MODEL TIMELINE`: the model's prediction next to a real run's timeline (a
-// `rooflens record` file or a PyTorch profiler trace), module by module. Plain C++: no GPU needed.
+// `rooflens record` file or a PyTorch profiler trace), module by module. `rooflens compare MODEL
+// BEFORE AFTER`: two runs of the model side by side, what changed per module. Plain C++: no GPU
+// needed.
 #include <CLI/CLI.hpp>
 
 #include "cli/model_args.hpp"
@@ -10,7 +12,7 @@ namespace rooflens::cli {
 
 struct CompareArgs {
   ModelArgs model;
-  std::string timeline, trace_path;
+  std::string timeline, after, trace_path;  // after: the second run of a diff
   int steps = 0;
   bool force = false;  // compare a timeline the trust checks refuse (another model, phase, device)
 };
