@@ -105,6 +105,29 @@ std::optional<Device> device_for_gpu_name(const std::string& gpu_name, int64_t s
   return find_device(id);
 }
 
+namespace {
+
+// The "eager_host" keys: the training step's (every profile that has the object), then
+// inference's (profiles measured since scripts/gpu/eager_inference_wall.py).
+using HostField = std::pair<double EagerHostCosts::*, const char*>;
+const HostField kEagerHostFields[] = {
+    {&EagerHostCosts::forward_kernel_s, "forward_kernel_s"},
+    {&EagerHostCosts::backward_kernel_s, "backward_kernel_s"},
+    {&EagerHostCosts::checkpointed_forward_kernel_s, "checkpointed_forward_kernel_s"},
+    {&EagerHostCosts::checkpointed_backward_kernel_s, "checkpointed_backward_kernel_s"},
+    {&EagerHostCosts::adamw_fixed_s, "adamw_fixed_s"},
+    {&EagerHostCosts::adamw_tensor_s, "adamw_tensor_s"},
+    {&EagerHostCosts::sgd_fixed_s, "sgd_fixed_s"},
+    {&EagerHostCosts::sgd_tensor_s, "sgd_tensor_s"}};
+const HostField kInferenceFields[] = {
+    {&EagerHostCosts::inference_prefill_fixed_s, "inference_prefill_fixed_s"},
+    {&EagerHostCosts::inference_prefill_kernel_s, "inference_prefill_kernel_s"},
+    {&EagerHostCosts::inference_decode_fixed_s, "inference_decode_fixed_s"},
+    {&EagerHostCosts::inference_decode_kernel_s, "inference_decode_kernel_s"},
+    {&EagerHostCosts::inference_generate_token_s, "inference_generate_token_s"}};
+
+}  // namespace
+
 std::string device_profile_json(const DeviceProfile& p) {
   nlohmann::json j;
   j["schema"] = "rooflens-device-profile";
@@ -134,22 +157,11 @@ std::string device_profile_json(const DeviceProfile& p) {
   }
   if (p.eager_host) {
     const EagerHostCosts& e = *p.eager_host;
-    j["eager_host"] = {{"forward_kernel_s", e.forward_kernel_s},
-                       {"backward_kernel_s", e.backward_kernel_s},
-                       {"checkpointed_forward_kernel_s", e.checkpointed_forward_kernel_s},
-                       {"checkpointed_backward_kernel_s", e.checkpointed_backward_kernel_s},
-                       {"adamw_fixed_s", e.adamw_fixed_s},
-                       {"adamw_tensor_s", e.adamw_tensor_s},
-                       {"sgd_fixed_s", e.sgd_fixed_s},
-                       {"sgd_tensor_s", e.sgd_tensor_s},
-                       {"source", e.source}};
+    nlohmann::json& h = j["eager_host"];
+    for (auto [field, key] : kEagerHostFields) h[key] = e.*field;
+    h["source"] = e.source;
     if (e.inference_measured()) {
-      nlohmann::json& h = j["eager_host"];
-      h["inference_prefill_fixed_s"] = e.inference_prefill_fixed_s;
-      h["inference_prefill_kernel_s"] = e.inference_prefill_kernel_s;
-      h["inference_decode_fixed_s"] = e.inference_decode_fixed_s;
-      h["inference_decode_kernel_s"] = e.inference_decode_kernel_s;
-      h["inference_generate_token_s"] = e.inference_generate_token_s;
+      for (auto [field, key] : kInferenceFields) h[key] = e.*field;
       h["inference_source"] = e.inference_source;
     }
   }
@@ -163,30 +175,15 @@ namespace {
 // The profile's "eager_host" object: the host's cost per kernel eager PyTorch launches.
 EagerHostCosts eager_host_from_json(const nlohmann::json& e, const std::string& path) {
   EagerHostCosts h;
-  std::pair<double*, const char*> fields[] = {
-      {&h.forward_kernel_s, "forward_kernel_s"},
-      {&h.backward_kernel_s, "backward_kernel_s"},
-      {&h.checkpointed_forward_kernel_s, "checkpointed_forward_kernel_s"},
-      {&h.checkpointed_backward_kernel_s, "checkpointed_backward_kernel_s"},
-      {&h.adamw_fixed_s, "adamw_fixed_s"},
-      {&h.adamw_tensor_s, "adamw_tensor_s"},
-      {&h.sgd_fixed_s, "sgd_fixed_s"},
-      {&h.sgd_tensor_s, "sgd_tensor_s"}};
-  auto seconds = [&](double* field, const char* key) {
-    *field = e.at(key).get<double>();
-    if (!(*field >= 0) || *field > 1)
+  auto seconds = [&](double EagerHostCosts::*field, const char* key) {
+    h.*field = e.at(key).get<double>();
+    if (!(h.*field >= 0) || h.*field > 1)
       throw InputError(fmt::format("{}: eager_host.{} must be seconds between 0 and 1", path, key));
   };
-  for (auto [field, key] : fields) seconds(field, key);
+  for (auto [field, key] : kEagerHostFields) seconds(field, key);
   h.source = e.value("source", "");
   if (e.contains("inference_decode_kernel_s")) {
-    std::pair<double*, const char*> inference[] = {
-        {&h.inference_prefill_fixed_s, "inference_prefill_fixed_s"},
-        {&h.inference_prefill_kernel_s, "inference_prefill_kernel_s"},
-        {&h.inference_decode_fixed_s, "inference_decode_fixed_s"},
-        {&h.inference_decode_kernel_s, "inference_decode_kernel_s"},
-        {&h.inference_generate_token_s, "inference_generate_token_s"}};
-    for (auto [field, key] : inference) seconds(field, key);
+    for (auto [field, key] : kInferenceFields) seconds(field, key);
     h.inference_source = e.value("inference_source", "");
   }
   return h;

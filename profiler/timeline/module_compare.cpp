@@ -13,6 +13,7 @@
 #include "analyzer/transformers/analyze_transformer.hpp"
 #include "profiler/timeline/graph_alignment.hpp"
 #include "profiler/timeline/kernel_names.hpp"
+#include "profiler/timeline/launch_frames.hpp"
 #include "profiler/timeline/module_paths.hpp"
 #include "profiler/timeline/trust_checks.hpp"
 
@@ -36,6 +37,8 @@ struct Measured {
   double total_s = 0;           // the whole timeline
   double copy_s = 0, graph_s = 0, aligned_s = 0,
          host_device_bytes = 0;  // summed over steps (divided by steps later)
+  // Copy time by the Python function that launched it (with_stack traces), summed over steps.
+  std::map<std::string, double> copy_frames;
   std::map<std::string, std::pair<double, double>> by_kernel;  // name -> (time, count), over steps
   std::vector<double> durations;                               // every kernel in a step
   explicit Measured(size_t steps = 1) : time(steps, 0), kernels(steps, 0) {}
@@ -43,6 +46,7 @@ struct Measured {
     for (size_t s = 0; s < time.size(); ++s) time[s] += o.time[s], kernels[s] += o.kernels[s];
     total_s += o.total_s;
     copy_s += o.copy_s, graph_s += o.graph_s, aligned_s += o.aligned_s;
+    for (const auto& [f, v] : o.copy_frames) copy_frames[f] += v;
     host_device_bytes += o.host_device_bytes;
     for (const auto& [k, v] : o.by_kernel)
       by_kernel[k].first += v.first, by_kernel[k].second += v.second;
@@ -76,7 +80,13 @@ std::vector<std::string> hints_for(const Predicted& p, const Measured& m,
   if (p.time_s > 0 && measured == 0 && m.total_s == 0)
     h.push_back("predicted, but no kernel ran in this module's range");
   if (measured > 0 && copy >= 0.25 * measured && copy >= 5e-6) {
-    if (p.kv_bytes > 0)
+    // The trace's own stacks name what launched the copies, where it has them.
+    auto top = std::max_element(m.copy_frames.begin(), m.copy_frames.end(),
+                                [](const auto& x, const auto& y) { return x.second < y.second; });
+    if (top != m.copy_frames.end())
+      h.push_back(fmt::format("copy kernels take {} of {} per step, {} of it launched from {}",
+                              us(copy), us(measured), us(top->second * per), top->first));
+    else if (p.kv_bytes > 0)
       h.push_back(
           fmt::format("copy kernels take {} of {} per step: KV cache concatenation copies the {} "
                       "cache every step",
@@ -154,6 +164,7 @@ std::vector<Measured> measure_modules(const Trace& t, const TimelineAttribution&
   size_t steps = at.steps.size();
   std::vector<Measured> measured(at.modules.size(), Measured(steps));
   step_kernel.assign(steps, 0);
+  LaunchFrames frames(t);
   for (size_t i = 0; i < t.activities.size(); ++i) {
     const GpuActivity& x = t.activities[i];
     const ActivityPlace& p = at.places[i];
@@ -183,8 +194,11 @@ std::vector<Measured> measure_modules(const Trace& t, const TimelineAttribution&
                                                                 : "memset"];
     k.first += s, k.second += 1;
     if (is_copy_kernel(x.name) ||
-        (x.kind == GpuActivity::Kind::memcpy && x.name.find("DtoD") != std::string::npos))
+        (x.kind == GpuActivity::Kind::memcpy && x.name.find("DtoD") != std::string::npos)) {
       m.copy_s += s;
+      if (p.launch && !frames.empty())
+        if (std::string f = frames.frame_of(*p.launch); !f.empty()) m.copy_frames[f] += s;
+    }
     if (x.kind == GpuActivity::Kind::memcpy &&
         (x.name.find("HtoD") != std::string::npos || x.name.find("DtoH") != std::string::npos))
       m.host_device_bytes += static_cast<double>(x.bytes);

@@ -64,6 +64,13 @@ std::vector<std::vector<int64_t>> input_dims(const json& args) {
   return out;
 }
 
+// A frame of the program's own Python ("transformers/cache_utils.py(129): update"): not PyTorch's
+// (torch/...), not the interpreter's (<built-in ...>, <frozen ...>).
+bool is_model_frame(const std::string& name) {
+  return name.find(".py(") != std::string::npos && name.rfind("torch/", 0) != 0 &&
+         name.find("/torch/") == std::string::npos && name[0] != '<';
+}
+
 Category category_of(const std::string& cat) {
   std::string c = lower(cat);
   if (c == "kernel") return Category::kernel;
@@ -144,6 +151,8 @@ void PytorchTraceReader::event(json&& e) {
       static const std::string kPrefix = "nn.Module: ";
       if (n.compare(0, kPrefix.size(), kPrefix) == 0)
         trace_.ranges.push_back({kModuleDomain, n.substr(kPrefix.size()), start, end, pid, tid});
+      else if (is_model_frame(n))
+        trace_.python_frames.push_back({"python", std::move(n), start, end, pid, tid});
       break;
     }
     case Category::annotation:
@@ -178,6 +187,7 @@ Trace PytorchTraceReader::finish(const std::string& name) {
   for (auto& a : trace_.activities) shift(a.start_ns), shift(a.end_ns);
   for (auto& c : trace_.api_calls) shift(c.start_ns), shift(c.end_ns);
   for (auto& r : trace_.ranges) shift(r.start_ns), shift(r.end_ns);
+  for (auto& f : trace_.python_frames) shift(f.start_ns), shift(f.end_ns);
   trace_.source = "pytorch profiler";
   if (!trace_.devices.empty()) trace_.gpu = trace_.devices.front().name;
   if (skipped_ > 0)

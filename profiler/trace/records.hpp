@@ -75,6 +75,9 @@ struct Trace {
   int exit_code = 0;
   std::vector<std::string> notes;   // what the reader or recorder wants the user to know
   std::vector<OpShapes> op_shapes;  // PyTorch traces with record_shapes: attention ops' inputs
+  // PyTorch traces with with_stack: the Python frames of the model's code ("transformers/
+  // cache_utils.py(129): update"), PyTorch's own left out; what launched a kernel, for hints.
+  std::vector<NvtxRange> python_frames;
 };
 
 // The id pushed around layer `layer`, sample `sample`: both recoverable from the id.

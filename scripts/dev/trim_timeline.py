@@ -3,18 +3,20 @@
 them only what `rooflens compare` reads. Nothing is rewritten: every kept event keeps its name,
 times and ids.
 
-    trim_timeline.py IN OUT [--steps N]      (IN: a PyTorch profiler trace or a rooflens record
+    trim_timeline.py IN OUT [--steps N] [--frames]   (IN: a PyTorch profiler trace or a rooflens record
                                               file, .json or .json.gz; OUT is written gzip)
 
 PyTorch traces keep kernels, memcpys and memsets, the runtime/driver calls that launched them,
 nn.Module python_function events and record_function (user_annotation) ranges, each with the args
 compare reads (correlation, stream, device, context, bytes); other events (aten ops, Python
-frames, flows) are dropped. Steps are the ProfilerStep#k ranges, else the model's root module calls
+frames, flows) are dropped; --frames keeps the program's own Python frames (not PyTorch's) around
+the kept launches, which compare's hints name. Steps are the ProfilerStep#k ranges, else the model's root module calls
 (the top-level nn.Module events, or the class-named root range python/rooflens_annotate.py writes).
 Record files keep the activities launched in the kept steps, their launch calls, and the ranges
 that overlap the steps.
 """
 import argparse
+import bisect
 import gzip
 import json
 import re
@@ -45,7 +47,13 @@ def inside(t, windows):
     return any(a <= t <= b for a, b in windows)
 
 
-def trim_chrome(t, n):
+def model_frame(name):
+    """A frame of the program's own Python ("transformers/cache_utils.py(129): update"), the rule
+    profiler/trace/pytorch_trace.cpp reads them by."""
+    return ".py(" in name and not name.startswith("torch/") and "/torch/" not in name and not name.startswith("<")
+
+
+def trim_chrome(t, n, frames=False):
     events = t["traceEvents"]
     ranges = []
     for e in events:
@@ -77,6 +85,16 @@ def trim_chrome(t, n):
     kept += [calls[c] for c in used]
     lo, hi = windows[0][0], windows[-1][1]
     kept += [r["event"] for r in ranges if r["end"] >= lo and r["start"] <= hi]
+    # With --frames, the program's own Python frames (not PyTorch's) around the kept launches:
+    # what `compare` names as having launched a kernel.
+    if frames:
+        launches = sorted((c["ts"], c.get("tid")) for c in (calls[u] for u in used))
+        for e in events:
+            if e.get("ph") == "X" and e.get("cat") == "python_function" and model_frame(e.get("name", "")) \
+                    and e["ts"] + e["dur"] >= lo and e["ts"] <= hi:
+                i = bisect.bisect_left(launches, (e["ts"], -1))
+                if i < len(launches) and launches[i][0] <= e["ts"] + e["dur"]:
+                    kept.append(e)
     for e in kept:
         if "args" in e:
             e["args"] = {k: v for k, v in e["args"].items() if k in KEEP_ARGS}
@@ -106,9 +124,11 @@ def main():
     ap.add_argument("src")
     ap.add_argument("dst")
     ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--frames", action="store_true",
+                    help="PyTorch traces: keep the program's own Python frames around the kept launches")
     a = ap.parse_args()
     t = load(a.src)
-    out, steps, gpu = trim_record(t, a.steps) if "trace_version" in t else trim_chrome(t, a.steps)
+    out, steps, gpu = trim_record(t, a.steps) if "trace_version" in t else trim_chrome(t, a.steps, a.frames)
     with gzip.open(a.dst, "wt") as f:
         json.dump(out, f, separators=(",", ":"))
     print(f"{a.dst}: {steps} steps, {gpu} GPU activities")

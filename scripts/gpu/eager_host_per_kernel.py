@@ -25,7 +25,7 @@ import statistics
 import sys
 import time
 
-from training_references import CASES, build_model, run_each_case  # noqa: E402
+from training_references import CASES, build_model, cpu_name, run_each_case  # noqa: E402
 
 TOKENS = 16
 PHASES = ("forward", "backward", "optimizer")
@@ -80,17 +80,6 @@ def run_case(name):
         out[phase] = {"host_s": h, "kernels": kernels[phase],
                       "host_per_kernel_s": h / kernels[phase] if kernels[phase] else None}
     return out
-
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 def pool(measured_path, profile_path):

@@ -29,11 +29,12 @@ On the GPU machine: /opt/torch/.venv/bin/python3 scripts/gpu/eager_inference_wal
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from training_references import cpu_name, run_each_case  # noqa: E402
 ROOT = os.path.join(HERE, "..", "..")
 TINY = dict(hidden_size=256, intermediate_size=688, num_attention_heads=4, num_key_value_heads=4, vocab_size=32000)
 # name: (family or config folder, layers (tiny only), phase, batch, tokens)
@@ -134,39 +135,10 @@ def run_case(name):
     return out
 
 
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
-
-
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--case":
-        print(json.dumps(run_case(sys.argv[2])))
-        return
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    out_path, results, failures = sys.argv[1], [], {}
-    for name in sys.argv[2:] or CASES:
-        started = time.time()
-        p = subprocess.run([sys.executable, __file__, "--case", name], capture_output=True, text=True)
-        if p.returncode != 0:
-            failures[name] = p.stderr.strip().splitlines()[-3:]
-            print(f"{name}: failed: {failures[name]}", flush=True)
-            continue
-        r = json.loads(p.stdout.strip().splitlines()[-1])
-        results.append(r)
-        print(f"{name}: wall {r['wall_s'] * 1e3:.2f} ms, {r['kernels']} kernels, GPU busy "
-              f"{r['gpu_busy_s'] * 1e3:.2f} ms ({time.time() - started:.0f} s)", flush=True)
-        with open(out_path, "w") as f:
-            json.dump({"script": "scripts/gpu/eager_inference_wall.py", "cases": results, "failures": failures}, f,
-                      indent=1)
-    sys.exit(1 if failures else 0)
+    run_each_case(__file__, run_case,
+                  lambda r: f"wall {r['wall_s'] * 1e3:.2f} ms, {r['kernels']} kernels, GPU busy "
+                            f"{r['gpu_busy_s'] * 1e3:.2f} ms", __doc__, CASES)
 
 
 if __name__ == "__main__":

@@ -197,11 +197,23 @@ def measure_step(forward_backward, opt, before_flops=None):
     return at_rest, peak, sorted(times), counter
 
 
-def run_each_case(script, run_case, summary, doc):
+def cpu_name():
+    """The host's CPU model, as /proc/cpuinfo names it."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def run_each_case(script, run_case, summary, doc, cases=None):
     """A script's command line: `--case NAME` runs one case and prints its JSON; `OUT.json
-    [CASE...]` runs the cases (all by default), each in a fresh process of `script`, printing
-    `summary(result)` per case and writing OUT.json after every case (a killed run keeps what it
-    had). Exits 1 when a case failed."""
+    [CASE...]` runs the cases (all of `cases`, by default this script's CASES), each in a fresh
+    process of `script`, printing `summary(result)` per case and writing OUT.json after every case
+    (a killed run keeps what it had). Exits 1 when a case failed."""
     if len(sys.argv) == 3 and sys.argv[1] == "--case":
         print(json.dumps(run_case(sys.argv[2])))
         return
@@ -209,7 +221,7 @@ def run_each_case(script, run_case, summary, doc):
         sys.exit(doc)
     out_path = sys.argv[1]
     results, failures = [], {}
-    for name in sys.argv[2:] or CASES:
+    for name in sys.argv[2:] or (cases if cases is not None else CASES):
         started = time.time()
         p = subprocess.run([sys.executable, script, "--case", name], capture_output=True, text=True)
         if p.returncode != 0:

@@ -146,3 +146,24 @@ TEST_CASE("a torch.compile'd model: Inductor's kernels aligned with the model's 
     }
   CHECK(attention == 12);
 }
+
+TEST_CASE("hints from the trace's own stacks: the copies named by the function that launched them",
+          "[compare]") {
+  // The eager DynamicCache decode of the same run (vanilla, with_stack=True), trimmed with its
+  // Python frames: each layer's K and V torch.cat runs inside "transformers/cache_utils.py(129):
+  // update" (zcat llama-decode.vanilla.json.gz | python3 -c "import json,sys;
+  // e=json.load(sys.stdin)['traceEvents']; print({x['name'] for x in e if
+  // x.get('cat')=='python_function' and 'cache_utils' in x['name']})"), and rotate_half's cat in
+  // modeling_llama.py.
+  TimelineComparison eager = compare("llama-decode.vanilla.json.gz");
+  int named = 0;
+  for (const auto& m : eager.modules)
+    if (m.path.size() > 10 && m.path.compare(m.path.size() - 10, 10, ".self_attn") == 0) {
+      INFO(m.path);
+      REQUIRE_FALSE(m.hints.empty());
+      CHECK_THAT(m.hints.front(), Catch::Contains("launched from transformers/cache_utils.py: "
+                                                  "update"));
+      ++named;
+    }
+  CHECK(named == 4);
+}
