@@ -7,6 +7,8 @@ MODEL   gpt2      HF GPT2LMHeadModel from GPT2Config() (GPT-2 small, 12 layers),
         llama     HF LlamaForCausalLM, Llama-2-7B's shape with 4 layers, random weights
         resnet50  torchvision resnet50(weights=None), batch 1 (the shape of tests/data/onnx/resnet50-opset18.onnx)
         mobilenet torchvision mobilenet_v3_small(weights=None), batch 1 (tests/data/onnx/mobilenet_v3_small-opset17.onnx)
+        llama-gqa HF LlamaForCausalLM, Llama-3.1-8B's shape (grouped-query attention, 8 KV heads) with 4
+                  layers, random weights
 PHASE   prefill (batch 1, 512 tokens for GPT-2, 2048 for Llama) or decode (one token per step after a
         prefill of as many, KV cache in HF's DynamicCache); resnet50: forward
 MODE    vanilla    torch.profiler, activities CPU+CUDA, with_stack=True: OUTDIR/MODEL-PHASE.vanilla.json
@@ -43,6 +45,11 @@ LLAMA_7B_SHAPE = dict(hidden_size=4096, intermediate_size=11008, num_attention_h
                       hidden_act="silu", tie_word_embeddings=False)
 
 
+LLAMA_31_8B_SHAPE = dict(hidden_size=4096, intermediate_size=14336, num_attention_heads=32, num_key_value_heads=8,
+                         num_hidden_layers=4, vocab_size=128256, max_position_embeddings=8192, rms_norm_eps=1e-5,
+                         hidden_act="silu", tie_word_embeddings=False, rope_theta=500000.0)
+
+
 def build(name, device):
     torch.manual_seed(0)
     dtype = torch.bfloat16
@@ -54,6 +61,8 @@ def build(name, device):
     import transformers
     if name == "gpt2":
         cfg = transformers.GPT2Config()
+    elif name == "llama-gqa":
+        cfg = transformers.LlamaConfig(**LLAMA_31_8B_SHAPE)
     else:
         cfg = transformers.LlamaConfig(**LLAMA_7B_SHAPE)
     cfg.dtype = "bfloat16"
@@ -146,7 +155,7 @@ def timed(run, steps, device, on_step=None):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("model", choices=["gpt2", "llama", "resnet50", "mobilenet"])
+    ap.add_argument("model", choices=["gpt2", "llama", "llama-gqa", "resnet50", "mobilenet"])
     ap.add_argument("phase", choices=["prefill", "decode", "forward"])
     ap.add_argument("modes", help="vanilla, annotated, nvtx, plain; several joined by commas")
     ap.add_argument("outdir")

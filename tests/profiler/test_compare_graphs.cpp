@@ -166,4 +166,22 @@ TEST_CASE("hints from the trace's own stacks: the copies named by the function t
       ++named;
     }
   CHECK(named == 4);
+  // The issue's case: a grouped-query model (Llama-3.1-8B's shape, 4 layers, 8 KV heads) decoding
+  // from HF's StaticCache, eager. The copies are repeat_kv's expansion of K and V for SDPA, in
+  // "transformers/integrations/sdpa_attention.py(15): repeat_kv" (the same one-liner on
+  // llama-gqa-decode.static.json.gz), not a cache concatenation.
+  static const test::Model gqa =
+      test::config_model(kDir + "llama-gqa.config.json", Workload::decode, 2048);
+  std::string path = kDir + "llama-gqa-decode.static.json.gz";
+  TimelineComparison c = compare_timeline(gqa.analysis, gqa.graph, read_timeline(path), {path, 0});
+  named = 0;
+  for (const auto& m : c.modules)
+    if (m.path.size() > 10 && m.path.compare(m.path.size() - 10, 10, ".self_attn") == 0) {
+      INFO(m.path);
+      REQUIRE_FALSE(m.hints.empty());
+      CHECK_THAT(m.hints.front(), Catch::Contains("sdpa_attention.py: repeat_kv") &&
+                                      !Catch::Contains("concatenation"));
+      ++named;
+    }
+  CHECK(named == 4);
 }
