@@ -124,9 +124,11 @@
   const cols = [
     ["name", (n) => n.name], ["op", (n) => n.op], ["class", (n) => n.family || ""], ["bound", (n) => n.bound || n.status],
     ["FLOPs", (n) => n.flops || 0, si], ["bytes", (n) => (n.bytes_read_activations || 0) + (n.bytes_read_weights || 0) + (n.bytes_written || 0), bytes],
-    ["AI", (n) => (n.flops > 0 ? n.intensity : -1), (v) => (v < 0 ? "-" : v.toFixed(1))], ["predicted", (n) => n.predicted_s || 0, time],
+    ["AI", (n) => (n.flops > 0 ? n.intensity : -1), (v) => (v < 0 ? "-" : v.toFixed(1))],
+    // Folded and fused nodes run no kernel: no time, and nothing it came from.
+    ["predicted", (n) => (n.status === "costed" ? n.predicted_s || 0 : -1), (v) => (v < 0 ? "-" : time(v))],
   ];
-  cols.push(["time from", (n) => n.source || ""]);
+  cols.push(["time from", (n) => (n.status === "costed" ? n.source || "" : "-")]);
   if (R.training) {  // the node's share of the training step: training.rows is in nodes' order
     const trainRow = (n) => R.training.rows[n.index] || {};
     cols.push(["fwd", (n) => trainRow(n).forward_s || 0, time], ["bwd", (n) => trainRow(n).backward_s || 0, time],
