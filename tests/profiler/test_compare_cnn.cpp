@@ -117,7 +117,8 @@ TEST_CASE(
         }));
   // Dynamo scopes all three relu calls as one module: three kernels there.
   Onnx dyn = onnx_model("tests/data/onnx/resnet50-opset18.onnx");
-  auto dyn_rows = by_path(compare_timeline(dyn.analysis, dyn.graph, t, {kResnetTrace, 0}));
+  TimelineComparison dyn_c = compare_timeline(dyn.analysis, dyn.graph, t, {kResnetTrace, 0});
+  auto dyn_rows = by_path(dyn_c);
   REQUIRE(dyn_rows.count("layer3.4.relu"));
   CHECK(dyn_rows.at("layer3.4.relu")->kernels == 3);
   CHECK(dyn_rows.count("layer3.4.relu_1") == 0);
