@@ -421,11 +421,12 @@ void comparison_notes(const Analysis& a, const Trace& t, const TimelineAttributi
                     "model's nodes: their kernels stay unattributed",
                     c.graph_aligned_too_large));
   if (c.graph_kernels > c.graph_aligned_from_graphs)
-    notes.push_back(fmt::format(
-        "{} GPU activities ({}) ran from CUDA graphs: each is attributed to the module "
-        "range around its "
-        "graph launch, so module detail inside a graph is lost",
-        c.graph_kernels - c.graph_aligned_kernels, us(c.graph_kernel_s - c.graph_aligned_s)));
+    notes.push_back(
+        fmt::format("{} GPU activities ({}) ran from CUDA graphs: each is attributed to the module "
+                    "range around its "
+                    "graph launch, so module detail inside a graph is lost",
+                    c.graph_kernels - c.graph_aligned_from_graphs,
+                    us(c.graph_kernel_s - c.graph_aligned_from_graphs_s)));
   if (c.unattributed_kernel_s > 0.05 * c.total_kernel_s)
     notes.push_back(
         fmt::format("{:.1f}% of the kernel time is in no module range ({} with no launch call "
