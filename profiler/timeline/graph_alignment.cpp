@@ -38,14 +38,6 @@ bool matrix_node(NodeKind k) {
   return k == NodeKind::matrix || k == NodeKind::attention || k == NodeKind::convolution;
 }
 
-// The second kernel of one library call: cuBLASLt's split-K reduction, an attention's combine.
-bool finishing_kernel(const std::string& name) {
-  std::string l = name;
-  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
-  return l.find("splitkreduce") != std::string::npos ||
-         l.find("lean_reduction") != std::string::npos || l.find("combine") != std::string::npos;
-}
-
 // Whether a kernel of class `k` can be part of a node of kind `n`.
 bool fits(NodeKind n, KernelClass k) {
   if (k == KernelClass::other) return true;

@@ -7,6 +7,8 @@
 #include <tuple>
 #include <utility>
 
+#include "profiler/timeline/kernel_names.hpp"
+
 namespace rooflens::profiler {
 
 std::string instance_class(const std::string& instance) {
@@ -19,11 +21,6 @@ std::string instance_class(const std::string& instance) {
 
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
 bool contains(const std::string& s, const char* part) {
   return s.find(part) != std::string::npos;
 }
@@ -32,7 +29,7 @@ bool contains(const std::string& s, const char* part) {
 enum class Kind { linear, conv, norm, embedding, activation, pool, inert, other };
 
 Kind kind_of(const std::string& cls) {
-  std::string l = lower(cls);
+  std::string l = lowercase(cls);
   if (l == "dropout" || l.rfind("dropout", 0) == 0 || l == "identity") return Kind::inert;
   if (cls == "Conv1D" || contains(l, "linear"))
     return Kind::linear;  // HF's Conv1D is a linear layer
@@ -80,7 +77,7 @@ bool ops_fit(Kind k, const std::set<std::string>& ops) {
 
 // Words of a module's attribute name that say what class it is ("self_attn" -> attention).
 bool name_fits(const std::string& leaf, const std::string& cls) {
-  std::string c = lower(cls), n = lower(leaf);
+  std::string c = lowercase(cls), n = lowercase(leaf);
   struct Synonym {
     const char* word;
     const char* classes[3];

@@ -52,9 +52,13 @@ std::string short_kernel_name(const std::string& demangled) {
   return out;
 }
 
+std::string lowercase(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
 bool is_copy_kernel(const std::string& name) {
-  std::string l = name;
-  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::string l = lowercase(name);
   return l.find("copy") != std::string::npos || l.find("concat") != std::string::npos ||
          l.find("catarray") != std::string::npos || l.rfind("memcpy", 0) == 0;
 }
@@ -68,9 +72,12 @@ bool has_any(const std::string& s, std::initializer_list<const char*> parts) {
 
 }  // namespace
 
+bool finishing_kernel(const std::string& name) {
+  return has_any(lowercase(name), {"splitkreduce", "lean_reduction", "combine"});
+}
+
 KernelClass kernel_class(const std::string& name) {
-  std::string l = name;
-  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::string l = lowercase(name);
   // Inductor's Triton kernels name the ops they fused ("triton_poi_fused__scaled_dot_product_
   // cudnn_attention_add_arange..." prepares a mask): their kind is in the prefix. poi: pointwise;
   // per, red: reductions (a layer norm when they fused one); tem: a matmul template.

@@ -11,6 +11,8 @@ std::string demangle_kernel(const std::string& name);
 // arguments: "at::native::vectorized_elementwise_kernel<4, FillFunctor<float>, array<char*, 1ul>
 // >".
 std::string short_kernel_name(const std::string& demangled);
+// The name in lower case (ASCII), for matching kernel and module names.
+std::string lowercase(std::string s);
 // Kernels and memcpys that only move data (cat, copy_, contiguous, memcpy).
 bool is_copy_kernel(const std::string& name);
 
@@ -28,6 +30,9 @@ enum class KernelClass {
   other
 };
 KernelClass kernel_class(const std::string& name);
+// The second kernel one library call launches itself: cuBLASLt's split-K reduction, an
+// attention's split-KV combine or cuDNN's lean reduction.
+bool finishing_kernel(const std::string& name);
 const char* kernel_class_name(KernelClass k);
 
 }  // namespace rooflens::profiler

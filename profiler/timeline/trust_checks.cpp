@@ -27,11 +27,6 @@ namespace {
 constexpr double kMatrixFarLess = 1.0 / 3;
 constexpr double kMatrixFarMore = 6;
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
 std::string erase_all(std::string s, const std::string& part) {
   for (size_t p; (p = s.find(part)) != std::string::npos;) s.erase(p, part.size());
   return s;
@@ -44,7 +39,7 @@ struct PrecisionSeen {
 // The 16- and 19-bit float types a kernel's name states: "tf32"; "bf16"/"bfloat16"; "fp16", "f16"
 // (cuDNN, CUTLASS), "half" (c10::Half, __half), "h1688"/"h16816"/"hgemm" (tensor-core fp16 GEMMs).
 PrecisionSeen precision_of(const std::string& name) {
-  std::string l = lower(name);
+  std::string l = lowercase(name);
   PrecisionSeen p;
   p.tf32 = l.find("tf32") != std::string::npos;
   p.bf16 = l.find("bf16") != std::string::npos || l.find("bfloat16") != std::string::npos;
