@@ -28,18 +28,16 @@ const EagerHostCosts* host_costs(const Device& d) {
   return d.eager_host && d.eager_host->inference_measured() ? &*d.eager_host : nullptr;
 }
 
-// One forward (prefill) or decode step through the host queue; `analysis` receives its analysis.
-RuntimeStep run_step(const TransformerConfig& c, TransformerOptions o, Workload w, RuntimeMode mode,
-                     Analysis& analysis) {
-  o.workload = w;
-  Graph g;
-  analysis = analyze_transformer(c, o, &g);
-  const Device& device = analysis.device;
+// One forward (prefill) or decode step of lowering `l` (its graph `g`, analysis `a`) through the
+// host queue.
+RuntimeStep queue_step(const TransformerConfig& c, const LoweringOptions& l, const Graph& g,
+                       const Analysis& a, Workload w, RuntimeMode mode) {
+  const Device& device = a.device;
   training::KvAppend kv = w != Workload::decode        ? training::KvAppend::none
                           : mode == RuntimeMode::eager ? training::KvAppend::dynamic
                                                        : training::KvAppend::fixed;
   std::vector<std::vector<double>> kernels =
-      training::eager_forward_kernels(c, o.lowering, g, analysis, device, kv);
+      training::eager_forward_kernels(c, l, g, a, device, kv);
   const EagerHostCosts* h = mode == RuntimeMode::eager ? host_costs(device) : nullptr;
   double per_kernel = 0;
   HostQueue q;
@@ -58,17 +56,26 @@ RuntimeStep run_step(const TransformerConfig& c, TransformerOptions o, Workload 
   return s;
 }
 
+// A prefill or decode step lowered and analyzed, then queued; `analysis` receives its analysis.
+RuntimeStep run_step(const TransformerConfig& c, TransformerOptions o, Workload w, RuntimeMode mode,
+                     Analysis& analysis) {
+  o.workload = w;
+  Graph g;
+  analysis = analyze_transformer(c, o, &g);
+  return queue_step(c, o.lowering, g, analysis, w, mode);
+}
+
 // generate(): the prompt's prefill, then a decode step per new token after the first. A decode
 // step's GPU time grows with the context (the sweep's per-step times); in a host-bound step that
 // growth first fills the time the GPU waited on the host.
 void generate(const TransformerConfig& c, const TransformerOptions& o, RuntimeMode mode,
-              const Analysis& whole, RuntimeSummary& r) {
-  TransformerOptions po = o;
-  po.lowering.seq = o.prompt;
-  Analysis prefill_analysis, decode_analysis;
-  r.prefill = run_step(c, po, Workload::prefill, mode, prefill_analysis);
+              const Analysis& whole, const Graph& prompt_graph, RuntimeSummary& r) {
+  LoweringOptions prompt = o.lowering;  // the whole analysis's main graph: the prompt's prefill
+  prompt.seq = o.prompt;
+  r.prefill = queue_step(c, prompt, prompt_graph, whole, Workload::prefill, mode);
   TransformerOptions dopt = o;
   dopt.lowering.context = o.prompt;
+  Analysis decode_analysis;
   r.step = run_step(c, dopt, Workload::decode, mode, decode_analysis);
   const GenerationSweep& sweep = *whole.transformer->generation;
   r.gen = sweep.gen;
@@ -92,8 +99,9 @@ Analysis analyze_runtime(const TransformerConfig& c, const TransformerOptions& o
   r->workload = std::string(workload_name(o.workload));
   Analysis a;
   if (o.workload == Workload::generate) {
-    a = analyze_transformer(c, o);
-    generate(c, o, mode, a, *r);
+    Graph prompt_graph;
+    a = analyze_transformer(c, o, &prompt_graph);
+    generate(c, o, mode, a, prompt_graph, *r);
   } else {
     r->step = run_step(c, o, o.workload, mode, a);
   }
