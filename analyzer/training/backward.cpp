@@ -28,11 +28,7 @@ void cost_rows(const StepContext& s, const Device& device, const SavedActivation
     const EagerKernels& k = eager[i];
     const TrainingRule* rule = training_rule(s.graph.nodes[i].op_type);
     NodeKernels node{s, device, i, n, c, k, r, n.precision, {}, {}};
-    if (rule && rule->forward)
-      rule->forward(node);
-    else
-      default_forward(node);
-    for (const Pass& p : k.forward) node.forward.add(pass_cost(p), Precision::fp32, device);
+    forward_kernels(node, rule);
     for (const Pass& p : k.backward) node.back.add(pass_cost(p), Precision::fp32, device);
     r.forward_s = node.forward.seconds;
     r.forward_flops = c.flops;

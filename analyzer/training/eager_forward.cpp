@@ -54,11 +54,7 @@ std::vector<std::vector<double>> eager_forward_kernels(const TransformerConfig& 
         out[i].push_back(place_on_roofline(pass_cost(p), Precision::fp32, device).predicted);
     const TrainingRule* rule = training_rule(g.nodes[i].op_type);
     NodeKernels node{s, device, i, n, n.cost, eager[i], row, n.precision, {}, {}};
-    if (rule && rule->forward)
-      rule->forward(node);
-    else
-      default_forward(node);
-    for (const Pass& p : eager[i].forward) node.forward.add(pass_cost(p), Precision::fp32, device);
+    forward_kernels(node, rule);
     for (const Launch& k : node.forward.launches) out[i].push_back(k.gpu_s);
   }
   return out;

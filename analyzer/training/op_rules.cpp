@@ -117,6 +117,14 @@ void default_forward(NodeKernels& k) {
   if (!k.eager.replaces) k.forward.add(k.cost, k.precision, k.device);
 }
 
+void forward_kernels(NodeKernels& k, const TrainingRule* rule) {
+  if (rule && rule->forward)
+    rule->forward(k);
+  else
+    default_forward(k);
+  for (const Pass& p : k.eager.forward) k.forward.add(pass_cost(p), Precision::fp32, k.device);
+}
+
 // A collective's backward is the input gradient's collective; a memory-bound op's reads the
 // output's gradient and what it saved and writes the inputs' gradients.
 void default_backward(NodeKernels& k) {

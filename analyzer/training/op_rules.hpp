@@ -169,6 +169,9 @@ void default_saves(SaveContext& c, std::vector<SavedItem>& items);  // the gener
 void saves_nothing(SaveContext& c, std::vector<SavedItem>& items);
 void default_forward(NodeKernels& k);
 void default_backward(NodeKernels& k);
+// A node's forward kernels in issue order: its rule's (or the default), then the eager
+// element-wise kernels HF's code adds (k.eager.forward). What training and inference both run.
+void forward_kernels(NodeKernels& k, const TrainingRule* rule);
 
 // Shared by the rules: one eager element-wise kernel on the roofline; a memory-bound op's
 // backward (reads the output's gradient and the saved inputs, writes the inputs' gradients).
