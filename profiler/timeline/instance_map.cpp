@@ -321,6 +321,8 @@ CallTree call_tree(const std::vector<const NvtxRange*>& module_ranges) {
   for (const NvtxRange* r : module_ranges) by_thread[{r->pid, r->tid}].push_back(r);
   CallTree t;
   std::set<std::string> seen_root;
+  // Per instance, its first call that has children: the call its `children` list.
+  std::map<std::string, const NvtxRange*> listed;
   for (auto& [thread, ranges] : by_thread) {
     std::stable_sort(ranges.begin(), ranges.end(), [](auto* x, auto* y) {
       return x->start_ns != y->start_ns ? x->start_ns < y->start_ns : x->end_ns > y->end_ns;
@@ -343,12 +345,8 @@ CallTree call_tree(const std::vector<const NvtxRange*>& module_ranges) {
         k = static_cast<int>(std::count_if(calls.begin(), calls.end(),
                                            [&](const Call& c) { return c.instance == r->name; }));
         calls.push_back({r->name, k});
-        CallNode& parent = t.calls[stack.back()->name];
-        // The children of the parent's first call with children, as they come.
-        if (parent.children.size() + 1 == calls.size() &&
-            std::equal(parent.children.begin(), parent.children.end(), calls.begin(),
-                       [](const Call& x, const Call& y) { return !(x < y) && !(y < x); }))
-          parent.children.push_back(calls.back());
+        if (listed.try_emplace(stack.back()->name, stack.back()).first->second == stack.back())
+          t.calls[stack.back()->name].children.push_back(calls.back());
       }
       t.call_index[r] = k;
       stack.push_back(r);
