@@ -336,9 +336,11 @@ void add_model_options(CLI::App& cmd, ModelArgs& args) {
                  "config, MoE: expert-parallel GPUs (experts spread, attention data-parallel)")
       ->capture_default_str();
   cmd.add_option("--if-branch", args.if_branch,
-                 "ONNX: the branch of an If whose condition is not a constant (then|else)");
+                 "ONNX: the branch of an If whose condition is not a constant (then|else; default: "
+                 "the costlier)");
   cmd.add_option("--loop-trips", args.loop_trips,
-                 "ONNX: iterations of a Loop whose trip count is not a constant");
+                 "ONNX: iterations of a Loop whose trip count is not a constant, or of a Scan "
+                 "whose length the file does not state");
   cmd.add_option("--part", args.part,
                  "multimodal config: text (the language model) or vision (the vision tower)")
       ->capture_default_str();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "analyzer/analysis/if_branches.hpp"
 #include "analyzer/analysis/qdq_fusion.hpp"
 #include "analyzer/core/checked.hpp"
 #include "analyzer/core/errors.hpp"
@@ -393,7 +394,8 @@ Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* infer
 Analysis analyze_onnx(const std::string& path, const LoadOptions& load,
                       const AnalysisOptions& options, Graph* inferred) {
   resolve_device(options);  // a bad --device fails before the model is read
-  return analyze_graph(load_onnx(path, load), options, inferred);
+  return analyze_graph(load_onnx(path, choose_costlier_branches(path, load, options)), options,
+                       inferred);
 }
 
 }  // namespace rooflens

@@ -1,7 +1,8 @@
 #pragma once
-// Control flow resolved when the graph is loaded: an If's branch (a constant condition, else
-// --if-branch) and a Loop's body once per iteration (a constant trip count, else --loop-trips)
-// spliced into the graph as plain nodes, so the rules cost the work that runs. docs/ops.md.
+// Control flow resolved when the graph is loaded: an If's branch (a constant condition, else the
+// branch chosen for it, else --if-branch), a Loop's body once per iteration (a constant trip
+// count, else --loop-trips) and a Scan's once per step of its scanned axis, spliced into the graph
+// as plain nodes, so the rules cost the work that runs. docs/ops.md.
 #include <onnx/onnx_pb.h>
 
 #include <functional>
@@ -23,13 +24,16 @@ struct SpliceTarget {
       add_node;
   std::function<void(const onnx::TensorProto&)> add_initializer;
   std::function<std::optional<Value>(const std::string&)> constant_of;
+  // An outer tensor's dims when the file states them all (a graph input, an initializer, or
+  // value_info), else nullopt.
+  std::function<std::optional<Shape>(const std::string&)> shape_of;
   std::function<void(std::string)> note;
   std::string path;  // the model file, for messages
 };
 
 using NameMap = std::function<std::string(const std::string&)>;
 
-// Splices an If or Loop in and returns true; false when its branch or trip count is not known
+// Splices an If, Loop or Scan in and returns true; false when its branch or length is not known
 // (the node then stays one node, not costed). InputError when unrolling passes the node limit.
 bool splice_control_flow(const SpliceTarget& target, const LoadOptions& options,
                          const onnx::NodeProto& node, const std::string& node_name,

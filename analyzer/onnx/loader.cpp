@@ -217,6 +217,7 @@ class Converter {
       throw InputError(
           fmt::format("{}: sparse initializer '{}' is not supported", path_, s.values().name()));
     for (const auto& in : graph.input()) add_input(in);
+    for (const auto& vi : graph.value_info()) add_value_info(vi);
     if (!unbound_.empty()) throw UnboundDimsError(unbound_dims_message(path_, unbound_, dim0_));
     check_batch();
     check_bindings();
@@ -396,13 +397,15 @@ class Converter {
       return;
     }
     if (domain.empty() && depth < kMaxFunctionDepth &&
-        (np.op_type() == "If" || np.op_type() == "Loop")) {
+        (np.op_type() == "If" || np.op_type() == "Loop" || np.op_type() == "Scan")) {
       SpliceTarget target{
           [&](const onnx::NodeProto& node, const std::string& p,
               const std::map<std::string, std::string>& r, int d) { add_node(node, p, r, d); },
           [&](const onnx::TensorProto& init) { add_initializer(init, std::nullopt); },
           [&](const std::string& name) { return constant_of(name); },
-          [&](std::string note) { g_.notes.push_back(std::move(note)); }, path_};
+          [&](const std::string& name) { return stated_shape(name); },
+          [&](std::string note) { g_.notes.push_back(std::move(note)); },
+          path_};
       if (splice_control_flow(target, opts_, np, node_name, map_name, depth)) return;
     }
     if (!g_.opsets.count(domain))
@@ -479,6 +482,35 @@ class Converter {
       if (!g_.opsets.count(o.domain())) g_.opsets[o.domain()] = o.version();
     for (const auto& body : f.node()) add_node(body, prefix, rename, depth + 1);
     call_attrs_ = saved;
+  }
+
+  // value_info's dims where every one is known (a number, or a name --dim binds): what a Scan's
+  // length is read from when its input is computed. Only the splicer reads them.
+  void add_value_info(const onnx::ValueInfoProto& vi) {
+    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+    const auto& shape = vi.type().tensor_type().shape();
+    if (shape.dim_size() > limits::kMaxRank) return;
+    Shape s;
+    for (const auto& d : shape.dim()) {
+      int64_t v = -1;
+      if (d.has_dim_value()) {
+        v = d.dim_value();
+      } else if (d.has_dim_param()) {
+        auto it = opts_.dims.find(d.dim_param());
+        if (it != opts_.dims.end()) v = it->second;
+      }
+      if (v <= 0 || v > limits::kMaxDim) return;
+      s.push_back(v);
+    }
+    stated_shapes_[vi.name()] = std::move(s);
+  }
+
+  std::optional<Shape> stated_shape(const std::string& name) const {
+    int t = name.empty() ? -1 : g_.find(name);
+    if (t >= 0 && g_.tensors[t].producer < 0 && g_.tensors[t].shape) return g_.tensors[t].shape;
+    auto it = stated_shapes_.find(name);
+    if (it != stated_shapes_.end()) return it->second;
+    return std::nullopt;
   }
 
   // The known contents of an outer tensor (an initializer or a folded constant), else nullopt.
@@ -558,6 +590,7 @@ class Converter {
       leading_;  // --batch: input, its dim 0 as in the file
   std::map<std::string, const onnx::FunctionProto*> functions_;
   std::map<std::string, Attribute> call_attrs_;
+  std::map<std::string, Shape> stated_shapes_;  // value_info with every dim known
   int counter_ = 0;
 };
 

@@ -33,6 +33,8 @@ InferenceResult infer_shapes(Graph& g, const RuleRegistry& rules, const ForeignS
                               "then|else picks the branch"
           : n.op_type == "Loop"
               ? "control flow: the trip count is not a constant; --loop-trips N sets it"
+          : n.op_type == "Scan"
+              ? "control flow: the file does not state the scanned length; --loop-trips N sets it"
               : "control flow with a subgraph is not resolved";
     } else if (rule && rule->infer) {
       InferContext ctx(g, n);

@@ -6,6 +6,11 @@ with onnx.helper into tests/data/onnx/control_flow/. Each is a few hundred bytes
   loop_const.onnx  Loop M=3 (an initializer): h = tanh(h @ W) ([4,8] @ [8,8], W from the outer
                    scope), the last h and the stacked per-iteration h ([3,4,8]) as outputs
   loop_dynamic.onnx the same Loop with M a graph input (needs --loop-trips)
+  scan_input.onnx  Scan over x [5,4,8] (a graph input) on axis 0: h = tanh(h @ W + x_t), h [4,8];
+                   the last h and the stacked h ([5,4,8]) as outputs
+  scan_reverse.onnx the same body over x [4,5,8] on axis 1, backwards, h stacked on axis 1
+  scan_computed.onnx the Scan over relu(x): its length is not stated (needs --loop-trips)
+  scan_value_info.onnx the same with relu(x)'s shape in value_info ([5,4,8])
 
 Run: python scripts/gpu/make_control_flow_models.py   (needs the onnx package)
 """
@@ -64,10 +69,43 @@ def loop_model(trips_constant):
     return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
 
 
+def scan_model(name, axis=0, reverse=False, computed=False, value_info=False):
+    body = h.make_graph(
+        [h.make_node("MatMul", ["h_in", "W"], ["m"], name="body_matmul"),
+         h.make_node("Add", ["m", "x_t"], ["a"], name="body_add"),
+         h.make_node("Tanh", ["a"], ["h_out"], name="body_tanh"),
+         h.make_node("Identity", ["h_out"], ["scan_out"], name="body_scan")],
+        "body",
+        [h.make_tensor_value_info("h_in", T.FLOAT, [4, 8]), h.make_tensor_value_info("x_t", T.FLOAT, [4, 8])],
+        [h.make_tensor_value_info("h_out", T.FLOAT, [4, 8]), h.make_tensor_value_info("scan_out", T.FLOAT, [4, 8])])
+    x_shape = [5, 4, 8] if axis == 0 else [4, 5, 8]
+    scanned = "x"
+    nodes = []
+    if computed:
+        nodes.append(h.make_node("Relu", ["x"], ["rx"], name="relu"))
+        scanned = "rx"
+    attrs = dict(num_scan_inputs=1, body=body)
+    if axis:
+        attrs.update(scan_input_axes=[axis], scan_output_axes=[axis])
+    if reverse:
+        attrs.update(scan_input_directions=[1], scan_output_directions=[1])
+    nodes.append(h.make_node("Scan", ["h0", scanned], ["h_last", "h_all"], name="steps", **attrs))
+    inputs = [h.make_tensor_value_info("h0", T.FLOAT, [4, 8]), h.make_tensor_value_info("x", T.FLOAT, x_shape)]
+    outputs = [h.make_tensor_value_info("h_last", T.FLOAT, [4, 8]), h.make_tensor_value_info("h_all", T.FLOAT, x_shape)]
+    g = h.make_graph(nodes, name, inputs, outputs, [weight("W", 8, 8)])
+    if value_info:
+        g.value_info.append(h.make_tensor_value_info("rx", T.FLOAT, x_shape))
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for name, model in {"if_dynamic": if_model(False), "if_const": if_model(True),
-                        "loop_const": loop_model(True), "loop_dynamic": loop_model(False)}.items():
+                        "loop_const": loop_model(True), "loop_dynamic": loop_model(False),
+                        "scan_input": scan_model("scan_input"),
+                        "scan_reverse": scan_model("scan_reverse", axis=1, reverse=True),
+                        "scan_computed": scan_model("scan_computed", computed=True),
+                        "scan_value_info": scan_model("scan_value_info", computed=True, value_info=True)}.items():
         onnx.checker.check_model(model, full_check=True)
         onnx.save(model, os.path.join(OUT, name + ".onnx"))
         print(name, os.path.getsize(os.path.join(OUT, name + ".onnx")), "bytes")

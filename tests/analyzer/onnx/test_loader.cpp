@@ -65,28 +65,40 @@ TEST_CASE("an op without a rule still passes on its shape through the ONNX libra
   CHECK(node_named(a, "y").cost.flops == 96);
 }
 
-TEST_CASE("control flow with subgraphs is listed - not costed", "[loader]") {
-  ModelBuilder b;
-  b.input("c", DType::boolean, {}).input("x", DType::f32, {4});
-  b.node("If", {"c"}, {"y"});
-  auto* node = b.proto().mutable_graph()->mutable_node(0);
-  for (const char* branch : {"then_branch", "else_branch"}) {
-    auto* a = node->add_attribute();
-    a->set_name(branch);
-    a->set_type(onnx::AttributeProto::GRAPH);
-    auto* g = a->mutable_g();
-    g->set_name(branch);
-    auto* n = g->add_node();
-    n->set_op_type("Identity");
-    n->add_input("x");
-    n->add_output(std::string(branch) + "_out");
-    g->add_output()->set_name(std::string(branch) + "_out");
-  }
-  b.output("y");
-  Analysis a = analyze_model(b);
-  CHECK(node_named(a, "y").status == NodeStatus::not_costed);
-  CHECK(node_named(a, "y").reason.find("control flow") != std::string::npos);
-  CHECK(a.coverage.line() == "0/1 nodes costed; not costed: If x1");
+TEST_CASE(
+    "control flow with subgraphs: an If of equal branches takes then and an unresolved Scan is "
+    "listed - not costed",
+    "[loader]") {
+  auto with_subgraphs = [](const char* op, std::vector<const char*> attrs) {
+    ModelBuilder b;
+    b.input("c", DType::boolean, {}).input("x", DType::f32, {4});
+    b.node(op, {"c"}, {"y"});
+    auto* node = b.proto().mutable_graph()->mutable_node(0);
+    for (const char* name : attrs) {
+      auto* a = node->add_attribute();
+      a->set_name(name);
+      a->set_type(onnx::AttributeProto::GRAPH);
+      auto* g = a->mutable_g();
+      g->set_name(name);
+      auto* n = g->add_node();
+      n->set_op_type("Relu");
+      n->set_name("relu");
+      n->add_input("x");
+      n->add_output(std::string(name) + "_out");
+      g->add_output()->set_name(std::string(name) + "_out");
+    }
+    b.output("y");
+    return analyze_model(b);
+  };
+  // Both branches cost the same: the tie goes to then.
+  Analysis a = with_subgraphs("If", {"then_branch", "else_branch"});
+  CHECK(a.coverage.line() == "1/1 nodes costed; every node costed");
+  CHECK(a.nodes.at(0).name.find("/then/relu") != std::string::npos);
+  // A Scan without num_scan_inputs is not spliced: one node, not costed, never a zero.
+  Analysis s = with_subgraphs("Scan", {"body"});
+  CHECK(node_named(s, "y").status == NodeStatus::not_costed);
+  CHECK(node_named(s, "y").reason.find("control flow") != std::string::npos);
+  CHECK(s.coverage.line() == "0/1 nodes costed; not costed: Scan x1");
 }
 
 TEST_CASE("model-local functions are inlined", "[loader]") {

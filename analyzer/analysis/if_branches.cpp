@@ -1,0 +1,85 @@
+#include "analyzer/analysis/if_branches.hpp"
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <vector>
+
+#include "analyzer/core/errors.hpp"
+#include "analyzer/core/limits.hpp"
+#include "analyzer/onnx/loader.hpp"
+
+namespace rooflens {
+namespace {
+
+// The Ifs the loader could not resolve: still one node, with their branches as attributes.
+std::vector<std::string> open_ifs(const Graph& g) {
+  std::vector<std::string> names;
+  for (const Node& n : g.nodes)
+    if (n.op_type == "If" && n.domain.empty()) names.push_back(n.name);
+  return names;
+}
+
+struct BranchCost {
+  double seconds = 0;
+  int64_t flops = 0;
+};
+
+// What the nodes spliced in from one branch (named "<if>/then/...") predict.
+BranchCost branch_cost(const Analysis& a, const std::string& prefix) {
+  BranchCost c;
+  for (const NodeResult& n : a.nodes)
+    if (n.name.compare(0, prefix.size(), prefix) == 0 && n.status == NodeStatus::costed) {
+      c.seconds += n.roof.predicted;
+      c.flops += n.cost.flops;
+    }
+  return c;
+}
+
+std::string us(double s) {
+  return fmt::format("{:.3g} us", s * 1e6);
+}
+
+}  // namespace
+
+LoadOptions choose_costlier_branches(const std::string& path, const LoadOptions& load,
+                                     const AnalysisOptions& options) {
+  if (load.if_branch) return load;
+  LoadOptions chosen = load;
+  for (int level = 0; level < limits::kMaxFunctionDepth; ++level) {
+    std::vector<std::string> open = open_ifs(load_onnx(path, chosen));
+    if (open.empty()) break;
+    LoadOptions then = chosen, other = chosen;
+    then.if_branch = IfBranch::then_branch;
+    other.if_branch = IfBranch::else_branch;
+    // A branch that cannot be analyzed (its shapes do not fit the inputs given) is not taken.
+    auto analyzed = [&](const LoadOptions& l) -> std::optional<Analysis> {
+      try {
+        return analyze_graph(load_onnx(path, l), options);
+      } catch (const InputError&) {
+        return std::nullopt;
+      }
+    };
+    std::optional<Analysis> t = analyzed(then), e = analyzed(other);
+    if (!t && !e) break;  // the Ifs stay open: not costed, and the report says so
+    for (const std::string& name : open) {
+      std::string why;
+      bool take_else;
+      if (t && e) {
+        BranchCost ct = branch_cost(*t, name + "/then/"), ce = branch_cost(*e, name + "/else/");
+        take_else = ce.seconds > ct.seconds || (ce.seconds == ct.seconds && ce.flops > ct.flops);
+        why = fmt::format("the costlier: then {}, else {}; --if-branch names one", us(ct.seconds),
+                          us(ce.seconds));
+      } else {
+        take_else = !t;
+        why = fmt::format("the {} branch does not fit the inputs; --if-branch names one",
+                          take_else ? "then" : "else");
+      }
+      chosen.if_choices[name] =
+          IfChoice{take_else ? IfBranch::else_branch : IfBranch::then_branch, why};
+    }
+  }
+  return chosen;
+}
+
+}  // namespace rooflens
