@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <set>
 
-#include "analyzer/analysis/if_branches.hpp"
 #include "analyzer/analysis/qdq_fusion.hpp"
 #include "analyzer/core/checked.hpp"
 #include "analyzer/core/errors.hpp"
@@ -107,7 +106,7 @@ std::string_view status_name(NodeStatus s) {
 std::string Coverage::line() const {
   std::string s = fmt::format("{}/{} nodes costed", costed + folded + fused, total);
   if (folded) s += fmt::format(" ({} folded before the run)", folded);
-  if (fused) s += fmt::format(" ({} quantize/dequantize fused into int8 kernels)", fused);
+  if (fused) s += fmt::format(" ({} quantize/dequantize fused into quantized kernels)", fused);
   if (missing.empty()) return s + "; every node costed";
   std::vector<std::pair<std::string, int>> items(missing.begin(), missing.end());
   std::sort(items.begin(), items.end(), [](auto& a, auto& b) {
@@ -235,9 +234,9 @@ class GraphAnalysis {
     if (rule) r.family = rule->family;
     is_view_[i] = rule && rule->family == OpFamily::view;
     r.precision = node_precision(g_, n, opt_.precision);
-    if (qdq_.int8_compute[i]) {
-      r.precision = Precision::int8;  // QDQ around it: the int8 kernel a runtime runs
-      ++int8_kernels_;
+    if (qdq_.quantized[i]) {
+      r.precision = *qdq_.quantized[i];  // QDQ around it: the int8/fp8 kernel a runtime runs
+      ++quantized_kernels_[{*qdq_.quantized[i], qdq_.tensor_kernel[i]}];
     } else if (rule) {
       Precision p = math_precision(r.precision, rule->family == OpFamily::conv,
                                    rule->family == OpFamily::gemm, opt_.math,
@@ -261,8 +260,8 @@ class GraphAnalysis {
     } else {
       CostContext ctx(g_, n, storage_);
       r.cost = rule->cost(ctx);
-      if (qdq_.int8_compute[i]) {
-        QdqBytes b = int8_bytes(g_, n, qdq_, [&](const Tensor& t) { return ctx.bytes_of(t); });
+      if (qdq_.quantized[i]) {
+        QdqBytes b = quantized_bytes(g_, n, qdq_, [&](const Tensor& t) { return ctx.bytes_of(t); });
         r.cost.read_act = b.read_act;
         r.cost.read_weight = b.read_weight;
         r.cost.written = b.written;
@@ -346,9 +345,15 @@ class GraphAnalysis {
   // The math mode's note, the memory plan, the summaries sorted by time.
   void finish() {
     a_.math = opt_.math;
-    if (int8_kernels_ > 0)
-      a_.dtype_label +=
-          fmt::format("; {} Conv/MatMul/Gemm in QDQ run as int8 kernels", int8_kernels_);
+    for (Precision p : {Precision::int8, Precision::fp8}) {
+      int tensor = quantized_kernels_[{p, true}], other = quantized_kernels_[{p, false}];
+      std::vector<std::string> parts;
+      if (tensor) parts.push_back(fmt::format("{} Conv/MatMul/Gemm", tensor));
+      if (other) parts.push_back(fmt::format("{} other op{}", other, other == 1 ? "" : "s"));
+      if (!parts.empty())
+        a_.dtype_label += fmt::format("; {} in QDQ run as {} kernels", fmt::join(parts, " and "),
+                                      precision_name(p));
+    }
     if (a_.tf32_nodes > 0)
       a_.dtype_label += fmt::format(
           "; {} fp32 {} on TF32 (--math {}{})", a_.tf32_nodes,
@@ -375,7 +380,8 @@ class GraphAnalysis {
   std::optional<DType> storage_;
   std::vector<std::vector<int>> origins_;
   QdqFusion qdq_;
-  int int8_kernels_ = 0;
+  // Nodes run on quantized tensors, by precision and whether on the tensor roof (QDQ).
+  std::map<std::pair<Precision, bool>, int> quantized_kernels_;
   std::set<int> buffers_;
   std::vector<bool> claimed_, is_view_;
   std::map<std::string, OpTypeSummary> by_op_;
@@ -389,13 +395,6 @@ Analysis analyze_graph_unnamed(Graph g, const AnalysisOptions& opt, Graph* infer
   Analysis a = GraphAnalysis(g, opt).run();
   if (inferred) *inferred = std::move(g);
   return a;
-}
-
-Analysis analyze_onnx(const std::string& path, const LoadOptions& load,
-                      const AnalysisOptions& options, Graph* inferred) {
-  resolve_device(options);  // a bad --device fails before the model is read
-  return analyze_graph(load_onnx(path, choose_costlier_branches(path, load, options)), options,
-                       inferred);
 }
 
 }  // namespace rooflens

@@ -152,6 +152,8 @@ std::string model_display_name(const std::string& path);
 
 // `inferred`, when given, receives the graph with every shape bound (for re-costing).
 Analysis analyze_graph(Graph graph, const AnalysisOptions& options, Graph* inferred = nullptr);
+// An ONNX file loaded and analyzed; an If whose condition is not a constant, with no
+// --if-branch, takes its costlier branch (analysis/onnx_file.cpp, docs/ops.md).
 Analysis analyze_onnx(const std::string& path, const LoadOptions& load,
                       const AnalysisOptions& options, Graph* inferred = nullptr);
 

@@ -60,7 +60,7 @@
   const C = R.coverage;
   const fused = C.fused || 0;  // Q/DQ inside an int8 kernel; absent from results saved before it
   card("coverage", `${C.costed + C.folded + fused}/${C.total} nodes`, `${C.costed} costed, ${C.folded} folded before the run` +
-    (fused ? `, ${fused} fused into int8 kernels` : "") +
+    (fused ? `, ${fused} fused into quantized kernels` : "") +
     (C.not_costed ? ` \u00b7 not costed: ${Object.entries(C.missing).map(([op, k]) => `${op} \u00d7${k}`).join(", ")}` : ""), C.not_costed > 0);
 
   // ---- roofline -------------------------------------------------------------------------------

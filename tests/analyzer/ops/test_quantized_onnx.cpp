@@ -3,6 +3,7 @@
 // quantize_dynamic, MatMulNBitsQuantizer, all from one float model: x [1,3,8,8] -> Conv 4x3x3x3 +
 // bias -> Relu -> Flatten [1,144] -> MatMul [144,32]). Expected figures by hand: the convolution
 // has 1 x 4 x 6 x 6 outputs of 3 x 3 x 3 MACs each (3,888 MACs), the GEMM 144 x 32 (4,608 MACs).
+// qdq_fp8 and qdq_residual are described at their tests.
 #include <catch2/catch.hpp>
 
 #include "model_builder.hpp"
@@ -112,4 +113,54 @@ TEST_CASE("QDQ: the Conv and MatMul between Q/DQ run as int8 kernels, their Q/DQ
     if (n.status == NodeStatus::fused) CHECK(n.reason.find("fused") == 0);
   }
   CHECK(kernels == 4);
+}
+
+TEST_CASE("QDQ in float8: the Conv and MatMul run as fp8 kernels with fp8 bytes",
+          "[rules][quantized]") {
+  // quantize_static with QFLOAT8E4M3FN activations and weights: QuantizeLinear writes e4m3fn.
+  Analysis a = analyze("qdq_fp8");
+  CHECK(a.coverage.not_costed == 0);
+  const NodeResult& conv = first_op(a, "Conv");
+  CHECK(conv.precision == Precision::fp8);
+  CHECK(conv.cost.macs == 3888);
+  // The e4m3 image (192 B) with its fp32 scale and e4m3 zero point (5 B); the e4m3 kernel (108 B)
+  // with its scale and zero point; the bias stays fp32 (4 x 4 B, a Cast of a float initializer).
+  CHECK(conv.cost.read_act == 192 + 5);
+  CHECK(conv.cost.read_weight == 108 + 5 + 16);
+  CHECK(conv.cost.written == 144);  // 4 x 6 x 6 e4m3
+  const NodeResult& fc = first_op(a, "MatMul");
+  CHECK(fc.precision == Precision::fp8);
+  CHECK(fc.cost.read_weight == 4608 + 5);
+  CHECK(fc.cost.written == 32);
+  CHECK(a.coverage.fused == 6);
+  CHECK(a.dtype_label.find("2 Conv/MatMul/Gemm in QDQ run as fp8 kernels") != std::string::npos);
+}
+
+TEST_CASE("QDQ around an Add and a MaxPool: both run on the int8 tensors, their Q/DQ fused",
+          "[rules][quantized]") {
+  // x [1,8,8,8] -> Conv 8x8x3x3 (pad 1) -> Relu (folded by the quantizer) -> Add x -> MaxPool 2x2
+  // -> Flatten [1,128] -> MatMul [128,32]; quantize_static QDQ, uint8 activations.
+  Analysis a = analyze("qdq_residual");
+  CHECK(a.coverage.not_costed == 0);
+  // The Add reads two uint8 [1,8,8,8] tensors (512 B each, with a 4 B scale and a 1 B zero point)
+  // and writes 512 B of uint8: QLinearAdd.
+  const NodeResult& add = first_op(a, "Add");
+  CHECK(add.precision == Precision::int8);
+  CHECK(add.cost.read_act == 2 * (512 + 5));
+  CHECK(add.cost.written == 512);
+  // The MaxPool reads the uint8 sum and writes 8 x 4 x 4 uint8.
+  const NodeResult& pool = first_op(a, "MaxPool");
+  CHECK(pool.precision == Precision::int8);
+  CHECK(pool.cost.read_act == 512 + 5);
+  CHECK(pool.cost.written == 128);
+  // The input's DQ is read by the Conv and the Add, both quantized: fused. Fused in all: x's DQ,
+  // the Q/DQ after the Conv, after the Add and after the MaxPool, the pair around the Flatten, and
+  // the MatMul's input DQ and output Q. Kernels left: x's Q, Conv, Add, MaxPool, MatMul, y's DQ.
+  CHECK(a.coverage.fused == 10);
+  int kernels = 0;
+  for (const NodeResult& n : a.nodes)
+    kernels += n.status == NodeStatus::costed && n.roof.predicted > 0;
+  CHECK(kernels == 6);
+  CHECK(a.dtype_label.find("2 Conv/MatMul/Gemm and 2 other ops in QDQ run as int8 kernels") !=
+        std::string::npos);
 }

@@ -1,10 +1,10 @@
-#include "analyzer/analysis/if_branches.hpp"
-
+// Loading and analyzing an ONNX file, with each open If's branch chosen by cost.
 #include <fmt/format.h>
 
 #include <optional>
 #include <vector>
 
+#include "analyzer/analysis/analysis.hpp"
 #include "analyzer/core/errors.hpp"
 #include "analyzer/core/limits.hpp"
 #include "analyzer/onnx/loader.hpp"
@@ -40,8 +40,9 @@ std::string us(double s) {
   return fmt::format("{:.3g} us", s * 1e6);
 }
 
-}  // namespace
-
+// `load` with `if_choices` naming, for every If the file leaves open, the branch whose nodes
+// predict the longer time (ties: more FLOPs, then the then branch). Nested Ifs are chosen a
+// level at a time. Returns `load` unchanged when --if-branch is given or no If is open.
 LoadOptions choose_costlier_branches(const std::string& path, const LoadOptions& load,
                                      const AnalysisOptions& options) {
   if (load.if_branch) return load;
@@ -80,6 +81,15 @@ LoadOptions choose_costlier_branches(const std::string& path, const LoadOptions&
     }
   }
   return chosen;
+}
+
+}  // namespace
+
+Analysis analyze_onnx(const std::string& path, const LoadOptions& load,
+                      const AnalysisOptions& options, Graph* inferred) {
+  resolve_device(options);  // a bad --device fails before the model is read
+  return analyze_graph(load_onnx(path, choose_costlier_branches(path, load, options)), options,
+                       inferred);
 }
 
 }  // namespace rooflens
