@@ -45,8 +45,9 @@ std::vector<std::vector<int>> weight_origins(const Graph& g, const std::vector<b
 }
 
 // Quantized exports keep learned weights as integer initializers (int8 kernels, int32 biases):
-// the weight inputs of the quantized ops are parameters, in their stored dtype. Scales and zero
-// points (even per-channel float ones) are not parameters.
+// the weight inputs of the quantized ops are parameters, in their stored dtype; packed 4-bit
+// weights count the values they hold. Scales and zero points (even per-channel float ones) are
+// not parameters.
 void mark_quantized_weights(Graph& g) {
   static const std::map<std::string, std::vector<size_t>> weight_inputs{{"QLinearConv", {3, 8}},
                                                                         {"QLinearMatMul", {3}},
@@ -60,7 +61,30 @@ void mark_quantized_weights(Graph& g) {
       {"MatMulInteger", {2, 3}},
       {"DequantizeLinear", {1, 2}},
       {"QuantizeLinear", {1, 2}}};
+  auto not_params = [&](const Node& n, std::initializer_list<size_t> inputs) {
+    for (size_t i : inputs)
+      if (int t = n.input(i); t >= 0 && g.tensors[t].producer < 0) g.tensors[t].is_param = false;
+  };
   for (const Node& n : g.nodes) {
+    if (n.domain == "com.microsoft") {
+      // 4-bit weights packed into bytes: the parameters are the values they hold.
+      bool nbits = n.op_type == "MatMulNBits", gather = n.op_type == "GatherBlockQuantized";
+      int t = n.input(nbits ? 1 : 0);
+      if ((nbits || gather) && t >= 0 && g.tensors[t].producer < 0 && g.tensors[t].shape &&
+          !g.tensors[t].shape->empty()) {
+        Tensor& w = g.tensors[t];
+        w.role = TensorRole::weight;
+        if (nbits) {
+          w.param_values = checked_mul(n.attr_int("N", 0), n.attr_int("K", 0), "MatMulNBits");
+        } else if (w.dtype == DType::u8) {
+          w.param_values =
+              checked_mul(w.elements(), 8 / std::max<int64_t>(1, n.attr_int("bits", 4)),
+                          "GatherBlockQuantized");
+        }
+        not_params(n, {2, 3});  // scales, zero points
+      }
+      continue;
+    }
     if (!n.domain.empty()) continue;
     if (auto it = weight_inputs.find(n.op_type); it != weight_inputs.end())
       for (size_t i : it->second) {
@@ -279,7 +303,8 @@ class GraphAnalysis {
       for (int o : origins_[t]) {
         if (claimed_[o]) continue;
         claimed_[o] = true;
-        if (!buffers_.count(o) && g_.tensors[o].is_param) r.params += g_.tensors[o].elements();
+        if (!buffers_.count(o) && g_.tensors[o].is_param)
+          r.params += g_.tensors[o].param_values.value_or(g_.tensors[o].elements());
       }
     }
     Totals& T = a_.totals;
@@ -324,7 +349,8 @@ class GraphAnalysis {
       const Tensor& x = g_.tensors[t];
       if (x.role == TensorRole::weight) {
         if (x.is_param)
-          (buffers_.count(static_cast<int>(t)) ? T.buffers : T.params) += x.elements();
+          (buffers_.count(static_cast<int>(t)) ? T.buffers : T.params) +=
+              x.param_values.value_or(x.elements());
         T.weight_bytes = checked_add(
             T.weight_bytes,
             storage_bytes(storage_ && is_float(x.dtype) ? *storage_ : x.dtype, x.elements()));

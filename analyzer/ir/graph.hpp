@@ -33,6 +33,8 @@ struct Tensor {
   bool is_static = false;
   bool external_data = false;  // initializer whose bytes live in a side file (never read)
   bool is_param = true;        // weights only: false for stored non-learnable tensors
+  // A packed weight's parameters where they are not its elements (MatMulNBits' uint8 blobs: N x K).
+  std::optional<int64_t> param_values;
   bool is_kv_cache = false;    // a KV cache input: reported as KV cache, not as activations
   int producer = -1;           // node index, -1 for inputs and initializers
   std::vector<int> consumers;  // node indices, in order, may repeat

@@ -6,6 +6,9 @@ quantization tools from one small float model built with onnx.helper:
   qdq.onnx        quantize_static, QuantFormat.QDQ (QuantizeLinear/DequantizeLinear pairs)
   dynamic.onnx    quantize_dynamic (DynamicQuantizeLinear, ConvInteger, MatMulInteger)
   nbits.onnx      MatMulNBitsQuantizer, 4 bits, block 32 (com.microsoft MatMulNBits)
+  nbits_gather.onnx  ids [2,5] -> Gather of an embedding [256,128] -> MatMul [128,64], both through
+                  MatMulNBitsQuantizer (4 bits, block 32, op_types_to_quantize Gather and MatMul):
+                  GatherBlockQuantized (int4 table) and MatMulNBits
   qdq_fp8.onnx    quantize_static, QuantFormat.QDQ, float8 e4m3fn activations and weights
   residual:  x [1,8,8,8] -> Conv (8 filters 3x3, pad 1, bias) -> Relu -> Add x -> MaxPool 2x2
              -> Flatten [1,128] -> MatMul [128,32]
@@ -50,6 +53,17 @@ def residual_model():
     return h.make_model(g, opset_imports=[h.make_opsetid("", 19)])
 
 
+def embedding_model():
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((256, 128)).astype(np.float32), "embed"),
+             numpy_helper.from_array(rng.standard_normal((128, 64)).astype(np.float32), "proj")]
+    nodes = [h.make_node("Gather", ["embed", "ids"], ["e"], name="embed_tokens"),
+             h.make_node("MatMul", ["e", "proj"], ["y"], name="proj")]
+    g = h.make_graph(nodes, "embedding", [h.make_tensor_value_info("ids", T.INT64, [2, 5])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [2, 5, 64])], inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 21)])
+
+
 class Images(CalibrationDataReader):
     def __init__(self, shape=(1, 3, 8, 8)):
         rng = np.random.default_rng(1)
@@ -71,6 +85,10 @@ def main():
     q = MatMulNBitsQuantizer(onnx.load(src), block_size=32, is_symmetric=True)
     q.process()
     onnx.save(q.model.model, os.path.join(OUT, "nbits.onnx"))
+    q = MatMulNBitsQuantizer(embedding_model(), block_size=32, is_symmetric=True,
+                             op_types_to_quantize=("MatMul", "Gather"), quant_axes=(("MatMul", 0), ("Gather", 1)))
+    q.process()
+    onnx.save(q.model.model, os.path.join(OUT, "nbits_gather.onnx"))
     fp8_src = os.path.join(OUT, "float19.onnx")
     m = float_model()
     m.opset_import[0].version = 19  # float8 QuantizeLinear needs opset 19

@@ -1,5 +1,6 @@
 // Quantized ONNX ops: QuantizeLinear / DequantizeLinear (QDQ), DynamicQuantizeLinear,
-// QLinearMatMul (QOperator) and com.microsoft MatMulNBits (int4 weight-only). Bytes come out in
+// QLinearMatMul (QOperator), com.microsoft MatMulNBits (int4 weight-only) and
+// GatherBlockQuantized (an int4 embedding table). Bytes come out in
 // the stored precision (int8/uint8/packed int4 inputs as they are); an 8-bit first input puts a
 // GEMM on the int8 tensor roof. ConvInteger and QLinearConv are in rules/conv.cpp.
 #include <fmt/format.h>
@@ -99,6 +100,50 @@ NodeCost cost_matmul_nbits(const CostContext& ctx) {
   return gemm_cost(ctx, k, cols, dequantize);
 }
 
+// GatherBlockQuantized(data, indices, scales, zero_points): rows of a weight stored in `bits`-bit
+// blocks of `block_size` along quantize_axis (int4/uint4, or two 4-bit values a uint8 along the
+// last axis), gathered along gather_axis and dequantized to the scales' dtype: a quantized
+// embedding table. Two FLOPs an output element (the scale and the zero point).
+int64_t values_per_stored_element(const Node& n, DType data) {
+  int64_t bits = n.attr_int("bits", 4);
+  return data == DType::u8 ? 8 / bits : 1;
+}
+
+void infer_gather_block_quantized(InferContext& ctx) {
+  const Node& n = ctx.node();
+  const Shape &data = ctx.shape(0), &indices = ctx.shape(1);
+  int64_t bits = n.attr_int("bits", 4);
+  if (bits != 4 && bits != 8) ctx.fail(fmt::format("bits is {}; expected 4 or 8", bits));
+  if (n.attr_int("block_size", 128) < 16)
+    ctx.fail(fmt::format("block_size {} is below 16", n.attr_int("block_size", 128)));
+  int64_t rank = static_cast<int64_t>(data.size());
+  if (rank < 1) ctx.fail("data must have rank >= 1");
+  int64_t g = ctx.axis(n.attr_int("gather_axis", 0), rank);
+  Shape unpacked = data;
+  unpacked.back() = checked_mul(unpacked.back(), values_per_stored_element(n, ctx.dtype(0)),
+                                "GatherBlockQuantized data");
+  Shape out(unpacked.begin(), unpacked.begin() + g);
+  out.insert(out.end(), indices.begin(), indices.end());
+  out.insert(out.end(), unpacked.begin() + g + 1, unpacked.end());
+  ctx.set_output(0, ctx.dtype(2), out);
+}
+
+NodeCost cost_gather_block_quantized(const CostContext& ctx) {
+  const Node& n = ctx.node();
+  int64_t out = ctx.out_elements(0), block = n.attr_int("block_size", 128);
+  NodeCost c;
+  c.flops = checked_mul(out, 2, "GatherBlockQuantized FLOPs");
+  // The gathered rows as stored, their blocks' scales and zero points, the indices.
+  ctx.read_input_part(c, 0, ceil_div(out, values_per_stored_element(n, ctx.input(0).dtype)));
+  ctx.read_input(c, 1);
+  ctx.read_input_part(c, 2, ceil_div(out, block));
+  if (ctx.has_input(3)) ctx.read_input_part(c, 3, ceil_div(out, block));
+  ctx.write_all_outputs(c);
+  c.parallel_tiles = elementwise_tiles(out);
+  c.kernel.memory = MemoryKernel::gather;
+  return c;
+}
+
 }  // namespace
 
 void register_quantized_rules(RuleRegistry& r) {
@@ -108,6 +153,8 @@ void register_quantized_rules(RuleRegistry& r) {
          cost_dynamic_quantize});
   r.add({"", "QLinearMatMul", OpFamily::gemm, infer_qlinear_matmul, cost_qlinear_matmul});
   r.add({"com.microsoft", "MatMulNBits", OpFamily::gemm, infer_matmul_nbits, cost_matmul_nbits});
+  r.add({"com.microsoft", "GatherBlockQuantized", OpFamily::data_movement,
+         infer_gather_block_quantized, cost_gather_block_quantized});
 }
 
 }  // namespace rooflens

@@ -164,3 +164,25 @@ TEST_CASE("QDQ around an Add and a MaxPool: both run on the int8 tensors, their 
   CHECK(a.dtype_label.find("2 Conv/MatMul/Gemm and 2 other ops in QDQ run as int8 kernels") !=
         std::string::npos);
 }
+
+TEST_CASE("MatMulNBits and GatherBlockQuantized: 4-bit weights counted as the values they hold",
+          "[rules][quantized]") {
+  // MatMulNBitsQuantizer over ids [2,5] -> Gather of an embedding [256,128] -> MatMul [128,64]
+  // (4 bits, block 32): GatherBlockQuantized reads an int4 [256,128] table, MatMulNBits a uint8
+  // [64, 4, 16] blob.
+  Analysis a = analyze("nbits_gather");
+  CHECK(a.coverage.not_costed == 0);
+  CHECK(a.totals.params == 256 * 128 + 128 * 64);  // the float model's; scales are not params
+  // The 10 gathered rows of 128 values: 1,280 int4 values (640 B) and their 40 fp32 block scales
+  // (160 B) read, the 80 B of int64 ids, 1,280 fp32 written; a multiply and a subtract each.
+  const NodeResult& g = first_op(a, "com.microsoft.GatherBlockQuantized");
+  CHECK(g.output_shapes.at(0) == "[2,5,128]");
+  CHECK(g.cost.flops == 2 * 1280);
+  CHECK(g.cost.read_weight == 640 + 160);
+  CHECK(g.cost.read_act == 80);
+  CHECK(g.cost.written == 1280 * 4);
+  // MatMulNBits: 2 x 10 x 128 x 64 FLOPs plus one dequantizing multiply a weight.
+  CHECK(first_op(a, "com.microsoft.MatMulNBits").cost.flops == 2 * 10 * 128 * 64 + 128 * 64);
+  // nbits.onnx's [144, 32] weight counts 4,608 parameters, not its 2,560 packed bytes.
+  CHECK(analyze("nbits").totals.params == 108 + 4 + 4608);
+}
