@@ -147,9 +147,11 @@ class DecodeSweep {
 };
 
 // Tokens a sequence has seen when the workload ends: the prompt, or the cache plus the new token.
-// An encoder-decoder's prefill ends with the decoder's first token (the source is the cross cache).
+// An encoder-decoder counts its decoder's tokens (the source is the cross cache): its prefill
+// ends with the first, a generation with --gen.
 int64_t sequence_tokens(const TransformerConfig& c, const TransformerOptions& o) {
   if (c.encdec && o.workload == Workload::prefill) return 1;
+  if (c.encdec && o.workload == Workload::generate) return o.gen;
   switch (o.workload) {
     case Workload::prefill:
       return o.lowering.seq;
@@ -273,20 +275,27 @@ void check_context(const TransformerConfig& c, const TransformerOptions& o,
 }
 
 // What the encoder-decoder phases cover, and a source longer than BART's learned table.
-void encoder_decoder_notes(const TransformerConfig& c, const LoweringOptions& lo,
-                           std::vector<std::string>& notes) {
+void encoder_decoder_notes(const TransformerConfig& c, const TransformerOptions& o,
+                           const LoweringOptions& lo, std::vector<std::string>& notes) {
   const EncoderDecoderSpec& e = *c.encdec;
   int64_t source = e.source_tokens(lo.seq);
   if (e.kind == EncoderDecoderKind::whisper)
     notes.push_back(
         fmt::format("Whisper's encoder takes {} mel frames ({} positions after its stride-2 "
-                    "convolution); --seq does not "
-                    "apply",
+                    "convolution); --seq and --prompt do not apply",
                     2 * source, source));
   if (e.kind == EncoderDecoderKind::bart && source > e.source_positions)
     notes.push_back(fmt::format(
         "{} source tokens exceed max_position_embeddings {} (learned table: costed as if longer)",
         source, e.source_positions));
+  if (o.workload == Workload::generate) {
+    notes.push_back(fmt::format(
+        "the encoder once over {} source tokens, then {} decoder tokens: the first with the "
+        "prefill (its cross-attention projects the encoder's K/V, cached), each next one over "
+        "the decoder tokens before it and the {} cached encoder K/V",
+        source, o.gen, source));
+    return;
+  }
   notes.push_back(lo.phase == Phase::prefill
                       ? fmt::format("encoder over {} source tokens, then the decoder's first token "
                                     "(its cross-attention projects the "
@@ -329,12 +338,6 @@ void check_transformer_options(const TransformerConfig& c, const TransformerOpti
     for (const std::string& w : c.warnings)
       if (w.find("not read") != std::string::npos)
         throw InputError(fmt::format("--strict: {}: {}", c.path, w));
-  if (c.encdec && o.workload == Workload::generate)
-    throw InputError(
-        fmt::format("{}: --phase generate is not modelled for an encoder-decoder ({}): use --phase "
-                    "prefill (encoder and the "
-                    "decoder's first token) and --phase decode (one decoder step)",
-                    c.path, c.model_type));
 }
 
 // The lowering of the workload's main graph: a generation's prompt as a prefill.
@@ -346,7 +349,8 @@ LoweringOptions main_lowering(const TransformerConfig& c, const TransformerOptio
     if (o.prompt <= 0 || o.gen <= 0)
       throw InputError(fmt::format("{}: --prompt and --gen must be positive", c.path));
     lo.phase = Phase::prefill;
-    lo.seq = o.prompt;
+    // The prompt is the encoder's source; Whisper's is fixed by its stem.
+    if (!c.encdec || c.encdec->kind != EncoderDecoderKind::whisper) lo.seq = o.prompt;
   } else {
     lo.phase = o.workload == Workload::prefill ? Phase::prefill : Phase::decode;
   }
@@ -395,9 +399,12 @@ int64_t model_size(const TransformerConfig& c, const TransformerOptions& o,
 int64_t generation_sweep(const TransformerConfig& c, const TransformerOptions& o,
                          const LoweringOptions& lo, const Lowered& main, const Device& device,
                          TransformerSummary& summary) {
+  // Tokens cached before the first decode step: the prompt, or an encoder-decoder's first decoder
+  // token (its source sits in the cross cache, the same for every step).
+  int64_t before = c.encdec ? 1 : o.prompt;
   LoweringOptions dl = lo;
   dl.phase = Phase::decode;
-  dl.context = o.prompt;
+  dl.context = before;
   Lowered step = lower_and_analyze(c, dl, o);
   GenerationSweep g;
   g.prompt = o.prompt;
@@ -406,7 +413,7 @@ int64_t generation_sweep(const TransformerConfig& c, const TransformerOptions& o
   DecodeSweep sweep(step, c, device);
   double decode_total = 0;
   for (int64_t i = 1; i < o.gen; ++i) {
-    double s = sweep.step_seconds(o.prompt + i - 1);
+    double s = sweep.step_seconds(before + i - 1);
     g.step_s.push_back(s);
     decode_total += s;
   }
@@ -429,7 +436,7 @@ Analysis analyze_transformer(const TransformerConfig& c, const TransformerOption
   LoweringOptions lo = main_lowering(c, o);
   std::vector<std::string> notes = c.warnings;
   check_context(c, o, notes);
-  if (c.encdec) encoder_decoder_notes(c, lo, notes);
+  if (c.encdec) encoder_decoder_notes(c, o, lo, notes);
   Lowered main = lower_and_analyze(c, lo, o);
   auto summary = std::make_shared<TransformerSummary>();
   summary->config = c;

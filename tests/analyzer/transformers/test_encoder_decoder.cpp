@@ -113,14 +113,30 @@ TEST_CASE("encoder-decoder phases: the encoder once at prefill, cross K/V projec
   CHECK(whisper.transformer->lowering.seq == 1500);  // 3000 mel frames halved; --seq does not apply
 }
 
-TEST_CASE("encoder-decoder: generate and a bad T5 config are refused with one line",
+TEST_CASE("encoder-decoder generate: the encoder once then a decoder step per token",
           "[transformer][encoder-decoder]") {
   TransformerOptions o;
   o.workload = Workload::generate;
-  o.prompt = 16;
-  o.gen = 4;
+  o.prompt = 64;
+  o.gen = 5;
+  o.lowering.weights = o.lowering.activations = o.lowering.kv = DType::bf16;
   TransformerConfig c = load_transformer_config(data_path("samples/configs/t5-small/config.json"));
-  CHECK_THROWS_AS(analyze_transformer(c, o), InputError);
+  Analysis g = analyze_transformer(c, o);
+  const GenerationSweep& s = *g.transformer->generation;
+  // The first token is the prefill's (encoder over the 64-token prompt); the steps after it
+  // attend to 1, 2, 3, 4 cached decoder tokens, each over the same 64 cross-cached source tokens.
+  CHECK(s.ttft_s == Approx(run("t5-small", Workload::prefill, 64).totals.predicted_s));
+  REQUIRE(s.step_s.size() == 4);
+  CHECK(s.step_s.front() == Approx(run("t5-small", Workload::decode, 64, 1).totals.predicted_s));
+  CHECK(s.step_s.back() == Approx(run("t5-small", Workload::decode, 64, 4).totals.predicted_s));
+  // The cache when the 5th token is out: 5 decoder tokens and 64 source tokens, each 2 (K, V) x
+  // 8 heads x 64 dims x 2 bytes = 2,048 B a token, in 6 layers.
+  CHECK(g.transformer->kv_bytes_per_sequence == 2048LL * 6 * (5 + 64));
+  CHECK(s.tokens_per_s == Approx(5.0 / s.total_s));
+}
+
+TEST_CASE("encoder-decoder: a bad T5 config is refused with one line",
+          "[transformer][encoder-decoder]") {
   CHECK_THROWS_WITH(parse_transformer_config(
                         R"({"model_type": "t5", "vocab_size": 100, "d_model": 64, "d_ff": 128,
       "num_heads": 4, "num_layers": 2, "d_kv": 16, "feed_forward_proj": "gated-gelu-x"})",
