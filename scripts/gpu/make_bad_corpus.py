@@ -78,6 +78,24 @@ for t in loop.graph.initializer:
     if t.name == "M":
         t.CopyFrom(helper.make_tensor("M", TensorProto.INT64, [], [10**9]))
 save("loop_too_many_trips.onnx", loop, "exceeds the limit of")
+# A Scan whose stated length would unroll past the node limit, and one scanning an axis its input lacks.
+scan = make_control_flow_models.scan_model("scan")
+for vi in scan.graph.input:
+    if vi.name == "x":
+        vi.type.tensor_type.shape.dim[0].dim_value = 10**9
+save("scan_too_many_steps.onnx", scan, "exceeds the limit of")
+scan = make_control_flow_models.scan_model("scan")
+for a in scan.graph.node[0].attribute:
+    if a.name == "num_scan_inputs":
+        scan.graph.node[0].attribute.append(helper.make_attribute("scan_input_axes", [5]))
+        break
+save("scan_axis_out_of_range.onnx", scan, "is outside rank 3")
+gbq = helper.make_node("GatherBlockQuantized", ["table", "ids", "s"], ["y"], domain="com.microsoft", bits=3, block_size=32)
+save("gather_block_quantized_bits_3.onnx",
+     model([gbq], [helper.make_tensor_value_info("ids", TensorProto.INT64, [2])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+           [helper.make_tensor("table", TensorProto.UINT8, [8, 16], [0] * 128), helper.make_tensor("s", TensorProto.FLOAT, [8, 1], [1.0] * 8)],
+           extra_opsets=[("com.microsoft", 1)]),
+     "bits is 3; expected 4 or 8")
 nbits = helper.make_node("MatMulNBits", ["a", "b", "s"], ["y"], domain="com.microsoft", K=64, N=16, bits=4, block_size=24)
 save("matmul_nbits_block_24.onnx",
      model([nbits], [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 64])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
