@@ -75,13 +75,15 @@ void write_transformer_totals(std::ostream& out, const json& t, const json& r, s
                           bytes(t.at("kv_bytes_per_sequence")),
                           m.at("cached_tokens").get<int64_t>(), bytes(t.at("kv_bytes_batch"))),
               width);
-  out << wrap(
-      "  largest     ",
-      fmt::format("batch {} at this context; context {} at this batch",
-                  m.at("max_batch").get<int64_t>(),
-                  m.at("max_context").is_null() ? std::string("unbounded (sliding window)")
-                                                : with_commas(m.at("max_context").get<int64_t>())),
-      width);
+  out << wrap("  largest     ",
+              fmt::format("batch {} at this context; context {} at this batch",
+                          m.at("max_batch").get<int64_t>(),
+                          m.at("max_context").is_null()
+                              ? std::string(t.at("kv_bytes_per_token").get<int64_t>() == 0
+                                                ? "any (no KV cache)"
+                                                : "unbounded (the cache stops growing)")
+                              : with_commas(m.at("max_context").get<int64_t>())),
+              width);
   double total = r.at("totals").at("predicted_s").get<double>();
   if (int64_t n = t.at("allreduces").get<int64_t>())
     out << wrap("  all-reduce  ",

@@ -199,7 +199,7 @@ MemoryFit fit_memory(const TransformerConfig& c, const TransformerOptions& o,
           "largest context capped at the model's stated limit {} (memory alone would allow {})",
           m.context_limit, m.max_context < 0 ? std::string("any") : std::to_string(m.max_context)));
     m.max_context = m.context_limit;
-  } else if (m.max_context < 0 && remark) {
+  } else if (m.max_context < 0 && remark && c.causal) {  // an encoder keeps no cache at all
     notes.push_back(
         "the cache stops growing (windowed or recurrent layers) and no context limit is stated");
   }
@@ -255,7 +255,8 @@ void cross_check(const CheckpointIndex& ck, const TransformerConfig& c, int64_t 
 int64_t checkpoint_bytes(const Graph& g) {
   int64_t total = 0;
   for (const Tensor& t : g.tensors)
-    if (t.role == TensorRole::weight && t.name.find(".rotary_emb.") == std::string::npos)
+    if (t.role == TensorRole::weight && t.name.find(".rotary_emb.") == std::string::npos &&
+        t.name.find(".rotary_pos_emb.") == std::string::npos)
       total = checked_add(total, storage_bytes(t.dtype, t.elements()), "weight bytes");
   return total;
 }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "analyzer/core/checked.hpp"
 #include "analyzer/core/errors.hpp"
@@ -74,7 +75,18 @@ LoweredModel Builder::run() {
   }
   b_.output(head(x));
   layer_of_node_.resize(b_.node_count(), -1);
-  return LoweredModel{b_.finish(), std::move(layer_of_node_), std::move(cache_inputs_)};
+  Graph g = b_.finish();
+  if (c_.vision && c_.vision->dynamic()) {  // what --seq stands for, for this run
+    const VisionSpec& v = *c_.vision;
+    int64_t side =
+        std::llround(std::sqrt(static_cast<double>(S_)) * static_cast<double>(v.patch_size));
+    g.notes.push_back(fmt::format(
+        "--seq {}: an image of {} patches of {}x{} pixels (about {}x{}, the frame repeated for "
+        "the Conv3d's {} frames), merged {}x{} into {} tokens of width {} for the language model",
+        S_, S_, v.patch_size, v.patch_size, side, side, v.temporal_patch, v.merge, v.merge,
+        S_ / (v.merge * v.merge), v.out_hidden));
+  }
+  return LoweredModel{std::move(g), std::move(layer_of_node_), std::move(cache_inputs_)};
 }
 
 // ---- model ----------------------------------------------------------------------------------
@@ -107,11 +119,49 @@ int Builder::patch_embeddings() {
   return x;
 }
 
+// Qwen2-VL: pixel_values holds each patch flattened (channels x frames x rows x columns, a still
+// image's frame repeated); the Conv3d whose kernel and stride are the patch is a GEMM of patches
+// x (C*T*P*P) x embed_dim. The 2-D rotary embedding's cos/sin rows (one per patch, from its row
+// and column in the grid) are computed each forward: a buffer, not parameters.
+int Builder::qwen2_vl_patch_embeddings() {
+  const VisionSpec& v = *c_.vision;
+  int64_t rows = checked_mul(B_, S_, "patches");
+  int64_t flat = checked_mul(checked_mul(checked_mul(v.channels, v.temporal_patch), v.patch_size),
+                             v.patch_size, "patch size");
+  int pixels = b_.input("pixel_values", plain_, {B_, S_, flat});
+  int cubes = reshape(v.patch_embed + ".view", pixels,
+                      {rows, v.channels, v.temporal_patch, v.patch_size, v.patch_size});
+  int kernel = b_.weight(v.patch_embed + ".weight", plain_,
+                         {c_.hidden, v.channels, v.temporal_patch, v.patch_size, v.patch_size});
+  Shape kernel_shape{v.temporal_patch, v.patch_size, v.patch_size};
+  int conv =
+      b_.op("Conv", v.patch_embed, {cubes, kernel, -1},
+            {{"kernel_shape", ints_attr(kernel_shape)}, {"strides", ints_attr(kernel_shape)}});
+  std::string table = c_.names.positions;
+  rope_tables_.emplace(
+      c_.rotary_dim,
+      std::make_pair(b_.weight(table + ".cos", plain_, {S_, c_.rotary_dim / 2}, false),
+                     b_.weight(table + ".sin", plain_, {S_, c_.rotary_dim / 2}, false)));
+  return reshape(v.patch_embed + ".to_tokens", conv, {B_, S_, c_.hidden});
+}
+
+// Qwen2-VL's PatchMerger: ln_q over each patch, each merge x merge block of consecutive patches
+// viewed as one row, then Linear -> GELU -> Linear to the language model's width.
+int Builder::patch_merger(int x) {
+  const VisionSpec& v = *c_.vision;
+  int64_t m2 = v.merge * v.merge, wide = c_.hidden * m2;
+  x = norm(v.merger + ".ln_q", x, c_.hidden);
+  x = reshape(v.merger + ".view", x, {B_, S_ / m2, wide});
+  x = linear(v.merger + ".mlp.0", x, wide, wide, true);
+  x = activation(v.merger + ".mlp.1", "gelu", x, v.merger + ".mlp");
+  return linear(v.merger + ".mlp.2", x, wide, v.out_hidden, true);
+}
+
 int Builder::embeddings() {
   const ModuleNames& n = c_.names;
   if (c_.vision) {
     positions_ = b_.input("position_ids", DType::i64, {B_, S_});
-    return patch_embeddings();
+    return c_.vision->dynamic() ? qwen2_vl_patch_embeddings() : patch_embeddings();
   }
   int ids = b_.input("input_ids", DType::i64, {B_, S_});
   positions_ = b_.input("position_ids", DType::i64, {B_, S_});
@@ -141,6 +191,7 @@ int Builder::embeddings() {
 
 int Builder::head(int x) {
   const ModuleNames& n = c_.names;
+  if (c_.vision && c_.vision->dynamic()) return patch_merger(x);
   if (c_.vision)
     return c_.final_norm && !n.final_norm.empty() ? norm(n.final_norm, x, c_.hidden)
                                                   : x;  // no vocabulary
@@ -449,6 +500,16 @@ void validate_lowering(const TransformerConfig& c, const LoweringOptions& o) {
     if (!ok) throw InputError(fmt::format("{}: {}", c.path, m));
   };
   need(o.batch > 0, "--batch must be positive");
+  if (c.vision && c.vision->dynamic() && o.phase == Phase::prefill) {  // --seq: an image's patches
+    int64_t m2 = c.vision->merge * c.vision->merge, side = c.vision->patch_size;
+    std::string what = o.seq > 0 ? fmt::format("--seq {}: the {} tower takes", o.seq, c.model_type)
+                                 : fmt::format("the {} tower needs", c.model_type);
+    need(o.seq > 0 && o.seq % m2 == 0,
+         fmt::format("{} --seq as an image's {}x{} patches, a positive multiple of {} (its merger "
+                     "joins {}x{} blocks; --seq 1024 = a {}x{} image)",
+                     what, side, side, m2, c.vision->merge, c.vision->merge, 32 * side, 32 * side));
+    need(o.tp == 1, fmt::format("--tp over the {} tower is not modelled", c.model_type));
+  }
   need(o.phase == Phase::decode || o.seq > 0, "--seq must be positive");
   need(o.context >= 0, "--context must not be negative");
   need(o.tp >= 1, "--tp must be at least 1");
@@ -457,7 +518,7 @@ void validate_lowering(const TransformerConfig& c, const LoweringOptions& o) {
   need(!c.encdec || o.phase == Phase::decode || o.seq > 0, "--seq must be positive");
   need(c.causal || o.phase == Phase::prefill,
        fmt::format("{} is an encoder: only --phase prefill applies", c.model_type));
-  need(!c.vision || o.seq == c.vision->tokens(),
+  need(!c.vision || c.vision->dynamic() || o.seq == c.vision->tokens(),
        fmt::format("the vision tower takes {} tokens an image (its patches), not --seq {}",
                    c.vision ? c.vision->tokens() : 0, o.seq));
   need(o.ep >= 1, "--ep must be at least 1");

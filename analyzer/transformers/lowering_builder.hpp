@@ -26,6 +26,8 @@ class Builder {
   // ---- model and blocks (lowering.cpp) ----
   int embeddings();
   int patch_embeddings();
+  int qwen2_vl_patch_embeddings();  // Qwen2-VL: Conv3d patches, the 2-D rope's tables
+  int patch_merger(int x);          // Qwen2-VL: merge x merge patches -> one language-model token
   int head(int x);
   int layer(int64_t i, int x);
   int mixer(int64_t i, const std::string& p,

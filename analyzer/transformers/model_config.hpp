@@ -60,14 +60,28 @@ struct ModuleNames {
 // model (the default) or the vision tower (--part).
 enum class ConfigPart { text, vision };
 
-// A vision tower (SigLIP, CLIP): the image cut into patch x patch squares by a strided
-// convolution, one token per patch, then a bidirectional encoder.
+// A vision tower: the image cut into patches by a strided convolution, one token per patch, then
+// a bidirectional encoder. SigLIP and CLIP: a fixed image_size, learned positions. Qwen2-VL
+// (transformers' Qwen2VisionTransformerPretrainedModel): any image size (the lowering's tokens are
+// --seq patches of one image), a Conv3d over temporal_patch_size frames of each patch, 2-D rotary
+// positions, and a patch merger that turns each merge x merge block of patches into one token of
+// the language model's width.
+enum class VisionKind { vit, qwen2_vl };
 struct VisionSpec {
-  int64_t image_size = 0, patch_size = 0, channels = 3;
-  bool class_token = false;  // CLIP: a learned class embedding before the patches
-  bool patch_bias = true;    // SigLIP's patch convolution has a bias, CLIP's none
-  std::string patch_embed, class_embed;
-  int64_t patches() const { return (image_size / patch_size) * (image_size / patch_size); }
+  VisionKind kind = VisionKind::vit;
+  int64_t image_size = 0, patch_size = 0, channels = 3;  // image_size: 0 for Qwen2-VL (dynamic)
+  int64_t temporal_patch = 1;  // Qwen2-VL: frames per patch (a still image is repeated)
+  int64_t merge = 1;           // Qwen2-VL: spatial_merge_size (patches merged a side)
+  int64_t out_hidden = 0;      // Qwen2-VL: the merger's output width (the language model's)
+  bool class_token = false;    // CLIP: a learned class embedding before the patches
+  bool patch_bias = true;      // SigLIP's patch convolution has a bias, CLIP's and Qwen2-VL's none
+  std::string patch_embed, class_embed, merger;
+  // Qwen2-VL: the image size is not in the config; --seq gives an image's patches.
+  bool dynamic() const { return kind == VisionKind::qwen2_vl; }
+  int64_t patches() const {
+    return dynamic() ? 0 : (image_size / patch_size) * (image_size / patch_size);
+  }
+  // Tokens an image, fixed by the config; 0 where --seq says (dynamic()).
   int64_t tokens() const { return patches() + (class_token ? 1 : 0); }
 };
 

@@ -214,6 +214,106 @@ void name_tower(TransformerConfig& c, VisionSpec s, bool clip) {
   for (LayerSpec& l : c.layer_specs) l.rope = false;
 }
 
+// Qwen2-VL's tower (Qwen2VLVisionConfig): its sizes, with transformers' defaults where a
+// config leaves one out; each checked, the keys it does not read warned of.
+VisionSpec read_qwen2_vl_tower(ConfigReader& r, TransformerConfig& c) {
+  c.hidden = r.integer("embed_dim", kWidth);
+  c.layers = r.integer("depth", limits::kMaxConfigLayers);
+  // num_attention_heads: transformers' attribute_map alias of num_heads.
+  c.heads =
+      r.integer(r.first_of({"num_heads", "num_attention_heads"}).value_or("num_heads"), kWidth);
+  VisionSpec s;
+  s.kind = VisionKind::qwen2_vl;
+  s.out_hidden = r.integer("hidden_size", kWidth);
+  s.patch_size = r.integer("patch_size", kWidth);
+  s.channels = r.integer_or("in_channels", 3, 64);
+  s.temporal_patch = r.integer_or("temporal_patch_size", 2, 64);
+  s.merge = r.integer_or("spatial_merge_size", 2, 64);
+  s.class_token = false;
+  s.patch_bias = false;
+  double ratio = r.number_or("mlp_ratio", 4);
+  for (auto [key, value] : {std::pair{"embed_dim", c.hidden},
+                            {"depth", c.layers},
+                            {"num_heads", c.heads},
+                            {"hidden_size", s.out_hidden},
+                            {"patch_size", s.patch_size},
+                            {"in_channels", s.channels},
+                            {"temporal_patch_size", s.temporal_patch},
+                            {"spatial_merge_size", s.merge}})
+    if (value <= 0) r.fail(key, "must be positive");
+  if (!(ratio > 0) || ratio * static_cast<double>(c.hidden) > static_cast<double>(kWidth))
+    r.fail("mlp_ratio",
+           fmt::format("({}) must be positive and keep the MLP within {} wide", ratio, kWidth));
+  c.intermediate = static_cast<int64_t>(static_cast<double>(c.hidden) * ratio);  // Python's int()
+  if (c.intermediate <= 0) r.fail("mlp_ratio", fmt::format("({}) leaves no MLP", ratio));
+  if (c.hidden % c.heads != 0)
+    r.fail("num_heads", fmt::format("({}) does not divide embed_dim ({})", c.heads, c.hidden));
+  // The 2-D rotary embedding: a quarter of each head's dims per axis, rotated in pairs.
+  if ((c.hidden / c.heads) % 4 != 0)
+    r.fail("num_heads", fmt::format("leaves a head dim of {}: the 2-D rotary embedding needs a "
+                                    "multiple of 4",
+                                    c.hidden / c.heads));
+  checked_mul(checked_mul(checked_mul(checked_mul(c.hidden, s.channels, "patch embedding"),
+                                      s.temporal_patch, "patch embedding"),
+                          s.patch_size, "patch embedding"),
+              s.patch_size, "patch embedding");
+  checked_mul(checked_mul(c.hidden, s.merge, "patch merger"), s.merge, "patch merger");
+  c.activation = r.string_or("hidden_act", "quick_gelu");
+  if (const json* rope = r.object("rope_parameters")) {
+    ConfigReader rr(*rope, r.where() + ": rope_parameters");
+    std::string kind = rr.string_or("rope_type", "axial");
+    if (kind != "axial")
+      rr.fail("rope_type", fmt::format("'{}': Qwen2-VL's tower takes axial rope only", kind));
+    rr.number_or("rope_theta", 10000);  // the frequencies, not the cost
+    families_detail::warn_unread(c, rr, rr.unread(), {"rope_type", "rope_theta"});
+  }
+  // in_chans and spatial_patch_size: keys of the published Qwen2-VL configs that transformers
+  // keeps but never reads (in_channels and patch_size are what it builds from).
+  r.ignore({"dtype", "torch_dtype", "in_chans", "spatial_patch_size"});
+  const auto& ignored = ignored_config_keys();
+  r.ignore(std::set<std::string>(ignored.begin(), ignored.end()));
+  std::vector<std::string> known{"embed_dim",         "depth",           "num_heads",
+                                 "hidden_size",       "patch_size",      "in_channels",
+                                 "mlp_ratio",         "hidden_act",      "temporal_patch_size",
+                                 "in_chans",          "rope_parameters", "spatial_merge_size",
+                                 "spatial_patch_size"};
+  known.insert(known.end(), ignored.begin(), ignored.end());
+  families_detail::warn_unread(c, r, r.unread(), known);
+  return s;
+}
+
+// transformers' Qwen2VisionTransformerPretrainedModel under the wrapper (model.visual): pre-norm
+// LayerNorm blocks, a fused biased qkv with 2-D rope on q and k over the whole head dim, a plain
+// biased MLP; no final norm (the merger's ln_q is its own).
+void name_qwen2_vl_tower(TransformerConfig& c, VisionSpec s) {
+  const std::string tower = "model.visual";
+  s.patch_embed = tower + ".patch_embed.proj";
+  s.merger = tower + ".merger";
+  c.vision = s;
+  c.names.embed = s.patch_embed;
+  c.names.positions = tower + ".rotary_pos_emb";
+  c.names.embed_norm = "";
+  c.names.layers = tower + ".blocks";
+  c.names.final_norm = "";
+  c.final_norm = false;
+  c.names.attn = "attn";
+  c.names.qkv = "attn.qkv";
+  c.names.o = "attn.proj";
+  c.names.norm_attn = "norm1";
+  c.names.norm_mlp = "norm2";
+  families_detail::plain_mlp(c, "mlp.fc1", "mlp.fc2");
+  c.kv_heads = c.heads;
+  c.head_dim = c.hidden / c.heads;
+  c.norm = NormKind::layer;
+  c.qkv_bias = c.o_bias = c.mlp_bias = true;
+  c.causal = false;
+  c.positions = PositionKind::rope;
+  c.rotary_dim = c.head_dim;
+  c.max_positions = 0;  // any number of patches
+  c.tie_embeddings = false;
+  c.layer_specs.assign(static_cast<size_t>(c.layers), LayerSpec{});
+}
+
 }  // namespace
 
 TransformerConfig vision_tower(const json& w, const std::string& path) {
@@ -223,12 +323,14 @@ TransformerConfig vision_tower(const json& w, const std::string& path) {
         fmt::format("{}: --part vision: model_type '{}' has no vision_config", path, wrapper_type));
   const json& v = w.at("vision_config");
   ConfigReader r(v, path + ": vision_config");
-  std::string type = r.string_or("model_type", "");
-  bool clip = type == "clip_vision_model", siglip = type == "siglip_vision_model";
-  if (!clip && !siglip)
+  // The published Qwen2-VL configs name no model_type in vision_config: transformers' sub-config.
+  std::string type = r.string_or("model_type", wrapper_type == "qwen2_vl" ? "qwen2_vl_vision" : "");
+  bool clip = type == "clip_vision_model", siglip = type == "siglip_vision_model",
+       qwen2_vl = type == "qwen2_vl_vision";
+  if (!clip && !siglip && !qwen2_vl)
     throw InputError(fmt::format(
         "{}: --part vision: vision_config model_type '{}' is not a tower rooflens lowers "
-        "(siglip_vision_model, clip_vision_model)",
+        "(siglip_vision_model, clip_vision_model, qwen2_vl_vision)",
         path, type.empty() ? "(none)" : type));
   if (siglip && r.boolean_or("vision_use_head", true))
     r.fail(
@@ -241,6 +343,15 @@ TransformerConfig vision_tower(const json& w, const std::string& path) {
   if (c.dtype.empty()) {
     for (const char* k : {"dtype", "torch_dtype"})
       if (w.contains(k) && w.at(k).is_string()) c.dtype = w.at(k).get<std::string>();
+  }
+  if (qwen2_vl) {
+    VisionSpec s = read_qwen2_vl_tower(r, c);
+    name_qwen2_vl_tower(c, s);
+    c.warnings.push_back(fmt::format(
+        "multimodal {}: the vision tower and its patch merger ({}; --seq = an image's {}x{} "
+        "patches, a multiple of {}); the language model is not included; batch = images",
+        wrapper_type, type, s.patch_size, s.patch_size, s.merge * s.merge));
+    return c;
   }
   VisionSpec s = read_tower_sizes(r, clip, c);
   name_tower(c, s, clip);

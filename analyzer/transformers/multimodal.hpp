@@ -30,8 +30,8 @@ void rename_for_wrapper(TransformerConfig& c);
 // error, any other a note (the same policy as every other object of a config).
 void check_wrapper_keys(TransformerConfig& c, const nlohmann::json& wrapper);
 
-// The vision tower of vision_config (SigLIP, CLIP) as an encoder config; InputError for a tower
-// rooflens does not lower, naming it.
+// The vision tower of vision_config (SigLIP, CLIP, Qwen2-VL's with its merger) as an encoder
+// config; InputError for a tower rooflens does not lower, naming it.
 TransformerConfig vision_tower(const nlohmann::json& wrapper, const std::string& path);
 
 }  // namespace rooflens

@@ -268,7 +268,8 @@ TEST_CASE("every registered rule has a hand-computed test", "[rules][table]") {
       "rooflens::SelectiveScan", "rooflens::CausalConv1d", "rooflens::LinearAttention",
       // test_quantized_onnx.cpp
       "::QuantizeLinear", "::DequantizeLinear", "::DynamicQuantizeLinear", "::ConvInteger",
-      "::QLinearConv", "::QLinearMatMul", "com.microsoft::MatMulNBits"};
+      "::QLinearConv", "::QLinearMatMul", "com.microsoft::MatMulNBits",
+      "com.microsoft::GatherBlockQuantized"};
   for (const OpRule* r : builtin_rules().all()) {
     std::string key = r->domain + "::" + r->op_type;
     INFO(key);

@@ -1,4 +1,5 @@
-// Multimodal wrappers (text_config + vision_config) and the quantization formats people export
+// Multimodal wrappers (text_config + vision_config), their vision towers (SigLIP, CLIP, Qwen2-VL's
+// with its patch merger) and the quantization formats people export
 // (compressed-tensors, HQQ, bitsandbytes nf4/fp4). Parameter counts come from transformers itself
 // (tests/data/multimodal/reference.json, written by scripts/gpu/reference_multimodal.py) and
 // from hand counts; stored bytes are hand counts of each format's tensors.
@@ -114,9 +115,12 @@ TEST_CASE(
                reference()["llava-1.5-7b"]["vision_params"].get<int64_t>());
   // A tower rooflens does not lower, a plain config, a decode step or another token count: one
   // line.
+  json other = read("tests/data/multimodal/qwen2-vl-7b/config.json");
+  other["vision_config"]["model_type"] = "qwen2_5_vl_vision";
   CHECK_THROWS_WITH(
-      load_transformer_config(config_path("qwen2-vl-7b"), ConfigPart::vision),
-      Catch::Contains("vision_config model_type 'qwen2_vl_vision' is not a tower rooflens lowers"));
+      parse_transformer_config(other.dump(), "config.json", ConfigPart::vision),
+      Catch::Contains(
+          "vision_config model_type 'qwen2_5_vl_vision' is not a tower rooflens lowers"));
   CHECK_THROWS_WITH(load_transformer_config(data_path("samples/configs/llama-2-7b/config.json"),
                                             ConfigPart::vision),
                     Catch::Contains("has no vision_config"));
@@ -125,6 +129,109 @@ TEST_CASE(
   o.workload = Workload::decode;
   o.lowering.context = 10;
   CHECK_THROWS_AS(analyze_transformer(g, o), InputError);
+}
+
+TEST_CASE(
+    "the Qwen2-VL vision tower (--part vision): the tower and its merger as transformers counts "
+    "them",
+    "[transformer][multimodal]") {
+  TransformerConfig c = load_transformer_config(config_path("qwen2-vl-7b"), ConfigPart::vision);
+  REQUIRE(c.vision);
+  CHECK(c.vision->dynamic());
+  CHECK(c.vision->tokens() == 0);  // the image size is --seq's: dynamic resolution
+  // --seq 1024: one 448x448 image, 32x32 patches of 2 frames x 14x14.
+  Analysis a = prefill(c, 1024);
+  CHECK(a.coverage.not_costed == 0);
+  // transformers' model.visual holds the PatchMerger (the projector to the language model: the
+  // script's projector_params is 0 for Qwen2-VL), so --part vision counts it.
+  const json& ref = reference()["qwen2-vl-7b"];
+  CHECK(ref["projector_params"].get<int64_t>() == 0);
+  // By hand: the Conv3d 1280 x 3 x 2 x 14 x 14 without bias; per block two LayerNorms, qkv
+  // 1280 -> 3840 and proj with biases, fc1 1280 -> 5120 and fc2 with biases; the merger's ln_q,
+  // 5120 -> 5120 and 5120 -> 3584 with biases.
+  int64_t block = 2 * 2 * 1280 + (1280LL * 3840 + 3840) + (1280LL * 1280 + 1280) +
+                  (1280LL * 5120 + 5120) + (5120LL * 1280 + 1280);
+  int64_t merger = 2 * 1280 + (5120LL * 5120 + 5120) + (5120LL * 3584 + 3584);
+  CHECK(1280LL * 1176 + 32 * block + merger == 675759104);
+  check_params(a.transformer->params_total,
+               ref["vision_params"].get<int64_t>() + ref["projector_params"].get<int64_t>());
+  // Module names as transformers prints them; the patch embedding is 1024 x 1176 x 1280 MACs.
+  const NodeResult& conv = node_named(a, "model.visual.patch_embed.proj");
+  CHECK(conv.op == "Conv");
+  CHECK(conv.cost.macs == 1024LL * 1176 * 1280);
+  CHECK(node_named(a, "model.visual.blocks.0.attn.qkv").cost.macs == 1024LL * 1280 * 3840);
+  CHECK(node_named(a, "model.visual.blocks.31.attn.proj").cost.macs == 1024LL * 1280 * 1280);
+  CHECK(node_named(a, "model.visual.blocks.31.mlp.fc1").cost.macs == 1024LL * 1280 * 5120);
+  CHECK(node_named(a, "model.visual.merger.mlp.0").cost.macs == 256LL * 5120 * 5120);
+  const NodeResult& out = node_named(a, "model.visual.merger.mlp.2");
+  CHECK(out.cost.macs == 256LL * 5120 * 3584);
+  CHECK(node_named(a, "model.visual.blocks.0.attn.q_rope").status == NodeStatus::costed);
+  CHECK(node_named(a, "model.visual.merger.ln_q").status == NodeStatus::costed);
+  CHECK(has_note(a, "the vision tower and its patch merger"));
+  CHECK(has_note(a, "--seq 1024: an image of 1024 patches of 14x14 pixels (about 448x448"));
+  CHECK(has_note(a, "merged 2x2 into 256 tokens of width 3584"));
+  // Batch = images: two images, twice the patches.
+  TransformerOptions two;
+  two.workload = Workload::prefill;
+  two.lowering.seq = 1024;
+  two.lowering.batch = 2;
+  CHECK(node_named(analyze_transformer(c, two), "model.visual.patch_embed.proj").cost.macs ==
+        2 * 1024LL * 1176 * 1280);
+}
+
+TEST_CASE("the Qwen2-VL tower refuses a --seq its merger cannot take and reads its keys strictly",
+          "[transformer][multimodal]") {
+  TransformerConfig c = load_transformer_config(config_path("qwen2-vl-7b"), ConfigPart::vision);
+  CHECK_THROWS_WITH(prefill(c, 1023),
+                    Catch::Contains("--seq 1023") && Catch::Contains("a positive multiple of 4"));
+  CHECK_THROWS_WITH(prefill(c, 0),  // the CLI without --seq
+                    Catch::Contains("the qwen2_vl_vision tower needs --seq as an image's 14x14 "
+                                    "patches"));
+  TransformerOptions o;
+  o.workload = Workload::decode;
+  o.lowering.context = 10;
+  CHECK_THROWS_AS(analyze_transformer(c, o), InputError);
+  o.workload = Workload::prefill;
+  o.lowering.seq = 1024;
+  o.lowering.tp = 2;
+  CHECK_THROWS_WITH(analyze_transformer(c, o), Catch::Contains("--tp over the qwen2_vl_vision"));
+  // As published on the Hub: no model_type in vision_config, in_chans and spatial_patch_size
+  // (kept by transformers, never read): the same tower, nothing warned of.
+  json j = read("tests/data/multimodal/qwen2-vl-7b/config.json");
+  json published = j;
+  published["vision_config"] = {{"depth", 32},
+                                {"embed_dim", 1280},
+                                {"mlp_ratio", 4},
+                                {"num_heads", 16},
+                                {"in_chans", 3},
+                                {"hidden_size", 3584},
+                                {"patch_size", 14},
+                                {"spatial_merge_size", 2},
+                                {"spatial_patch_size", 14},
+                                {"temporal_patch_size", 2}};
+  TransformerConfig p =
+      parse_transformer_config(published.dump(), "config.json", ConfigPart::vision);
+  CHECK_FALSE(p.has_unknown_keys);
+  check_params(prefill(p, 1024).transformer->params_total,
+               reference()["qwen2-vl-7b"]["vision_params"].get<int64_t>());
+  // A near miss is refused with the key it meant; an unknown key is noted.
+  json typo = j;
+  typo["vision_config"]["spatial_merge_sise"] = 2;
+  CHECK_THROWS_WITH(parse_transformer_config(typo.dump(), "config.json", ConfigPart::vision),
+                    Catch::Contains("vision_config.spatial_merge_sise") &&
+                        Catch::Contains("did you mean 'spatial_merge_size'?"));
+  json unknown = j;
+  unknown["vision_config"]["fullatt_block_indexes"] = {7, 15, 23, 31};
+  TransformerConfig u = parse_transformer_config(unknown.dump(), "config.json", ConfigPart::vision);
+  CHECK(u.has_unknown_keys);
+  json rope = j;
+  rope["vision_config"]["rope_parameters"]["rope_type"] = "default";
+  CHECK_THROWS_WITH(parse_transformer_config(rope.dump(), "config.json", ConfigPart::vision),
+                    Catch::Contains("axial rope only"));
+  json heads = j;
+  heads["vision_config"]["num_heads"] = 3;
+  CHECK_THROWS_WITH(parse_transformer_config(heads.dump(), "config.json", ConfigPart::vision),
+                    Catch::Contains("num_heads"));
 }
 
 TEST_CASE("a 2-layer SigLIP tower's matrix FLOPs match FlopCounterMode's",
