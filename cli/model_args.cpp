@@ -79,10 +79,16 @@ Analysis analyze_config(const ModelArgs& args, const CLI::App& cmd, Graph* infer
     throw InputError(
         "--math applies to ONNX models (fp32 convolutions and matmuls); a config runs in its "
         "dtypes");
-  if (args.part != "text" && args.part != "vision")
-    throw InputError(fmt::format("--part {}: expected text or vision", args.part));
-  TransformerConfig c = load_transformer_config(
-      args.model, args.part == "vision" ? ConfigPart::vision : ConfigPart::text);
+  if (args.part != "text" && args.part != "vision" && args.part != "all")
+    throw InputError(fmt::format("--part {}: expected text, vision or all", args.part));
+  TransformerConfig c =
+      load_transformer_config(args.model, args.part == "vision" ? ConfigPart::vision
+                                          : args.part == "all"  ? ConfigPart::all
+                                                                : ConfigPart::text);
+  if (c.image && args.phase != "prefill" && args.phase != "generate")
+    throw InputError(fmt::format(
+        "--part all: the image runs with the prompt; --phase prefill or generate, not {}",
+        args.phase));
   if (c.vision && args.phase != "prefill")
     throw InputError(
         fmt::format("--part vision: the vision tower is an encoder run once an image; --phase "
@@ -342,7 +348,8 @@ void add_model_options(CLI::App& cmd, ModelArgs& args) {
                  "ONNX: iterations of a Loop whose trip count is not a constant, or of a Scan "
                  "whose length the file does not state");
   cmd.add_option("--part", args.part,
-                 "multimodal config: text (the language model) or vision (the vision tower)")
+                 "multimodal config: text (the language model), vision (the vision tower) or all "
+                 "(an image through the tower and projector, then the language model)")
       ->capture_default_str();
   cmd.add_option("--precision", args.precision, "train: fp32 | bf16 | bf16-mixed | fp8-mixed")
       ->capture_default_str();

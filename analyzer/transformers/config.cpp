@@ -557,14 +557,16 @@ TransformerConfig parse_transformer_config(const std::string& text, const std::s
   if (!j.contains("model_type") || !j.at("model_type").is_string())
     throw InputError(fmt::format("{}: missing required key 'model_type'", path));
   if (is_encoder_decoder_type(j.at("model_type").get<std::string>())) {
-    if (part == ConfigPart::vision)
-      throw InputError(fmt::format("{}: --part vision: model_type '{}' has no vision_config", path,
+    if (part != ConfigPart::text)
+      throw InputError(fmt::format("{}: --part {}: model_type '{}' has no vision_config", path,
+                                   part == ConfigPart::vision ? "vision" : "all",
                                    j.at("model_type").get<std::string>()));
     return encoder_decoder_config(j, path);
   }
   if (!is_multimodal_wrapper(j)) {
-    if (part == ConfigPart::vision)
-      throw InputError(fmt::format("{}: --part vision: model_type '{}' has no vision_config", path,
+    if (part != ConfigPart::text)
+      throw InputError(fmt::format("{}: --part {}: model_type '{}' has no vision_config", path,
+                                   part == ConfigPart::vision ? "vision" : "all",
                                    j.at("model_type").get<std::string>()));
     return config_of(j, path, path);
   }
@@ -577,7 +579,12 @@ TransformerConfig parse_transformer_config(const std::string& text, const std::s
   TransformerConfig c = config_of(text_part_of.object, path, text_part_of.where);
   rename_for_wrapper(c);
   check_wrapper_keys(c, j);
-  c.warnings.insert(c.warnings.begin(), text_part_of.note);
+  if (part == ConfigPart::all) {
+    c.image = std::make_shared<const TransformerConfig>(image_encoder(j, path, c.hidden));
+    c.warnings.insert(c.warnings.begin(), c.image->warnings.front());
+  } else {
+    c.warnings.insert(c.warnings.begin(), text_part_of.note);
+  }
   return c;
 }
 

@@ -157,6 +157,35 @@ int Builder::patch_merger(int x) {
   return linear(v.merger + ".mlp.2", x, wide, v.out_hidden, true);
 }
 
+// transformers' Gemma3MultiModalProjector: the patch grid average-pooled to mm_tokens_per_image
+// tokens, RMS-normed, times mm_input_projection_weight [vision, text]. LlavaMultiModalProjector:
+// the patch tokens (the class token dropped) through linear_1, GELU, linear_2. (LLaVA reads the
+// penultimate layer; transformers runs the last one too, so the tower's cost is the same.)
+int Builder::projector(int x) {
+  const VisionSpec& v = *c_.vision;
+  const std::string p = "model.multi_modal_projector";
+  if (v.projector == VisionSpec::Projector::gemma3) {
+    int64_t grid = v.image_size / v.patch_size,
+            side = std::llround(std::sqrt(static_cast<double>(v.projector_tokens))),
+            k = grid / side;
+    x = b_.op("Transpose", p + ".to_channels", {x}, {{"perm", ints_attr({0, 2, 1})}});
+    x = reshape(p + ".to_grid", x, {B_, c_.hidden, grid, grid});
+    x = b_.op("AveragePool", p + ".avg_pool", {x},
+              {{"kernel_shape", ints_attr({k, k})}, {"strides", ints_attr({k, k})}});
+    x = reshape(p + ".flatten", x, {B_, c_.hidden, v.projector_tokens});
+    x = b_.op("Transpose", p + ".to_tokens", {x}, {{"perm", ints_attr({0, 2, 1})}});
+    x = norm(p + ".mm_soft_emb_norm", x, c_.hidden, NormKind::rms);
+    int w = b_.weight(p + ".mm_input_projection_weight", plain_, {c_.hidden, v.out_hidden});
+    return b_.op("MatMul", p + ".mm_input_projection", {x, w});
+  }
+  x = b_.op("Slice", p + ".patch_tokens",
+            {x, b_.int_constant(p + ".starts", {1}), b_.int_constant(p + ".ends", {v.tokens()}),
+             b_.int_constant(p + ".axes", {1})});
+  x = linear(p + ".linear_1", x, c_.hidden, v.out_hidden, true);
+  x = activation(p + ".act", "gelu", x, p);
+  return linear(p + ".linear_2", x, v.out_hidden, v.out_hidden, true);
+}
+
 int Builder::embeddings() {
   const ModuleNames& n = c_.names;
   if (c_.vision) {
@@ -192,9 +221,10 @@ int Builder::embeddings() {
 int Builder::head(int x) {
   const ModuleNames& n = c_.names;
   if (c_.vision && c_.vision->dynamic()) return patch_merger(x);
-  if (c_.vision)
-    return c_.final_norm && !n.final_norm.empty() ? norm(n.final_norm, x, c_.hidden)
-                                                  : x;  // no vocabulary
+  if (c_.vision) {
+    if (c_.final_norm && !n.final_norm.empty()) x = norm(n.final_norm, x, c_.hidden);
+    return c_.vision->projector == VisionSpec::Projector::none ? x : projector(x);  // no vocabulary
+  }
   if (c_.pooler) {
     int first_token =
         b_.op("Gather", "pooler.first_token", {x, b_.int_constant("pooler.index", {0}, true)},
@@ -513,6 +543,7 @@ void validate_lowering(const TransformerConfig& c, const LoweringOptions& o) {
   need(o.phase == Phase::decode || o.seq > 0, "--seq must be positive");
   need(o.context >= 0, "--context must not be negative");
   need(o.tp >= 1, "--tp must be at least 1");
+  need(!c.image || (o.tp == 1 && o.ep == 1), "--part all with --tp or --ep is not modelled");
   need(!c.encdec || o.tp == 1,
        fmt::format("--tp over an encoder-decoder ({}) is not modelled", c.model_type));
   need(!c.encdec || o.phase == Phase::decode || o.seq > 0, "--seq must be positive");
@@ -565,9 +596,68 @@ void validate_lowering(const TransformerConfig& c, const LoweringOptions& o) {
               std::max<int64_t>(c.heads, 1), "activation size");
 }
 
+namespace {
+
+// `image`'s graph then `text`'s, one graph: the image tensors whose names the text graph also
+// uses ("position_ids") renamed "image.<name>"; the image's nodes belong to no decoder layer.
+LoweredModel prepend(LoweredModel image, LoweredModel text) {
+  Graph g;
+  Graph &a = image.graph, &b = text.graph;
+  g.source = b.source;
+  g.producer = b.producer;
+  g.matmul_b = b.matmul_b;
+  g.ir_version = b.ir_version;
+  g.opsets = b.opsets;
+  g.notes = b.notes;  // the image's ("--seq N: an image of ...") would misread --seq
+  auto append = [&](Graph& from, bool rename) {
+    int tensors = static_cast<int>(g.tensors.size()), nodes = static_cast<int>(g.nodes.size());
+    for (Tensor t : from.tensors) {
+      if (rename && b.find(t.name) >= 0) t.name = "image." + t.name;
+      if (t.producer >= 0) t.producer += nodes;
+      for (int& c : t.consumers) c += nodes;
+      g.add_tensor(std::move(t));
+    }
+    for (Node n : from.nodes) {
+      for (int& t : n.inputs)
+        if (t >= 0) t += tensors;
+      for (int& t : n.outputs)
+        if (t >= 0) t += tensors;
+      g.nodes.push_back(std::move(n));
+    }
+    for (int t : from.inputs) g.inputs.push_back(t + tensors);
+    for (int t : from.outputs) g.outputs.push_back(t + tensors);
+    return tensors;
+  };
+  append(a, true);
+  int offset = append(b, false);
+  LoweredModel m;
+  m.graph = std::move(g);
+  m.layer_of_node.assign(image.layer_of_node.size(), -1);
+  m.layer_of_node.insert(m.layer_of_node.end(), text.layer_of_node.begin(),
+                         text.layer_of_node.end());
+  for (auto [t, axis] : text.cache_inputs) m.cache_inputs.emplace_back(t + offset, axis);
+  return m;
+}
+
+}  // namespace
+
 LoweredModel lower_transformer(const TransformerConfig& c, const LoweringOptions& o) {
   validate_lowering(c, o);
-  return lowering::Builder(c, o).run();
+  if (!c.image || o.phase != Phase::prefill) return lowering::Builder(c, o).run();
+  // --part all: the image (one a sequence) through the tower and projector, then the prompt.
+  const VisionSpec& v = *c.image->vision;
+  LoweringOptions vo = o;
+  vo.seq = v.dynamic() ? VisionSpec::kPartAllPatches : v.tokens();
+  vo.quantization.reset();
+  vo.weights = o.activations;
+  int64_t image_tokens = v.dynamic() ? vo.seq / (v.merge * v.merge)
+                         : v.projector == VisionSpec::Projector::gemma3 ? v.projector_tokens
+                                                                        : v.patches();
+  if (o.seq < image_tokens)
+    throw InputError(fmt::format(
+        "{}: --part all: --seq {} is shorter than the image's {} tokens, which the prompt includes",
+        c.path, o.seq, image_tokens));
+  return prepend(lower_transformer(*c.image, vo), lowering::Builder(c, o).run());
 }
 
 }  // namespace rooflens

@@ -27,7 +27,9 @@ class Builder {
   int embeddings();
   int patch_embeddings();
   int qwen2_vl_patch_embeddings();  // Qwen2-VL: Conv3d patches, the 2-D rope's tables
-  int patch_merger(int x);          // Qwen2-VL: merge x merge patches -> one language-model token
+  int patch_merger(int x);
+  int projector(int x);  // --part all: Gemma 3's or LLaVA's, to the language model's width //
+                         // Qwen2-VL: merge x merge patches -> one language-model token
   int head(int x);
   int layer(int64_t i, int x);
   int mixer(int64_t i, const std::string& p,

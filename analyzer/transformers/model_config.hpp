@@ -7,6 +7,7 @@
 // Missing keys, wrong types, contradictions and absurd sizes are InputErrors naming the key;
 // keys rooflens does not read are warnings (did-you-mean), errors under --strict.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,8 +58,9 @@ struct ModuleNames {
 };
 
 // Which model of a multimodal wrapper (text_config + vision_config) is analyzed: the language
-// model (the default) or the vision tower (--part).
-enum class ConfigPart { text, vision };
+// model (the default), the vision tower, or both: the tower and the projector over one image a
+// sequence before the language model's prefill (--part).
+enum class ConfigPart { text, vision, all };
 
 // A vision tower: the image cut into patches by a strided convolution, one token per patch, then
 // a bidirectional encoder. SigLIP and CLIP: a fixed image_size, learned positions. Qwen2-VL
@@ -73,8 +75,15 @@ struct VisionSpec {
   int64_t temporal_patch = 1;  // Qwen2-VL: frames per patch (a still image is repeated)
   int64_t merge = 1;           // Qwen2-VL: spatial_merge_size (patches merged a side)
   int64_t out_hidden = 0;      // Qwen2-VL: the merger's output width (the language model's)
-  bool class_token = false;    // CLIP: a learned class embedding before the patches
-  bool patch_bias = true;      // SigLIP's patch convolution has a bias, CLIP's and Qwen2-VL's none
+  // --part all: the wrapper's projector from the tower's tokens to the language model's (Gemma 3:
+  // average-pooled to mm_tokens_per_image, RMS-normed, one matmul; LLaVA: the patch tokens of the
+  // penultimate layer through Linear-GELU-Linear). Qwen2-VL's merger is the tower's own.
+  enum class Projector { none, gemma3, llava } projector = Projector::none;
+  int64_t projector_tokens = 0;  // Gemma 3: mm_tokens_per_image
+  // --part all over a Qwen2-VL tower: an image of 1024 patches (448x448 pixels).
+  static constexpr int64_t kPartAllPatches = 1024;
+  bool class_token = false;  // CLIP: a learned class embedding before the patches
+  bool patch_bias = true;    // SigLIP's patch convolution has a bias, CLIP's and Qwen2-VL's none
   std::string patch_embed, class_embed, merger;
   // Qwen2-VL: the image size is not in the config; --seq gives an image's patches.
   bool dynamic() const { return kind == VisionKind::qwen2_vl; }
@@ -110,6 +119,8 @@ struct TransformerConfig {
   std::optional<VisionSpec>
       vision;  // --part vision: the tower; the lowering's tokens are its patches
   std::optional<EncoderDecoderSpec> encdec;  // set: the dims below are the decoder's
+  // --part all: the vision tower (with the projector) whose image tokens a prefill starts from.
+  std::shared_ptr<const TransformerConfig> image;
   bool verified = true;  // model_type is in the family table; false: generic decoder lowering
   std::string dtype;     // "bfloat16" etc. from dtype/torch_dtype, "" if absent
   ModuleNames names;

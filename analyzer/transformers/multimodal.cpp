@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "analyzer/core/checked.hpp"
@@ -360,6 +361,47 @@ TransformerConfig vision_tower(const json& w, const std::string& path) {
       "language "
       "model and the projector are not included; batch = images",
       wrapper_type, type, s.patches(), s.patch_size, s.patch_size, s.image_size, s.image_size));
+  return c;
+}
+
+TransformerConfig image_encoder(const json& w, const std::string& path, int64_t text_hidden) {
+  TransformerConfig c = vision_tower(w, path);
+  std::string wrapper_type = w.at("model_type").get<std::string>();
+  VisionSpec& v = *c.vision;
+  std::string what;
+  if (v.dynamic()) {
+    what = fmt::format("its patch merger ({} patches of {}x{}, {} image tokens)",
+                       VisionSpec::kPartAllPatches, v.patch_size, v.patch_size,
+                       VisionSpec::kPartAllPatches / (v.merge * v.merge));
+  } else if (wrapper_type == "gemma3") {
+    v.projector = VisionSpec::Projector::gemma3;
+    v.projector_tokens = w.value("mm_tokens_per_image", int64_t{256});
+    int64_t side = std::llround(std::sqrt(static_cast<double>(v.projector_tokens)));
+    int64_t grid = v.image_size / v.patch_size;
+    if (side * side != v.projector_tokens || side <= 0 || grid % side != 0)
+      throw InputError(fmt::format(
+          "{}: mm_tokens_per_image {} is not a square that divides the {}x{} patch grid", path,
+          v.projector_tokens, grid, grid));
+    what = fmt::format("the projector (average-pooled to {} tokens, RMS-normed, projected)",
+                       v.projector_tokens);
+  } else if (wrapper_type == "llava") {
+    v.projector = VisionSpec::Projector::llava;
+    what = fmt::format(
+        "the projector (the penultimate layer's {} patch tokens through "
+        "Linear-GELU-Linear)",
+        v.patches());
+  } else {
+    throw InputError(fmt::format(
+        "{}: --part all: the {} projector is not lowered (Gemma 3, LLaVA and Qwen2-VL are); "
+        "--part text and --part vision analyze the parts",
+        path, wrapper_type));
+  }
+  v.out_hidden = v.dynamic() ? v.out_hidden : text_hidden;
+  c.warnings.insert(c.warnings.begin(),
+                    fmt::format("multimodal {}: one image a sequence through the vision tower ({}) "
+                                "and {}, then the language model over --seq tokens, which include "
+                                "the image's",
+                                wrapper_type, c.model_type, what));
   return c;
 }
 

@@ -34,4 +34,10 @@ void check_wrapper_keys(TransformerConfig& c, const nlohmann::json& wrapper);
 // config; InputError for a tower rooflens does not lower, naming it.
 TransformerConfig vision_tower(const nlohmann::json& wrapper, const std::string& path);
 
+// --part all: the tower with the wrapper's projector to `text_hidden` (Gemma 3, LLaVA; Qwen2-VL's
+// merger is in the tower), whose image tokens the language model's prefill reads. Its first
+// warning says what runs.
+TransformerConfig image_encoder(const nlohmann::json& wrapper, const std::string& path,
+                                int64_t text_hidden);
+
 }  // namespace rooflens

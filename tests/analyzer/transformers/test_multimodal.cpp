@@ -356,3 +356,32 @@ TEST_CASE(
   CHECK_THROWS_WITH(spec({{"quant_method", "hqq"}, {"nbits", 3}}),
                     Catch::Contains("rooflens stores 4- and 8-bit HQQ weights"));
 }
+
+TEST_CASE(
+    "--part all: the image through the tower and projector then the prompt, parameters equal "
+    "the whole wrapper's",
+    "[transformer][multimodal]") {
+  // total_params: transformers' model.num_parameters() of the whole wrapper on the meta device.
+  for (const char* name : {"gemma-3-4b", "llava-1.5-7b", "qwen2-vl-7b"}) {
+    TransformerConfig c = load_transformer_config(
+        data_path(std::string("tests/data/multimodal/") + name + "/config.json"), ConfigPart::all);
+    Analysis a = prefill(c, 1024);
+    INFO(name);
+    CHECK(a.totals.params == reference()[name]["total_params"].get<int64_t>());
+    CHECK(has_note(a, "one image a sequence through the vision tower"));
+  }
+  // Gemma 3's projector by hand: the 64x64 SigLIP patch grid average-pooled 4x4 to 256 tokens of
+  // 1152, times the [1152, 2560] projection: 2 x 256 x 1152 x 2560 FLOPs.
+  TransformerConfig g = load_transformer_config(
+      data_path("tests/data/multimodal/gemma-3-4b/config.json"), ConfigPart::all);
+  Analysis a = prefill(g, 1024);
+  CHECK(node_named(a, "model.multi_modal_projector.mm_input_projection").cost.flops ==
+        2LL * 256 * 1152 * 2560);
+  CHECK(node_named(a, "model.multi_modal_projector.avg_pool").output_shapes.at(0) ==
+        "[1,1152,16,16]");
+  // The prompt holds the image's 256 tokens: a shorter one is refused; decode has no image.
+  CHECK_THROWS_WITH(prefill(g, 100), Catch::Contains("shorter than the image's 256 tokens"));
+  CHECK_THROWS_WITH(
+      load_transformer_config(data_path("samples/configs/llama-2-7b/config.json"), ConfigPart::all),
+      Catch::Contains("--part all: model_type 'llama' has no vision_config"));
+}
