@@ -466,30 +466,6 @@ void validate(const TransformerConfig& c) {
 
 }  // namespace
 
-void families_detail::warn_unread(TransformerConfig& c, const ConfigReader& r,
-                                  const std::vector<std::string>& unread,
-                                  const std::vector<std::string>& known) {
-  // Named from the top of the config ("rope_parameters.rope_thta"); the file is in the report's
-  // header.
-  std::string where = r.where();
-  where =
-      where.rfind(c.path, 0) == 0 ? where.substr(std::min(where.size(), c.path.size() + 2)) : where;
-  for (char& ch : where)
-    if (ch == ':') ch = '.';
-  where.erase(std::remove(where.begin(), where.end(), ' '), where.end());
-  for (const std::string& k : unread) {
-    std::string key = where.empty() ? k : where + "." + k, near = closest_key(k, known);
-    // A near miss is a typo whose intended value would otherwise be silently defaulted
-    // (num_key_value_head: full multi-head attention, a 4x KV cache): refused, not noted.
-    if (!near.empty())
-      throw InputError(fmt::format("{}: key '{}' is not one rooflens reads: did you mean '{}'?",
-                                   c.path, key, near));
-    c.has_unknown_keys = true;
-    c.warnings.push_back(
-        fmt::format("key {} is not read by rooflens (not costed if it changes the model)", key));
-  }
-}
-
 bool TransformerConfig::any_layer(MixerKind k) const {
   return std::any_of(layer_specs.begin(), layer_specs.end(),
                      [k](const LayerSpec& l) { return l.mixer == k; });

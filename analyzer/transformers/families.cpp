@@ -3,9 +3,14 @@
 // family has. Checked against transformers 5.17 (tests/data/configs/family_reference.json).
 #include "analyzer/transformers/families.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 
+#include "analyzer/core/errors.hpp"
 #include "analyzer/core/limits.hpp"
+#include "analyzer/transformers/config_reader.hpp"
 
 namespace rooflens {
 using namespace families_detail;
@@ -610,6 +615,30 @@ const std::vector<std::string>& ignored_config_keys() {
       "summary_use_proj",
   };
   return keys;
+}
+
+void families_detail::warn_unread(TransformerConfig& c, const ConfigReader& r,
+                                  const std::vector<std::string>& unread,
+                                  const std::vector<std::string>& known) {
+  // Named from the top of the config ("rope_parameters.rope_thta"); the file is in the report's
+  // header.
+  std::string where = r.where();
+  where =
+      where.rfind(c.path, 0) == 0 ? where.substr(std::min(where.size(), c.path.size() + 2)) : where;
+  for (char& ch : where)
+    if (ch == ':') ch = '.';
+  where.erase(std::remove(where.begin(), where.end(), ' '), where.end());
+  for (const std::string& k : unread) {
+    std::string key = where.empty() ? k : where + "." + k, near = closest_key(k, known);
+    // A near miss is a typo whose intended value would otherwise be silently defaulted
+    // (num_key_value_head: full multi-head attention, a 4x KV cache): refused, not noted.
+    if (!near.empty())
+      throw InputError(fmt::format("{}: key '{}' is not one rooflens reads: did you mean '{}'?",
+                                   c.path, key, near));
+    c.has_unknown_keys = true;
+    c.warnings.push_back(
+        fmt::format("key {} is not read by rooflens (not costed if it changes the model)", key));
+  }
 }
 
 }  // namespace rooflens
