@@ -12,6 +12,7 @@
 #include "analyzer/serving/serving.hpp"
 #include "cli/model_args.hpp"
 #include "reports/atomic_file.hpp"
+#include "reports/saved_result.hpp"
 
 namespace rooflens::cli {
 namespace {
@@ -191,6 +192,9 @@ void add_serve_options(CLI::App& cmd, ServeArgs& a) {
                  "closed-loop concurrencies for a latency-throughput table, e.g. 1,2,4,8")
       ->delimiter(',');
   cmd.add_option("--json", a.json_path, "write the result as JSON");
+  cmd.add_option("--html", a.html_path,
+                 "write a self-contained HTML page: the latency-throughput curve of the sweep and "
+                 "the simulated steps");
 }
 
 ServeReport serve_run(const ServeArgs& a, const CLI::App& cmd) {
@@ -250,6 +254,9 @@ int run_serve_command(const ServeArgs& a, const CLI::App& cmd) {
   if (!a.json_path.empty())
     reports::write_atomically(a.json_path,
                               [&](std::ostream& f) { f << report.result.dump(1) << '\n'; });
+  if (!a.html_path.empty())
+    reports::write_atomically(a.html_path,
+                              [&](std::ostream& f) { reports::write_html(f, report.result); });
   std::cout << report.text;
   return 0;
 }

@@ -22,7 +22,7 @@ struct ServeArgs {
   std::string chunked_prefill, cuda_graphs = "on";
   double step_overhead_us = 0;
   std::vector<int64_t> sweep;
-  std::string json_path;
+  std::string json_path, html_path;
 };
 
 void add_serve_options(CLI::App& cmd, ServeArgs& args);

@@ -33,6 +33,7 @@ void write_html(std::ostream& out, const nlohmann::json& result) {
   replace(page, "/*ROOFLENS_JS*/", kHtmlJs);
   replace(page, "/*ROOFLENS_COMPARE_JS*/", kHtmlCompareJs);
   replace(page, "/*ROOFLENS_TRAINING_JS*/", kHtmlTrainingJs);
+  replace(page, "/*ROOFLENS_SERVE_JS*/", kHtmlServeJs);
   replace(page, "/*ROOFLENS_DATA*/", safe);
   out << page;
 }

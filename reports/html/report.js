@@ -3,6 +3,7 @@
 (function () {
   const started = performance.now();
   const R = JSON.parse(document.getElementById("rooflens-data").textContent);
+  if (R.schema === "rooflens-serve") return;  // serve.js draws a serving result
   const { $, el, h, apart } = window.rooflensDom;
   const { si, bytes, time } = window.rooflensDom;  // the page's one set of number formats
   // Layer numbers folded by the analyzer (the JSON's `block`); results saved before it was written

@@ -235,6 +235,31 @@ TEST_CASE(
         "121 points + 1 listed without FLOPs, 122 costed nodes");
 }
 
+TEST_CASE(
+    "serve --html: the latency-throughput curve has a point per swept concurrency and the steps "
+    "are drawn",
+    "[reports][browser][serving]") {
+  fs::path html = scratch() / "serve.html", result = scratch() / "serve.json";
+  REQUIRE(sh(std::string(ROOFLENS_BIN) + " serve " + ROOFLENS_SOURCE_DIR +
+             "/samples/configs/tinyllama-1.1b/config.json --isl 512 --osl 64 --concurrency 8 "
+             "--num-requests 32 --sweep-concurrency 1,4,16 --json " +
+             result.string() + " --html " + html.string() + " > /dev/null") == 0);
+  std::string page = slurp(html);
+  // Nothing fetched (the engines' cited sources are text in the data, not links).
+  CHECK(page.find("<link") == std::string::npos);
+  CHECK(page.find("src=") == std::string::npos);
+  // The page carries the same document as --json.
+  CHECK(page.find("\"schema\":\"rooflens-serve\"") != std::string::npos);
+  json r = browser_selftest(html, ROOFLENS_BINARY_DIR "/test-artifacts/serve-report.png");
+  check_selftest(r);
+  // Three swept concurrencies: three throughput points, three mean and three p99 TTFT points.
+  CHECK(r["checks"]["one_point_per_swept_concurrency"]["detail"].get<std::string>().rfind(
+            "9 points", 0) == 0);
+  json doc = json::parse(slurp(result));
+  CHECK(r["checks"]["steps_drawn"]["detail"].get<std::string>() ==
+        std::to_string(doc["timeline"]["steps"].size()) + " steps");
+}
+
 TEST_CASE("HTML of a 5000-node model: under 5 MB and rendered in under 2 s", "[reports][browser]") {
   json cfg = json::parse(slurp(ROOFLENS_SOURCE_DIR "/samples/configs/llama-2-7b/config.json"));
   cfg["num_hidden_layers"] = 400;  // 400 decoder layers of 16 nodes: 6,403 nodes
