@@ -12,4 +12,4 @@ name="$(basename "$1" | sed 's/\.[a-z]*$//')-$(echo "$*" | md5sum | cut -c1-6)"
 ncu --clock-control none --nvtx --nvtx-include "regex:rooflens@.*#0/" --print-nvtx-rename kernel --section SpeedOfLight --csv \
     "$bin" profile "$@" --device-profile "$profile" --timing events --min-samples 1 --max-samples 10 \
     --json "$out/$name.json" > "$out/$name.ncu.csv" 2> "$out/$name.log"
-python3 scripts/gpu/ncu_classes.py "$out/$name.json" "$out/$name.ncu.csv"
+python3 scripts/gpu/ncu_classes.py "$out/$name.json" "$out/$name.ncu.csv" --layers

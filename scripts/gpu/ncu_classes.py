@@ -4,7 +4,10 @@ is compute- or memory-bound when the larger reaches 60%, latency-bound otherwise
 predicts with) against rooflens's predicted class. A layer of several kernels is judged by its
 longest kernel.
 
-    python3 scripts/gpu/ncu_classes.py result.json ncu.csv
+    python3 scripts/gpu/ncu_classes.py result.json ncu.csv [--layers]
+
+--layers prints each layer's predicted class, the class of its measured time (profile's, by the
+same rule) and the counters' class side by side.
 """
 import csv
 import io
@@ -45,21 +48,32 @@ def main():
         dur = m.get("Duration", 0)
         if layer not in per_layer or dur > per_layer[layer].get("Duration", 0):
             per_layer[layer] = m
-    agree = total = 0
+    agree = agree_measured = total = 0
     confusion = defaultdict(int)
+    rows = []
     for layer, m in sorted(per_layer.items()):
         if layer not in nodes:
             continue
         sm, mem = m.get("Compute (SM) Throughput", 0), m.get("Memory Throughput", 0)
-        measured = ("compute" if sm >= mem else "memory") if max(sm, mem) >= 60 else "latency"
-        predicted = nodes[layer].get("bound", "-")
+        counters = ("compute" if sm >= mem else "memory") if max(sm, mem) >= 60 else "latency"
+        node = nodes[layer]
+        predicted = node.get("bound", "-")
+        # profile's class of the measured time, by the same rule as the prediction (docs/profile.md)
+        measured = (node.get("measured") or {}).get("bound", "-")
         total += 1
-        agree += predicted == measured
-        confusion[(predicted, measured)] += 1
+        agree += predicted == counters
+        agree_measured += measured == counters
+        confusion[(predicted, counters)] += 1
+        rows.append((layer, node.get("op", "?"), predicted, measured, counters, sm, mem, m.get("Duration", 0)))
+    if "--layers" in sys.argv:
+        print(f"{'layer':48s} {'op':14s} {'predicted':9s} {'measured':9s} {'ncu':9s} {'SM%':>5s} {'mem%':>5s} {'ncu time':>9s}")
+        for layer, op, p, me, c, sm, mem, dur in rows:
+            flag = "" if p == c else "  <- differs"
+            print(f"{layer[-48:]:48s} {op[:14]:14s} {p:9s} {me:9s} {c:9s} {sm:5.1f} {mem:5.1f} {dur / 1e3:8.1f}us{flag}")
     print(f"{result}: {agree}/{total} layers ({100 * agree / max(total, 1):.1f}%) get the class Nsight Compute measures")
+    print(f"  the class of the measured time (profile's) agrees on {agree_measured}/{total}")
     for (p, m), c in sorted(confusion.items(), key=lambda kv: -kv[1]):
         print(f"  predicted {p:8s} ncu {m:8s} {c}")
-
 
 if __name__ == "__main__":
     main()
