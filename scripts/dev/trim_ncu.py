@@ -6,9 +6,11 @@ Compute's SpeedOfLight figures, and the class rooflens predicted for it then.
     python3 scripts/dev/trim_ncu.py CASE_DIR CASE_NAME OUT.json "<the suite's command, for provenance>"
 """
 import csv
+import datetime
 import glob
 import io
 import json
+import os
 import re
 import sys
 
@@ -19,7 +21,8 @@ METRICS = {"Duration": "duration_ns", "Compute (SM) Throughput": "sm_pct", "Memo
 
 def main():
     case_dir, case, out, command = sys.argv[1:5]
-    result = json.load(open(glob.glob(case_dir + "/*.json")[0]))
+    result_path = glob.glob(case_dir + "/*.json")[0]
+    result = json.load(open(result_path))  # its file time is the run's date
     text = open(glob.glob(case_dir + "/*.ncu.csv")[0], errors="replace").read()
     text = text[text.find('"ID"'):]
     kernels = {}
@@ -53,7 +56,8 @@ def main():
         layers.append(k)
     doc = {"provenance": {"script": "scripts/gpu/ncu_suite.sh (scripts/gpu/ncu_check.sh under Nsight Compute), trimmed by scripts/dev/trim_ncu.py",
                           "arguments": command, "machine": f"the GPU machine: {result.get('device', {}).get('measured_gpu') or 'NVIDIA H100 80GB HBM3'}, "
-                          "ncu 2025.3 --clock-control none --section SpeedOfLight", "date": "2026-11-25"},
+                          "ncu --clock-control none --section SpeedOfLight",
+                          "date": datetime.date.fromtimestamp(os.path.getmtime(result_path)).isoformat()},
            "case": case, "model": result["model"]["path"], "command": result["tool"]["command"], "layers": layers}
     json.dump(doc, open(out, "w"), indent=1)
     print(f"{out}: {len(layers)} layers")

@@ -70,6 +70,11 @@ TEST_CASE("the predicted bound class agrees with Nsight Compute's on at least 90
        "tests/data/onnx/mobilenet_v3_small-opset17.onnx --batch 1 --dtype bf16"},
       {"mobilenetv3s-b32-bf16",
        "tests/data/onnx/mobilenet_v3_small-opset17.onnx --batch 32 --dtype bf16"},
+      {"mixtral4l-decode-b32-c1024",
+       "tests/data/reference/training/configs/mixtral-4l.json --phase decode --batch 32 --context "
+       "1024"},
+      // Held out: measured on 2026-11-26, after the rule was set.
+      {"vit-b16-b1-bf16", "tests/data/onnx/vit_b_16-opset17.onnx --batch 1 --dtype bf16"},
   };
   for (const auto& [name, flags] : cases) {
     Agreement a = agreement(name, flags);
@@ -81,7 +86,7 @@ TEST_CASE("the predicted bound class agrees with Nsight Compute's on at least 90
 TEST_CASE("the bound class improves on the rest of the judged cases, which stay below 90%",
           "[roofline][ncu]") {
   // Below the target (docs/profile.md says why: predicted times 2-20x short for depthwise
-  // convolutions and Mixtral's decode attention, classes on the line); held at the agreement the
+  // convolutions, decode GEMMs 13-25% short, classes on the line); held at the agreement the
   // former rule (spec roofs, reads plus writes, FLOPs only) had, so that it cannot fall back.
   struct Case {
     std::string flags;
@@ -100,10 +105,10 @@ TEST_CASE("the bound class improves on the rest of the judged cases, which stay 
        {"tests/data/reference/training/configs/llama-4l.json --phase decode --batch 1 --context "
         "1024",
         57}},
-      {"mixtral4l-decode-b32-c1024",
-       {"tests/data/reference/training/configs/mixtral-4l.json --phase decode --batch 32 --context "
+      {"llama4l-decode-b32-c1024",
+       {"tests/data/reference/training/configs/llama-4l.json --phase decode --batch 32 --context "
         "1024",
-        55}},
+        59}},  // held out (2026-11-26); 59 is what the former rule got on the day's first run
       // Held out: measured after the rule's constants were set (ConvNeXt-T was not among the cases
       // they were read from); the former rule got 131 of its 291 layers.
       {"convnext-t-b32-bf16",
