@@ -11,18 +11,9 @@ namespace {
 
 // The precision a runtime computes in on tensors stored as `d`: 8-bit integers or 8-bit floats.
 std::optional<Precision> quantized_precision(DType d) {
-  switch (d) {
-    case DType::i8:
-    case DType::u8:
-      return Precision::int8;
-    case DType::f8e4m3fn:
-    case DType::f8e4m3fnuz:
-    case DType::f8e5m2:
-    case DType::f8e5m2fnuz:
-      return Precision::fp8;
-    default:
-      return std::nullopt;
-  }
+  Precision p = precision_of(d);
+  if (p == Precision::int8 || p == Precision::fp8) return p;
+  return std::nullopt;
 }
 
 bool onnx_or_ms(const Node& n) {

@@ -187,6 +187,16 @@ VisionSpec read_tower_sizes(ConfigReader& r, bool clip, TransformerConfig& c) {
   return s;
 }
 
+// What every tower lowered here shares: full multi-head attention, pre-LayerNorm, biased
+// projections and MLP, bidirectional attention.
+void bidirectional_encoder(TransformerConfig& c) {
+  c.kv_heads = c.heads;
+  c.head_dim = c.hidden / c.heads;
+  c.norm = NormKind::layer;
+  c.qkv_bias = c.o_bias = c.mlp_bias = true;
+  c.causal = false;
+}
+
 // transformers' SiglipVisionTransformer / CLIPVisionTransformer under the wrapper: module names
 // and the encoder's layout (pre-norm, LayerNorm, biased projections, learned positions).
 void name_tower(TransformerConfig& c, VisionSpec s, bool clip) {
@@ -203,11 +213,7 @@ void name_tower(TransformerConfig& c, VisionSpec s, bool clip) {
   c.names.norm_attn = "layer_norm1";
   c.names.norm_mlp = "layer_norm2";
   families_detail::plain_mlp(c, "mlp.fc1", "mlp.fc2");
-  c.kv_heads = c.heads;
-  c.head_dim = c.hidden / c.heads;
-  c.norm = NormKind::layer;
-  c.qkv_bias = c.o_bias = c.mlp_bias = true;
-  c.causal = false;
+  bidirectional_encoder(c);
   c.positions = PositionKind::learned;
   c.max_positions = s.tokens();
   c.tie_embeddings = false;
@@ -303,11 +309,7 @@ void name_qwen2_vl_tower(TransformerConfig& c, VisionSpec s) {
   c.names.norm_attn = "norm1";
   c.names.norm_mlp = "norm2";
   families_detail::plain_mlp(c, "mlp.fc1", "mlp.fc2");
-  c.kv_heads = c.heads;
-  c.head_dim = c.hidden / c.heads;
-  c.norm = NormKind::layer;
-  c.qkv_bias = c.o_bias = c.mlp_bias = true;
-  c.causal = false;
+  bidirectional_encoder(c);
   c.positions = PositionKind::rope;
   c.rotary_dim = c.head_dim;
   c.max_positions = 0;  // any number of patches
