@@ -358,8 +358,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "--part all: the image through the tower and projector then the prompt, parameters equal "
-    "the whole wrapper's",
+    "a wrapper under --part all: the image through the tower and projector then the prompt, "
+    "parameters equal the whole wrapper's",
     "[transformer][multimodal]") {
   // total_params: transformers' model.num_parameters() of the whole wrapper on the meta device.
   for (const char* name : {"gemma-3-4b", "llava-1.5-7b", "qwen2-vl-7b"}) {
