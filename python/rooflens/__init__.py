@@ -13,9 +13,11 @@ import os
 from . import _core
 from ._inputs import model_path, option_flags, timeline_path
 from .annotate import annotate
+from .record import Recording, record
 from .result import Result, Totals, table
 
-__all__ = ["analyze", "compare", "serve", "devices", "annotate", "InputError", "Result", "Totals", "Serving"]
+__all__ = ["analyze", "train_step", "compare", "serve", "devices", "annotate", "record", "Recording",
+           "InputError", "Result", "Totals", "Serving"]
 __version__ = _core.version
 
 # What the command line exits 2 for (a bad file, flag or config), with the same one-line message.
@@ -37,10 +39,20 @@ def analyze(model, **options) -> Result:
         return Result(_core.analyze([path, *flags]))
 
 
+def train_step(model, **options) -> Result:
+    """A training step (`rooflens analyze MODEL --phase train [flags]`, docs/training.md): the
+    step's time, its peak memory and the memory through the step (`memory_timeline`). options as
+    analyze() takes them: precision="bf16-mixed", optimizer="adamw", recompute=, grad_accum=,
+    zero=, dp=, batch=, seq=, ..."""
+    if "phase" in options:
+        raise TypeError("train_step: phase is train; analyze() takes the other phases")
+    return analyze(model, phase="train", **options)
+
+
 def compare(model, trace, **options) -> Result:
     """`rooflens compare MODEL TIMELINE [flags]`: the prediction next to a real run, module by
-    module (docs/compare.md). trace: a `rooflens record` file, a PyTorch profiler trace (path), or
-    a finished torch.profiler.profile. options as analyze() takes them, steps=N and force=True
+    module (docs/compare.md). trace: a `rooflens record` file, a PyTorch profiler trace (path), a
+    finished torch.profiler.profile, or a rooflens.record() Recording. options as analyze() takes them, steps=N and force=True
     (compare a trace the trust checks call another model, phase or device)."""
     flags = option_flags(options)
     with model_path(model) as path, timeline_path(trace) as timeline:

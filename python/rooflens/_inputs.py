@@ -82,6 +82,9 @@ def timeline_path(trace):
     if isinstance(trace, (str, os.PathLike)):
         yield os.fspath(trace)
         return
+    if hasattr(trace, "trace_path") and hasattr(trace, "_finished"):  # a rooflens.record() Recording
+        yield trace._finished()
+        return
     if not hasattr(trace, "export_chrome_trace"):
         raise TypeError("trace: expected a path (a rooflens record file or a PyTorch profiler trace) or a "
                         f"torch.profiler.profile, not {type(trace).__name__}")

@@ -271,3 +271,33 @@ def test_serve_is_the_command_lines_document(tmp_path):
 def test_serve_bad_flags_are_input_errors():
     with pytest.raises(rooflens.InputError, match="--tp 0"):
         rooflens.serve(LLAMA33_70B, tp=0)
+
+
+def test_record_yields_a_trace_compare_reads(tmp_path):
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    with rooflens.record(model) as rec:
+        with pytest.raises(RuntimeError, match="after its `with` block"):
+            rec.save(tmp_path / "early.json")
+        model(torch.zeros(1, 4))
+    # The block's module ranges, named by path as compare() matches them, in the saved trace.
+    saved = json.loads(open(rec.save(tmp_path / "trace.json")).read())
+    ranges = {e["name"] for e in saved["traceEvents"] if e.get("cat") == "user_annotation"}
+    assert {"Sequential", "0", "1"} <= ranges
+    assert rec.save(tmp_path / "again.json")  # saved as often as asked: torch exports once
+    model(torch.zeros(1, 4))  # the hooks are gone after the block
+    if not torch.cuda.is_available():
+        # A CPU-only recording has no kernels: compare says so, as the command line does.
+        with pytest.raises(rooflens.InputError, match="no GPU activity"):
+            rooflens.compare(GPT2_H100, rec, seq=512)
+
+
+def test_train_step_is_analyze_with_phase_train():
+    # The same document as analyze(phase="train").
+    step = rooflens.train_step(RESNET, batch=8, precision="fp32")
+    same = rooflens.analyze(RESNET, phase="train", batch=8, precision="fp32")
+    assert step.json["training"] == same.json["training"]
+    # fp32 AdamW holds weights, gradients and two moments: 16 bytes a parameter of model state.
+    assert step.json["training"]["model_state_bytes"] == 16 * step.totals.params
+    with pytest.raises(TypeError, match="phase is train"):
+        rooflens.train_step(RESNET, phase="decode")
