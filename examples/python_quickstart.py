@@ -58,15 +58,20 @@ except rooflens.InputError as e:
 # %%
 # The prediction next to a real run. With torch:
 #
-#     with torch.profiler.profile() as prof, rooflens.annotate(model):
+#     with rooflens.record(model) as rec:      # torch.profiler with the module ranges
 #         model(**inputs)
-#     cmp = rooflens.compare(config, prof, seq=128)
+#     cmp = rec.compare(config, seq=128)       # or rooflens.compare(config, prof) of your own
 #
 # Here a trace of GPT-2 prefill recorded on an H100 (tests/data/traces/h100) stands in for `prof`.
 cmp = rooflens.compare("tests/data/traces/h100/gpt2.config.json",
                        "tests/data/traces/h100/gpt2-prefill.vanilla.h100.json.gz", seq=512)
 print(cmp.table(top=5))
 print(cmp.blocks if not isinstance(cmp.blocks, list) else cmp.blocks[:3])
+
+# %%
+# A training step: time, peak memory and the memory through the step.
+step = rooflens.train_step("samples/configs/gpt2/config.json", batch=8, seq=1024)
+print(step.json["training"]["peak_memory_bytes"] / 2**30, "GiB at the peak")
 
 # %%
 r.to_html("resnet50.html")  # the same self-contained page as `rooflens analyze --html`
