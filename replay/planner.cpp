@@ -41,6 +41,15 @@ class Planner {
     const std::string& op = n_.op_type;
     OpFamily f = *r_.family;
     const KernelShape& ks = r_.cost.kernel;
+    // A node between Q/DQ runs on the quantized tensors (analysis/qdq_fusion) while its graph
+    // inputs are the dequantized floats: the replay has no kernel that reads what it would read.
+    DType first = n_.input(0) >= 0 ? g_.tensors[n_.input(0)].dtype : DType::undefined;
+    if ((r_.precision == Precision::int8 || r_.precision == Precision::fp8) && !forced_ &&
+        is_float(first) && dtype_bits(first) > 8)
+      refuse(
+          fmt::format("runs as an {} kernel on quantized tensors (QDQ or QLinear): the replay "
+                      "has no such kernel",
+                      precision_name(r_.precision)));
     if (f == OpFamily::attention)
       attention();
     else if (ks.moe)

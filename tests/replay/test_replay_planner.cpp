@@ -294,3 +294,18 @@ TEST_CASE("expert parallel: every node of a GPU's share is planned, the all-to-a
   }
   CHECK(all_to_alls == 2 * 32);
 }
+
+TEST_CASE("a QDQ graph's quantized kernels are not replayed and say why, the rest is planned",
+          "[replay]") {
+  // ONNX Runtime's quantize_static QDQ output around a residual Add and a MaxPool
+  // (tests/data/onnx/quantized): the Conv, Add, MaxPool and MatMul run on int8 tensors.
+  Planned p =
+      plan_onnx(std::string(ROOFLENS_SOURCE_DIR) + "/tests/data/onnx/quantized/qdq_residual.onnx");
+  for (const char* name : {"conv", "add", "pool", "fc"}) {
+    INFO(name);
+    CHECK(p.of(name).status == ReplayStatus::not_replayed);
+    CHECK(p.of(name).reason.find("int8 kernel on quantized tensors") != std::string::npos);
+  }
+  // The output's DequantizeLinear reads int8 itself: not one of them (its own reason, if any).
+  CHECK(p.of("y_DequantizeLinear").reason.find("quantized tensors") == std::string::npos);
+}
