@@ -189,7 +189,8 @@
     for (const it of items) {
       const row = h("div", undefined, parent, "bar");
       h("div", label(it), row, "l").title = label(it);
-      h("div", undefined, row, "b").style.width = Math.max(1, 260 * value(it) / max) + "px";
+      // The bar's length a share of what the row leaves it, so a narrow window shrinks it.
+      h("div", undefined, h("div", undefined, row, "track"), "b").style.width = Math.max(0.5, 100 * value(it) / max) + "%";
       h("div", fmt(it), row, "t");
     }
   };
