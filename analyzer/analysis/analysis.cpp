@@ -303,8 +303,7 @@ class GraphAnalysis {
       for (int o : origins_[t]) {
         if (claimed_[o]) continue;
         claimed_[o] = true;
-        if (!buffers_.count(o) && g_.tensors[o].is_param)
-          r.params += g_.tensors[o].param_values.value_or(g_.tensors[o].elements());
+        if (!buffers_.count(o) && g_.tensors[o].is_param) r.params += g_.tensors[o].params();
       }
     }
     Totals& T = a_.totals;
@@ -348,9 +347,7 @@ class GraphAnalysis {
     for (size_t t = 0; t < g_.tensors.size(); ++t) {
       const Tensor& x = g_.tensors[t];
       if (x.role == TensorRole::weight) {
-        if (x.is_param)
-          (buffers_.count(static_cast<int>(t)) ? T.buffers : T.params) +=
-              x.param_values.value_or(x.elements());
+        if (x.is_param) (buffers_.count(static_cast<int>(t)) ? T.buffers : T.params) += x.params();
         T.weight_bytes = checked_add(
             T.weight_bytes,
             storage_bytes(storage_ && is_float(x.dtype) ? *storage_ : x.dtype, x.elements()));

@@ -40,15 +40,15 @@ std::string us(double s) {
   return fmt::format("{:.3g} us", s * 1e6);
 }
 
-// `load` with `if_choices` naming, for every If the file leaves open, the branch whose nodes
-// predict the longer time (ties: more FLOPs, then the then branch). Nested Ifs are chosen a
-// level at a time. Returns `load` unchanged when --if-branch is given or no If is open.
-LoadOptions choose_costlier_branches(const std::string& path, const LoadOptions& load,
-                                     const AnalysisOptions& options) {
-  if (load.if_branch) return load;
+// The graph `first` (loaded with `load`) reloaded with `if_choices` naming, for every If it
+// leaves open, the branch whose nodes predict the longer time (ties: more FLOPs, then the then
+// branch). Nested Ifs are chosen a level at a time. `first` as it is when no If is open.
+Graph with_costlier_branches(const std::string& path, const LoadOptions& load,
+                             const AnalysisOptions& options, Graph first) {
   LoadOptions chosen = load;
+  Graph g = std::move(first);
   for (int level = 0; level < limits::kMaxFunctionDepth; ++level) {
-    std::vector<std::string> open = open_ifs(load_onnx(path, chosen));
+    std::vector<std::string> open = open_ifs(g);
     if (open.empty()) break;
     LoadOptions then = chosen, other = chosen;
     then.if_branch = IfBranch::then_branch;
@@ -79,8 +79,9 @@ LoadOptions choose_costlier_branches(const std::string& path, const LoadOptions&
       chosen.if_choices[name] =
           IfChoice{take_else ? IfBranch::else_branch : IfBranch::then_branch, why};
     }
+    g = load_onnx(path, chosen);
   }
-  return chosen;
+  return g;
 }
 
 }  // namespace
@@ -88,8 +89,10 @@ LoadOptions choose_costlier_branches(const std::string& path, const LoadOptions&
 Analysis analyze_onnx(const std::string& path, const LoadOptions& load,
                       const AnalysisOptions& options, Graph* inferred) {
   resolve_device(options);  // a bad --device fails before the model is read
-  return analyze_graph(load_onnx(path, choose_costlier_branches(path, load, options)), options,
-                       inferred);
+  Graph g = load_onnx(path, load);
+  // --if-branch resolves every If when the file is read; without it an open If is chosen here.
+  if (!load.if_branch) g = with_costlier_branches(path, load, options, std::move(g));
+  return analyze_graph(std::move(g), options, inferred);
 }
 
 }  // namespace rooflens

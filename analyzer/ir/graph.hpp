@@ -41,6 +41,8 @@ struct Tensor {
   bool is_graph_output = false;
 
   int64_t elements() const;  // requires shape
+  // The parameters a weight holds: its elements, or param_values where they differ.
+  int64_t params() const { return param_values.value_or(elements()); }
 };
 
 struct Attribute {

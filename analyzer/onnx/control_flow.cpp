@@ -260,7 +260,11 @@ class ControlFlow {
     std::optional<int64_t> length;
     for (int64_t j = 0; j < m; ++j) {
       auto shape = t_.shape_of(outer(np.input(states + static_cast<int>(j))));
-      if (!shape) continue;
+      if (!shape) {  // the axis as given: a negative one needs the rank
+        if (in_axes[j] < 0) return false;
+        axis[j] = in_axes[j];
+        continue;
+      }
       int64_t rank = static_cast<int64_t>(shape->size());
       int64_t a = in_axes[j] < 0 ? in_axes[j] + rank : in_axes[j];
       if (a < 0 || a >= rank)
@@ -274,11 +278,6 @@ class ControlFlow {
       length = (*shape)[a];
     }
     std::string why = "the scan inputs' stated length";
-    for (int64_t j = 0; j < m; ++j)
-      if (!t_.shape_of(outer(np.input(states + static_cast<int>(j))))) {
-        if (in_axes[j] < 0) return false;  // a negative axis needs the rank
-        axis[j] = in_axes[j];
-      }
     if (!length) {
       if (!o_.loop_trips) return false;
       length = *o_.loop_trips;
