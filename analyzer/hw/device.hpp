@@ -30,6 +30,14 @@ struct EagerHostCosts {
   double inference_generate_token_s = 0;
   std::string inference_source;
   bool inference_measured() const { return inference_decode_kernel_s > 0; }
+  // What FSDP2 (fully_shard per decoder layer and the root) adds to the training step's host time
+  // beside the kernels' own (scripts/dev/fit_fsdp_host.py): per forward and per backward a fixed
+  // part and a part per layer unit, and its AdamW over sharded parameters. Zero: not measured.
+  double fsdp_forward_fixed_s = 0, fsdp_forward_layer_s = 0;
+  double fsdp_backward_fixed_s = 0, fsdp_backward_layer_s = 0;
+  double fsdp_optimizer_s = 0;
+  std::string fsdp_source;
+  bool fsdp_measured() const { return fsdp_backward_layer_s > 0; }
 };
 
 struct Device {

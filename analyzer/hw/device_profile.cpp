@@ -125,6 +125,11 @@ const HostField kInferenceFields[] = {
     {&EagerHostCosts::inference_decode_fixed_s, "inference_decode_fixed_s"},
     {&EagerHostCosts::inference_decode_kernel_s, "inference_decode_kernel_s"},
     {&EagerHostCosts::inference_generate_token_s, "inference_generate_token_s"}};
+const HostField kFsdpFields[] = {{&EagerHostCosts::fsdp_forward_fixed_s, "fsdp_forward_fixed_s"},
+                                 {&EagerHostCosts::fsdp_forward_layer_s, "fsdp_forward_layer_s"},
+                                 {&EagerHostCosts::fsdp_backward_fixed_s, "fsdp_backward_fixed_s"},
+                                 {&EagerHostCosts::fsdp_backward_layer_s, "fsdp_backward_layer_s"},
+                                 {&EagerHostCosts::fsdp_optimizer_s, "fsdp_optimizer_s"}};
 
 }  // namespace
 
@@ -164,6 +169,10 @@ std::string device_profile_json(const DeviceProfile& p) {
       for (auto [field, key] : kInferenceFields) h[key] = e.*field;
       h["inference_source"] = e.inference_source;
     }
+    if (e.fsdp_measured()) {
+      for (auto [field, key] : kFsdpFields) h[key] = e.*field;
+      h["fsdp_source"] = e.fsdp_source;
+    }
   }
   if (!p.collectives.empty()) j["collectives"] = collective_curves_json(p.collectives);
   // Compact: the tables hold thousands of numbers.
@@ -185,6 +194,10 @@ EagerHostCosts eager_host_from_json(const nlohmann::json& e, const std::string& 
   if (e.contains("inference_decode_kernel_s")) {
     for (auto [field, key] : kInferenceFields) seconds(field, key);
     h.inference_source = e.value("inference_source", "");
+  }
+  if (e.contains("fsdp_backward_layer_s")) {  // profiles since scripts/dev/fit_fsdp_host.py
+    for (auto [field, key] : kFsdpFields) seconds(field, key);
+    h.fsdp_source = e.value("fsdp_source", "");
   }
   return h;
 }

@@ -41,19 +41,49 @@ void step_timeline(const StepContext& s, const SavedActivations& saved,
     hf = full ? e.checkpointed_forward_kernel_s : e.forward_kernel_s;
     hb = full ? e.checkpointed_backward_kernel_s : e.backward_kernel_s;
   }
+  // ZeRO-3 as FSDP2 runs it: each layer's unit and the root add their hooks, gathers and copies
+  // to the host's time (a unit's share before its first kernel), and its AdamW walks sharded
+  // parameters. Measured for FSDP2; DeepSpeed's ZeRO-3 is taken at the same cost.
+  const EagerHostCosts* fsdp = nullptr;
+  if (device.eager_host && device.eager_host->fsdp_measured() && s.train.zero >= 3 &&
+      s.train.dp > 1)
+    fsdp = &*device.eager_host;
   Queue q;
+  // Its gathers and reduce-scatters run on their own streams beside the compute, a unit's share
+  // queued as the unit starts (the root and each layer, forward and backward), not at the end.
+  double comm_s = 0;
+  for (const StepRow& r : out.steps)
+    if (r.phase == "communication") comm_s += r.seconds;
+  int layers = 0;
+  for (int l : s.layer_of) layers = std::max(layers, l + 1);
+  double unit_comm_s = comm_s / static_cast<double>(2 * (layers + 1) * s.train.grad_accum);
+  auto start_unit = [&](double host_s) {
+    q.host_only(host_s);
+    q.issue(unit_comm_s, 0);
+  };
+  auto unit = [&](int layer, int& current, double layer_s) {
+    if (fsdp && layer >= 0 && layer != current) start_unit(layer_s);
+    if (layer >= 0) current = layer;
+  };
   size_t n = nodes.size();
   for (int64_t micro = 0; micro < s.train.grad_accum; ++micro) {
-    for (size_t i = 0; i < n; ++i) q.issue_all(nodes[i].forward, hf);
+    if (fsdp) start_unit(fsdp->fsdp_forward_fixed_s);
+    int forward_unit = -1;
+    for (size_t i = 0; i < n; ++i) {
+      unit(s.layer_of[i], forward_unit, fsdp ? fsdp->fsdp_forward_layer_s : 0);
+      q.issue_all(nodes[i].forward, hf);
+    }
     for (const StepRow& r : out.steps)
       if (r.phase == "forward") q.issue_row(r, hf);
     for (const StepRow& r : out.steps)
       if (r.phase == "backward") q.issue_row(r, hf);
     // Backward in reverse; a checkpointed layer runs its forward again when autograd first
     // reaches it (the first of its saved tensors unpacked).
-    int recomputing = -1;
+    int recomputing = -1, backward_unit = -1;
+    if (fsdp) start_unit(fsdp->fsdp_backward_fixed_s);
     for (size_t j = n; j-- > 0;) {
       int layer = s.layer_of[j];
+      unit(layer, backward_unit, fsdp ? fsdp->fsdp_backward_layer_s : 0);
       if (full && layer >= 0 && layer != recomputing) {
         recomputing = layer;
         for (size_t i = 0; i < n; ++i)
@@ -62,8 +92,10 @@ void step_timeline(const StepContext& s, const SavedActivations& saved,
       q.issue_all(nodes[j].backward, hb);
     }
   }
-  for (const StepRow& r : out.steps)
-    if (r.phase == "communication") q.issue_row(r, 0);
+  if (!fsdp)
+    for (const StepRow& r : out.steps)
+      if (r.phase == "communication") q.issue_row(r, 0);
+  if (fsdp) q.host_only(fsdp->fsdp_optimizer_s);
   for (const StepRow& r : out.steps)
     if (r.phase == "optimizer") q.issue_row(r, 0);
   out.host_modelled = device.eager_host.has_value();

@@ -261,10 +261,10 @@ void optimizer_rows(const StepContext& s, const Device& device, TrainingSummary&
       seconds = static_cast<double>(micro) *
                 (2 * collective_seconds(Collective::all_gather, gathered, dp, device) +
                  collective_seconds(Collective::reduce_scatter, grads, dp, device));
+      bool units = device.eager_host && device.eager_host->fsdp_measured();
       how = fmt::format(
-          "per micro-batch ({}): weights all-gathered twice, gradients reduce-scattered; not "
-          "overlapped",
-          micro);
+          "per micro-batch ({}): weights all-gathered twice, gradients reduce-scattered; {}", micro,
+          units ? "each unit's share beside its compute (FSDP2's streams)" : "not overlapped");
     } else if (s.train.zero == 2) {
       seconds = collective_seconds(Collective::reduce_scatter, grads, dp, device) +
                 collective_seconds(Collective::all_gather, grads, dp, device);

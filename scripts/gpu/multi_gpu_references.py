@@ -17,12 +17,16 @@
       step (batch 8, 1,024 cached tokens, a StaticCache) and a prefill (batch 1, 2,048 tokens),
       each as the GPU ran it (kernel time summed per step under torch.profiler, NCCL apart) and
       as the host did (wall time per step, no profiler).
+  scripts/gpu/multi_gpu_references.py train-host OUT.json [--gpus N] [--layers 2,4,8,qwen2:4]
+      The host's time per phase of the same step at several depths, FSDP2 beside the unsharded
+      model on the same GPU: what FSDP adds on the host (its step is host-bound on 2 GPUs).
   scripts/gpu/multi_gpu_references.py train OUT.json [--gpus N]
       The llama-4l training case of scripts/gpu/training_references.py (batch 4 x 1,024 tokens,
       AdamW) data-parallel: DDP (fp32 weights, torch.autocast bf16; ZeRO 0) and FSDP2's
       fully_shard on every decoder layer and the root (bf16 compute, fp32 gradient reduction;
-      ZeRO 3): each rank's peak memory (max_memory_allocated over step 2) and the step time
-      (CUDA events, median of 5).
+      ZeRO 3): each rank's peak memory (max_memory_allocated over step 2), the step time
+      (CUDA events, median of 5), and the host's time until step() returns beside the step's wall
+      time (median of 10; equal when the host is the bound).
 
 NVLink multicast stays off (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1,
 NVSHMEM_DISABLE_NVLS=1, set here for every rank unless already set).
@@ -363,6 +367,16 @@ def train_rank(rank, world, port, out, mode):
         peaks.append(torch.cuda.max_memory_allocated())
     peak = peaks[0]
     times = sorted(cuda_event_times(step, 5))
+    # The host's share: time until step() returns (its kernels enqueued), then until the GPU is done.
+    # A step whose host time is as long as its wall time is bound by the host, not the GPU.
+    host, wall = [], []
+    for _ in range(10):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        step()
+        host.append(time.perf_counter() - t0)
+        torch.cuda.synchronize()
+        wall.append(time.perf_counter() - t0)
     from torch.profiler import profile, ProfilerActivity
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         step()
@@ -370,6 +384,7 @@ def train_rank(rank, world, port, out, mode):
     _, ks = kernel_durations(prof, ("",))
     row = {"rank": rank, "at_rest_bytes": at_rest, "peak_bytes": peak, "peaks_steps_2_4": peaks,
            "step_time_s": times[len(times) // 2], "step_times_s": times,
+           "host_s": statistics.median(host), "wall_s": statistics.median(wall),
            "profiled_step": {"kernels_s": sum(e["dur"] for e in ks) * 1e-6, "kernel_count": len(ks),
                              "gpu_span_s": (max(e["ts"] + e["dur"] for e in ks) - min(e["ts"] for e in ks)) * 1e-6,
                              "by_kind_s": kernel_categories(ks), "top": top_kernels(ks, 8)}}
@@ -388,12 +403,88 @@ def train_rank(rank, world, port, out, mode):
     dist.destroy_process_group()
 
 
+def train_host_rank(rank, world, port, out, layer_counts):
+    """Where FSDP2's step time goes when the host is the bound: for llama-4l at several depths, the
+    host's time per phase (forward until the loss is returned, backward until loss.backward()
+    returns, optimizer step and zero_grad) with FSDP2 over `world` GPUs and, on the same GPU and
+    process, the same model unsharded under torch.autocast (no communication): the difference is
+    what FSDP adds on the host. Median of 10 steps after 3, no profiler attached."""
+    torch, dist = init(rank, world, port)
+    import transformers
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    batch, seq = 4, 1024
+    rows = []
+    for spec in layer_counts:
+        from training_references import MODELS
+        # "qwen2:4": the same shape as Qwen2 (q/k/v biases: 12 tensors a layer where Llama has 9),
+        # so that a cost per FSDP unit and a cost per parameter tensor can be told apart.
+        arch, _, layers = spec.rpartition(":")
+        layers = int(layers)
+        fields = dict(MODELS["llama-4l"], num_hidden_layers=layers)
+        model_type = fields.pop("model_type")
+        if arch:
+            model_type = arch
+            fields.pop("attention_bias", None)
+            fields.pop("mlp_bias", None)
+        config = transformers.AutoConfig.for_model(model_type, **fields)
+        x = torch.randint(0, config.vocab_size, (batch, seq), device="cuda")
+        for mode in ("plain", "fsdp"):
+            torch.manual_seed(0)
+            model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa").cuda().train()
+            autocast = mode == "plain"
+            if mode == "fsdp":
+                policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+                for layer in model.model.layers:
+                    fully_shard(layer, mp_policy=policy)
+                fully_shard(model, mp_policy=policy)
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+            phases = {"forward": [], "backward": [], "optimizer": [], "host": [], "wall": []}
+            for i in range(13):
+                torch.cuda.synchronize()
+                dist.barrier()
+                t0 = time.perf_counter()
+                with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+                    loss = model(input_ids=x, labels=x, use_cache=False).loss
+                t1 = time.perf_counter()
+                loss.backward()
+                t2 = time.perf_counter()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                t3 = time.perf_counter()
+                torch.cuda.synchronize()
+                t4 = time.perf_counter()
+                if i >= 3:
+                    for k, v in (("forward", t1 - t0), ("backward", t2 - t1), ("optimizer", t3 - t2),
+                                 ("host", t3 - t0), ("wall", t4 - t0)):
+                        phases[k].append(v)
+            rows.append({"rank": rank, "model_type": model_type, "layers": layers, "mode": mode,
+                         "param_tensors": sum(1 for _ in model.parameters()),
+                         **{k + "_s": statistics.median(v) for k, v in phases.items()}})
+            del model, opt
+            torch.cuda.empty_cache()
+    gathered = [None] * world
+    dist.all_gather_object(gathered, rows)
+    if rank == 0:
+        doc = {"what": "llama-4l's shape at several depths, batch 4 x 1,024 a GPU, AdamW: host time per phase "
+                       "(median of 10 steps, no profiler) unsharded under torch.autocast(bf16) ('plain', no "
+                       "communication) and under FSDP2 (fully_shard per decoder layer and root, bf16 params, fp32 "
+                       "reduction); wall: to the end of the step's GPU work",
+               "gpus": world, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+               "transformers": transformers.__version__, "rows": [r for g in gathered for r in g]}
+        with open(out, "w") as f:
+            json.dump(doc, f, indent=1)
+    dist.destroy_process_group()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["collectives", "tp", "train-ddp", "train-ddpview", "train-fsdp"])
+    ap.add_argument("what", choices=["collectives", "tp", "train-ddp", "train-ddpview", "train-fsdp", "train-host"])
     ap.add_argument("out")
     ap.add_argument("--gpus", type=int, default=2)
     ap.add_argument("--graphs", action="store_true", help="tp: also capture the decode step in a CUDA graph")
+    ap.add_argument("--layers", type=lambda t: t.split(","), default=["2", "4", "8", "qwen2:4"],
+                    help="train-host: the depths to time (ARCH:N for another architecture's layers)")
     ap.add_argument("--config", default=os.path.join(ROOT, "samples/configs/llama-3.1-8b/config.json"))
     a = ap.parse_args()
     import torch.multiprocessing as mp
@@ -403,6 +494,8 @@ def main():
         mp.spawn(collectives_rank, args=(a.gpus, port, a.out), nprocs=a.gpus)
     elif a.what == "tp":
         mp.spawn(tp_rank, args=(a.gpus, port, a.out, a.config, a.graphs), nprocs=a.gpus)
+    elif a.what == "train-host":
+        mp.spawn(train_host_rank, args=(a.gpus, port, a.out, a.layers), nprocs=a.gpus)
     else:
         mp.spawn(train_rank, args=(a.gpus, port, a.out, a.what.split("-")[1]), nprocs=a.gpus)
 
