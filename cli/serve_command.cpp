@@ -69,9 +69,10 @@ nlohmann::json result_json(const ServeResult& r, const ServeOptions& o, const st
                {"pp", o.pp},
                {"dp", o.dp},
                {"ep", o.ep},
+               {"attention_dp", o.attention_dp()},
                {"sp", o.sp},
                {"gpus", r.gpus},
-               {"schedulers", o.pp * o.dp}};
+               {"schedulers", o.pp * o.dp * (o.attention_dp() ? o.ep : 1)}};
   j["memory_per_gpu"] = {{"device_bytes", r.memory.device_bytes},
                          {"weight_bytes", r.memory.weight_bytes},
                          {"activation_bytes", r.memory.activation_bytes},
@@ -106,7 +107,10 @@ void write_terminal(std::ostream& out, const ServeResult& r, const ServeOptions&
                     const std::string& device) {
   out << fmt::format("rooflens serve: {} on {} x {} (tp {}, pp {}, dp {}{}), engine {}\n", r.model,
                      r.gpus, device, o.lowering.tp, o.pp, o.dp,
-                     o.ep > 1 ? fmt::format(", ep {}", o.ep) : "", o.engine.name);
+                     o.attention_dp() ? fmt::format(", ep {} with data-parallel attention", o.ep)
+                     : o.ep > 1       ? fmt::format(", ep {}", o.ep)
+                                      : "",
+                     o.engine.name);
   out << fmt::format(
       "  knobs: {} tokens/step, {} seqs, block {}, cache fraction {:.2f}, chunked prefill {}, CUDA "
       "graphs {}\n",
@@ -163,7 +167,10 @@ void add_serve_options(CLI::App& cmd, ServeArgs& a) {
   cmd.add_option("--tp", a.tp, "tensor-parallel GPUs per replica")->capture_default_str();
   cmd.add_option("--pp", a.pp, "pipeline stages per replica")->capture_default_str();
   cmd.add_option("--dp", a.dp, "data-parallel replicas")->capture_default_str();
-  cmd.add_option("--ep", a.ep, "expert-parallel GPUs (MoE; equal to --tp)")->capture_default_str();
+  cmd.add_option("--ep", a.ep,
+                 "expert-parallel GPUs (MoE): equal to --tp, or with --tp 1 attention "
+                 "data-parallel ranks exchanging tokens by all-to-all")
+      ->capture_default_str();
   cmd.add_flag("--sp", a.sp, "sequence parallelism: TP all-reduces as reduce-scatter + all-gather");
   cmd.add_option("--weights", a.weights, "fp32|bf16|fp16|fp8|int8|int4 (default: the config's)");
   cmd.add_option("--activations", a.activations, "fp32|bf16|fp16|fp8|int8");

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
+#include <memory>
 
 #include "analyzer/core/errors.hpp"
 
@@ -31,32 +33,59 @@ class Engine {
   }
 
   SimulationResult run() {
-    check_feasible();
-    size_t n = w_.requests.size();
-    if (w_.concurrency > 0)
-      while (issued_ < n && issued_ < static_cast<size_t>(w_.concurrency)) arrive(issued_++, 0.0);
-    while (finished_ < n) {
-      if (w_.concurrency <= 0)
-        while (issued_ < n && w_.requests[issued_].arrival_s <= now_)
-          arrive(issued_, w_.requests[issued_].arrival_s), ++issued_;
-      if (running_.empty() && waiting_.empty()) {
-        now_ = std::max(now_, w_.requests[issued_].arrival_s);  // idle until the next arrival
+    start();
+    while (!finished()) {
+      admit_arrivals();
+      if (idle()) {
+        now_ = std::max(now_, next_arrival());  // idle until the next arrival
         continue;
       }
-      step();
+      Planned p = plan();
+      commit(p, step_seconds_(p.shape));
     }
-    double first =
-        w_.requests.empty() ? 0 : (w_.concurrency > 0 ? 0 : w_.requests.front().arrival_s);
-    out_.makespan_s = now_ - first;
-    return std::move(out_);
+    return result();
   }
 
- private:
+  // The pieces run() is made of, for engines that step together (simulate_lockstep).
   struct Scheduled {
     size_t id;
     int64_t tokens;
   };
+  struct Planned {
+    std::vector<Scheduled> batch;
+    StepShape shape;
+  };
 
+  void start() {
+    check_feasible();
+    size_t n = w_.requests.size();
+    if (w_.concurrency > 0)
+      while (issued_ < n && issued_ < static_cast<size_t>(w_.concurrency)) arrive(issued_++, 0.0);
+  }
+  bool finished() const { return finished_ >= w_.requests.size(); }
+  bool idle() const { return running_.empty() && waiting_.empty(); }
+  // Open loop: the next request's arrival (the clock jumps there when every engine is idle).
+  double next_arrival() const {
+    return issued_ < w_.requests.size() && w_.concurrency <= 0
+               ? w_.requests[issued_].arrival_s
+               : std::numeric_limits<double>::infinity();
+  }
+  void admit_arrivals() {
+    size_t n = w_.requests.size();
+    if (w_.concurrency <= 0)
+      while (issued_ < n && w_.requests[issued_].arrival_s <= now_)
+        arrive(issued_, w_.requests[issued_].arrival_s), ++issued_;
+  }
+  double now() const { return now_; }
+  void wait_until(double t) { now_ = std::max(now_, t); }
+  SimulationResult result() {
+    double first =
+        w_.requests.empty() ? 0 : (w_.concurrency > 0 ? 0 : w_.requests.front().arrival_s);
+    out_.makespan_s = last_finish_ - first;
+    return std::move(out_);
+  }
+
+ private:
   void check_feasible() const {
     for (const Request& r : w_.requests) {
       if (r.prompt <= 0 || r.output <= 0)
@@ -104,7 +133,9 @@ class Engine {
     return left <= budget ? left : 0;
   }
 
-  void step() {
+ public:
+  // This step's batch: running sequences first, then admissions; preempts when blocks run out.
+  Planned plan() {
     int64_t budget = k_.max_batched_tokens;
     std::vector<Scheduled> batch;
     bool preempted = false;
@@ -171,7 +202,12 @@ class Engine {
         shape.prefills.push_back({s.tokens, q.computed});
       }
     }
-    double dt = step_seconds_(shape);
+    return {std::move(batch), shape};
+  }
+
+  // The planned step took `dt`: its tokens are computed, first tokens and finishes recorded.
+  void commit(const Planned& p, double dt) {
+    const StepShape& shape = p.shape;
     StepRecord rec{now_, dt, shape.tokens() - shape.decode_seqs, shape.decode_seqs,
                    static_cast<int64_t>(waiting_.size())};
     if (shape.prefills.empty())
@@ -185,7 +221,7 @@ class Engine {
     out_.step_seconds += dt;
     out_.decode_seqs += static_cast<double>(shape.decode_seqs);
     now_ += dt;
-    for (const Scheduled& s : batch) {
+    for (const Scheduled& s : p.batch) {
       Sequence& q = seqs_[s.id];
       q.computed += s.tokens;
       if (q.computed < known(s.id)) continue;
@@ -193,7 +229,7 @@ class Engine {
       RequestResult& r = out_.requests[s.id];
       if (!q.started) q.started = true, r.first_token_s = now_;
       if (q.generated < w_.requests[s.id].output) continue;
-      r.finish_s = now_;
+      r.finish_s = last_finish_ = now_;
       free_blocks_ += q.blocks;
       q.blocks = 0;
       running_.erase(std::find(running_.begin(), running_.end(), s.id));
@@ -202,6 +238,7 @@ class Engine {
     }
   }
 
+ private:
   const ServingWorkload& w_;
   const SchedulerKnobs& k_;
   const StepSeconds& step_seconds_;
@@ -210,7 +247,7 @@ class Engine {
   std::vector<size_t> running_;
   int64_t free_blocks_ = 0;
   size_t issued_ = 0, finished_ = 0;
-  double now_ = 0;
+  double now_ = 0, last_finish_ = 0;
   SimulationResult out_;
 
  public:
@@ -223,14 +260,78 @@ double RequestResult::tpot() const {
   return output > 1 ? (finish_s - first_token_s) / static_cast<double>(output - 1) : 0;
 }
 
-SimulationResult simulate(const ServingWorkload& w, const SchedulerKnobs& k,
-                          const StepSeconds& step_seconds) {
+namespace {
+
+void check_knobs(const SchedulerKnobs& k) {
   if (k.max_batched_tokens <= 0 || k.max_seqs <= 0 || k.block_size <= 0)
     throw InputError(
         "serve: the token budget, the sequence limit and the block size must be positive");
+}
+
+}  // namespace
+
+SimulationResult simulate(const ServingWorkload& w, const SchedulerKnobs& k,
+                          const StepSeconds& step_seconds) {
+  check_knobs(k);
   Engine e(w, k, step_seconds);
   e.set_blocks(k.kv_blocks);
   return e.run();
+}
+
+std::vector<SimulationResult> simulate_lockstep(const std::vector<ServingWorkload>& ws,
+                                                const SchedulerKnobs& k,
+                                                const LockstepSeconds& step_seconds) {
+  check_knobs(k);
+  StepSeconds unused;
+  std::vector<std::unique_ptr<Engine>> engines;
+  for (const ServingWorkload& w : ws) {
+    engines.push_back(std::make_unique<Engine>(w, k, unused));
+    engines.back()->set_blocks(k.kv_blocks);
+  }
+  for (auto& e : engines) e->start();
+  std::vector<Engine::Planned> planned(engines.size());
+  std::vector<StepShape> shapes;
+  for (;;) {
+    bool all_done = true, any_work = false;
+    double next = std::numeric_limits<double>::infinity();
+    for (auto& e : engines) {
+      if (e->finished()) continue;
+      all_done = false;
+      e->admit_arrivals();
+      if (e->idle())
+        next = std::min(next, e->next_arrival());
+      else
+        any_work = true;
+    }
+    if (all_done) break;
+    if (!any_work) {  // every engine waits for its next arrival: the clock jumps to the first
+      for (auto& e : engines) e->wait_until(next);
+      continue;
+    }
+    shapes.clear();
+    for (size_t i = 0; i < engines.size(); ++i) {
+      Engine& e = *engines[i];
+      bool works = !e.finished() && !e.idle();
+      planned[i] = works ? e.plan() : Engine::Planned{};
+      if (works) shapes.push_back(planned[i].shape);
+    }
+    double dt = step_seconds(shapes);
+    double end = 0;
+    for (size_t i = 0; i < engines.size(); ++i) {
+      Engine& e = *engines[i];
+      if (e.finished()) continue;
+      if (!planned[i].batch.empty())
+        e.commit(planned[i], dt);
+      else
+        e.wait_until(e.now() + dt);  // idle ranks join the step (engines run a dummy batch)
+      end = std::max(end, e.now());
+    }
+    for (auto& e : engines)
+      if (!e->finished()) e->wait_until(end);
+  }
+  std::vector<SimulationResult> out;
+  for (auto& e : engines) out.push_back(e->result());
+  return out;
 }
 
 }  // namespace rooflens

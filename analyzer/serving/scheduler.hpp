@@ -71,4 +71,16 @@ using StepSeconds = std::function<double(const StepShape&)>;
 SimulationResult simulate(const ServingWorkload& w, const SchedulerKnobs& k,
                           const StepSeconds& step_seconds);
 
+// Seconds a step takes when several engines step together: the shapes of those with work.
+using LockstepSeconds = std::function<double(const std::vector<StepShape>&)>;
+
+// Engines that step together, as data-parallel attention ranks do (their expert layers exchange
+// every step's tokens by all-to-all): each step every engine with work schedules its own batch
+// from its own requests and cache, the step takes `step_seconds` of all their shapes, and every
+// engine's clock advances by it; an engine with nothing to run waits (engines run a dummy batch).
+// When all are idle the clock jumps to the first arrival. One result per engine.
+std::vector<SimulationResult> simulate_lockstep(const std::vector<ServingWorkload>& w,
+                                                const SchedulerKnobs& k,
+                                                const LockstepSeconds& step_seconds);
+
 }  // namespace rooflens

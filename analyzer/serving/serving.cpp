@@ -45,10 +45,14 @@ void check_plan(const TransformerConfig& c, const ServeOptions& o) {
     if (c.experts % o.ep != 0)
       throw InputError(
           fmt::format("serve: --ep {} does not divide the model's {} experts", o.ep, c.experts));
-    if (o.ep != o.lowering.tp)
+    if (o.ep != o.lowering.tp && o.lowering.tp != 1)
       throw InputError(fmt::format(
-          "serve: --ep {} must equal --tp {} (experts are spread over the tensor-parallel group)",
+          "serve: --ep {} with --tp {}: --ep equals --tp (experts spread over the tensor-parallel "
+          "group) or comes with --tp 1 (attention data-parallel, experts spread by all-to-all)",
           o.ep, o.lowering.tp));
+    if (o.attention_dp() && o.pp > 1)
+      throw InputError(
+          "serve: --ep with --tp 1 (attention data parallelism) and --pp is not modelled");
   }
   validate_lowering(c, o.lowering);  // --tp against heads, KV heads and the FFN
 }
@@ -69,13 +73,34 @@ struct Deployment {
   const TransformerConfig& c;
   int64_t act_bytes = 2;
 
-  double step_seconds(const StepShape& s) const {
+  double step_seconds(const StepShape& s) const { return rank_seconds(s, -1) + o.step_overhead_s; }
+
+  // Attention data parallelism: the ranks step together. Each rank's attention, projections and
+  // all-to-alls are its own shape's; its experts take every rank's tokens routed to them, the
+  // mean over the ranks (idle ones included) times the busiest group's excess; the step lasts
+  // as long as the slowest rank.
+  double lockstep_seconds(const std::vector<StepShape>& shapes) const {
+    int64_t total = 0;
+    for (const StepShape& s : shapes) total += s.tokens();
+    int64_t mean = (total + o.ep - 1) / o.ep;
+    double slowest = 0;
+    for (const StepShape& s : shapes) slowest = std::max(slowest, rank_seconds(s, mean));
+    return slowest + o.step_overhead_s;
+  }
+
+  // One GPU's step; expert_tokens >= 0: its experts work on that many tokens (attention DP).
+  double rank_seconds(const StepShape& s, int64_t expert_tokens) const {
     StepTime t = model.cost(s);
     double gpu = t.gpu_s;
     int64_t tokens = s.tokens();
-    if (o.ep > 1 && t.moe_s > 0)
+    if (expert_tokens >= 0 && t.moe_s > 0) {
+      double moe = model.moe_seconds(expert_tokens);
+      double assignments = static_cast<double>(expert_tokens * o.ep * c.experts_per_token);
+      gpu += moe * routing_imbalance(assignments, o.ep) - t.moe_s;
+    } else if (o.ep > 1 && t.moe_s > 0) {
       gpu += t.moe_s *
              (routing_imbalance(static_cast<double>(tokens * c.experts_per_token), o.ep) - 1);
+    }
     // Sequence parallelism: every all-reduce of the TP group becomes a reduce-scatter and an
     // all-gather of the same tensor (the norms between them run on 1/tp of the tokens: not
     // credited here).
@@ -100,7 +125,7 @@ struct Deployment {
     if (!o.cuda_graphs && model.device().eager_host)
       gpu = std::max(gpu,
                      static_cast<double>(t.kernels) * model.device().eager_host->forward_kernel_s);
-    return gpu + o.step_overhead_s;
+    return gpu;
   }
 };
 
@@ -292,7 +317,7 @@ SchedulerKnobs scheduler_knobs(const ServeOptions& o, ServeResult& r) {
       k.block_size;
   r.max_concurrency_without_preemption =
       std::min(k.kv_blocks / std::max<int64_t>(per_seq_blocks, 1), k.max_seqs) *
-      engines_per_replica * o.dp;
+      engines_per_replica * o.dp * (o.attention_dp() ? o.ep : 1);
   int64_t longest_blocks = (o.isl.hi + o.osl.hi + k.block_size - 1) / k.block_size;
   if (k.kv_blocks < longest_blocks)
     throw InputError(
@@ -307,8 +332,10 @@ SchedulerKnobs scheduler_knobs(const ServeOptions& o, ServeResult& r) {
 // of the deployment (pp x dp), the requests dealt among them; the first run's steps become the
 // result's timeline when `keep_timeline`.
 ServingStats run_point(const ServeOptions& o, const SchedulerKnobs& k, const StepSeconds& f,
-                       int64_t concurrency, double rate, bool keep_timeline, ServeResult& r) {
-  const int64_t engines = o.pp * o.dp;
+                       const LockstepSeconds& lockstep, int64_t concurrency, double rate,
+                       bool keep_timeline, ServeResult& r) {
+  const int64_t ranks = o.attention_dp() ? o.ep : 1;  // schedulers that step together
+  const int64_t engines = o.pp * o.dp * ranks;
   if (concurrency > kMaxServeRequests)
     throw InputError(
         fmt::format("serve: concurrency {} exceeds the simulation's limit of {} requests",
@@ -325,19 +352,31 @@ ServingStats run_point(const ServeOptions& o, const SchedulerKnobs& k, const Ste
                     "output tokens a run)",
                     n, o.osl.hi, kMaxServeRequests, kMaxServeOutputTokens));
   std::vector<SimulationResult> runs;
+  std::vector<ServingWorkload> group;  // the ranks of one replica that step together
   for (int64_t e = 0; e < engines; ++e) {
     ServingWorkload w;
     int64_t share_n = n / engines + (e < n % engines ? 1 : 0);
+    bool idles = share_n == 0;
     if (concurrency > 0) {
       w.concurrency = concurrency / engines + (e < concurrency % engines ? 1 : 0);
-      if (w.concurrency == 0) continue;  // more schedulers than requests in flight: this one idles
+      idles = idles || w.concurrency == 0;  // more schedulers than requests in flight
     }
-    if (share_n == 0) continue;
-    w.requests = make_requests(o, share_n, rate > 0 ? rate / static_cast<double>(engines) : 0,
-                               o.seed + static_cast<uint64_t>(e));
-    runs.push_back(simulate(w, k, f));
-    if (keep_timeline && r.timeline.empty()) {
-      const auto& steps = runs.back().steps;
+    if (!idles)
+      w.requests = make_requests(o, share_n, rate > 0 ? rate / static_cast<double>(engines) : 0,
+                                 o.seed + static_cast<uint64_t>(e));
+    if (ranks > 1) {
+      if (!idles) group.push_back(std::move(w));
+      if ((e + 1) % ranks != 0) continue;
+      if (!group.empty())
+        for (SimulationResult& s : simulate_lockstep(group, k, lockstep))
+          runs.push_back(std::move(s));
+      group.clear();
+    } else {
+      if (idles) continue;
+      runs.push_back(simulate(w, k, f));
+    }
+    if (keep_timeline && r.timeline.empty() && !runs.empty()) {
+      const auto& steps = runs.front().steps;
       r.timeline.assign(steps.begin(), steps.end());
     }
   }
@@ -348,6 +387,8 @@ void add_serve_notes(const TransformerConfig& c, const ServeOptions& o, const De
                      ServeResult& r) {
   if (o.ep > 1) {
     double tokens = r.stats.mean_decode_batch > 0 ? r.stats.mean_decode_batch : 1;
+    // Attention DP: the mean decode batch is one rank's; the experts see every rank's tokens.
+    if (o.attention_dp()) tokens *= static_cast<double>(o.ep);
     r.moe_imbalance = routing_imbalance(tokens * static_cast<double>(c.experts_per_token), o.ep);
     r.notes.push_back(
         fmt::format("--ep {}: expert GPUs wait for the busiest under uniform routing (x{:.2f} of "
@@ -355,6 +396,13 @@ void add_serve_notes(const TransformerConfig& c, const ServeOptions& o, const De
                     "decode batch)",
                     o.ep, r.moe_imbalance));
   }
+  if (o.attention_dp())
+    r.notes.push_back(fmt::format(
+        "--ep {} --tp 1: attention data-parallel over {} GPUs (each its own scheduler, requests "
+        "and KV cache; every attention weight on each), {} of {} experts a GPU, every MoE layer's "
+        "tokens dispatched and combined by all-to-alls; the ranks step together, each step as "
+        "long as the slowest rank's",
+        o.ep, o.ep, c.experts / o.ep, c.experts));
   if (o.rate > 0 && !r.stats.sustainable)
     r.notes.push_back(
         fmt::format("{:.2f} requests/s offered: the wait grows {:.2f} s per s of arrivals, the "
@@ -379,22 +427,27 @@ ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
   check_serve_options(c, o);
   ServeResult r;
   r.model = c.path;
-  r.gpus = o.lowering.tp * o.pp * o.dp;
+  r.gpus = o.lowering.tp * o.pp * o.dp * (o.attention_dp() ? o.ep : 1);
   auto engine_device = std::make_shared<Device>(*device);
   // small all-reduces take the engines' one-shot/two-shot kernels
   engine_device->engine_collectives = true;
-  StepCostModel model(c, o.lowering, engine_device);
+  LoweringOptions lowering = o.lowering;
+  if (o.attention_dp()) lowering.ep = o.ep;  // one GPU's share: its sequences, its experts
+  StepCostModel model(c, lowering, engine_device);
   r.memory = plan_memory(c, o, model, *device);
   SchedulerKnobs knobs = scheduler_knobs(o, r);
   r.knobs = knobs;
   Deployment d{model, o, c, storage_bytes(o.lowering.activations, 1)};
   StepSeconds f = [&d](const StepShape& s) { return d.step_seconds(s); };
+  LockstepSeconds lockstep = [&d](const std::vector<StepShape>& s) {
+    return d.lockstep_seconds(s);
+  };
   if (o.concurrency > 0 || o.rate > 0)
-    r.stats = run_point(o, knobs, f, o.concurrency, o.rate, true, r);
+    r.stats = run_point(o, knobs, f, lockstep, o.concurrency, o.rate, true, r);
   for (int64_t n : o.sweep) {
     if (n <= 0)
       throw InputError(fmt::format("--sweep-concurrency {}: concurrencies must be positive", n));
-    r.sweep.push_back(run_point(o, knobs, f, n, 0, r.timeline.empty(), r));
+    r.sweep.push_back(run_point(o, knobs, f, lockstep, n, 0, r.timeline.empty(), r));
   }
   add_serve_notes(c, o, *device, r);
   r.cost_grid_points = model.grid_points();

@@ -28,7 +28,11 @@ LengthSpec parse_length(const std::string& flag, const std::string& text);
 
 struct ServeOptions {
   LoweringOptions lowering;  // dtypes, tp
+  // ep: expert-parallel GPUs. Equal to lowering.tp: the experts spread over the TP group. With
+  // tp 1: attention data parallelism, ep ranks each with its own scheduler and cache, the
+  // experts spread over them and tokens exchanged by all-to-alls (attention_dp()).
   int64_t pp = 1, dp = 1, ep = 1;
+  bool attention_dp() const { return ep > 1 && lowering.tp == 1; }
   bool sp =
       false;  // sequence parallelism: each TP all-reduce as a reduce-scatter and an all-gather
   EngineDefaults engine;

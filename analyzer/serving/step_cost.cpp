@@ -64,8 +64,12 @@ const StepCostModel::PrefillPoint& StepCostModel::prefill_point(int64_t tokens) 
   if (it != prefill_.end()) return it->second;
   LoweringOptions lo = lowering_;
   lo.phase = Phase::prefill;
-  lo.batch = 1;
+  lo.batch = lowering_.ep;  // one sequence a GPU (ep > 1: each GPU's share of the deployment)
   lo.seq = tokens;
+  // Attention DP: each GPU's all-to-all sends tokens x k rows in ep equal chunks; engines pad
+  // their buffers, so a count whose rows do not divide is lowered at the next one that does.
+  if (lowering_.ep > 1 && config_.experts_per_token > 0)
+    while ((lo.seq * config_.experts_per_token) % lowering_.ep != 0) ++lo.seq;
   AnalysisOptions ao;
   ao.calibrated = device_;
   Analysis a = analyze_graph(lower_transformer(config_, lo).graph, ao);
@@ -98,6 +102,7 @@ double StepCostModel::decode_attention_point(int64_t seqs, int64_t context) {
   LoweringOptions lo = lowering_;
   lo.phase = Phase::decode;
   lo.batch = seqs;
+  lo.ep = 1;  // attention DP: a GPU's attention is its own sequences' with every head
   lo.context = context;
   AnalysisOptions ao;
   ao.calibrated = device_;
@@ -130,6 +135,10 @@ double StepCostModel::interpolate(int64_t tokens, double PrefillPoint::*field) {
 
 double StepCostModel::prefill_moe(int64_t tokens) {
   return interpolate(tokens, &PrefillPoint::moe_s);
+}
+
+double StepCostModel::moe_seconds(int64_t tokens) {
+  return tokens <= 0 ? 0 : prefill_moe(tokens);
 }
 
 double StepCostModel::prefill_attention(int64_t tokens) {

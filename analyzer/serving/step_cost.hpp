@@ -44,6 +44,8 @@ struct StepTime {
 //    octave (1, 2, 3, 4, 6, 8, 12, ...), its nodes outside the attention cores and the head;
 //  - a prefill chunk's attention: cumulative causal attention A(past + n) - A(past) from the
 //    same lowerings (the rows the chunk adds), at least A(n);
+//  - under lowering.ep (attention data parallelism) every figure is one GPU's with that shape
+//    (the lowering's batch is ep sequences, one a GPU; decode attention is a GPU's own);
 //  - decode attention: lowered decode steps of b sequences at context c, b and c on the same
 //    two-per-octave grid, bilinear; b sequences with different contexts cost as b at their mean
 //    (the kernels stream every cached token once, so the sum is what counts).
@@ -52,6 +54,8 @@ class StepCostModel {
   StepCostModel(TransformerConfig config, LoweringOptions lowering,
                 std::shared_ptr<const Device> device);
   StepTime cost(const StepShape& s);
+  // The MoE layers' time for `tokens` tokens a GPU (token grid, as cost()'s moe_s).
+  double moe_seconds(int64_t tokens);
   // Peak activation bytes of a step of `tokens` tokens (the lowering's liveness peak).
   int64_t activation_peak_bytes(int64_t tokens);
   int64_t weight_bytes();       // per GPU

@@ -161,6 +161,40 @@ TEST_CASE("serve scheduler: a sequence larger than the whole cache is refused", 
   CHECK_THROWS_AS(simulate(closed(1, 1, 32, 40), k, one_second), InputError);
 }
 
+TEST_CASE("serve scheduler: ranks that step together wait for each other's steps", "[serving]") {
+  // A step takes 1 s per token of its largest rank. Rank A: one request, a prompt of 100, one
+  // output token. Rank B: a prompt of 1 and 3 output tokens. Together, step 1 is A's prefill of
+  // 100 tokens beside B's 1: 100 s, the first tokens of both at t = 100 (A finishes). Steps 2 and
+  // 3 are B's decodes alone, 1 s each: B finishes at 102. Alone, B would take 3 s.
+  LockstepSeconds largest = [](const std::vector<StepShape>& shapes) {
+    double most = 0;
+    for (const StepShape& s : shapes) most = std::max(most, static_cast<double>(s.tokens()));
+    return most;
+  };
+  std::vector<SimulationResult> r =
+      simulate_lockstep({closed(1, 1, 100, 1), closed(1, 1, 1, 3)}, roomy(), largest);
+  REQUIRE(r.size() == 2);
+  CHECK(r[0].requests[0].ttft() == Approx(100));
+  CHECK(r[0].requests[0].e2e() == Approx(100));
+  CHECK(r[1].requests[0].ttft() == Approx(100));
+  CHECK(r[1].requests[0].tpot() == Approx(1));  // (102 - 100) / 2
+  CHECK(r[1].requests[0].e2e() == Approx(102));
+  CHECK(r[1].makespan_s == Approx(102));
+  // Open loop: B's request arrives at t = 50 while A's 100 s prefill runs; it is admitted when
+  // that step ends, prefilled in step 2 (1 s): its TTFT is 101 - 50 = 51 s.
+  ServingWorkload a, b;
+  a.requests = {Request{0, 100, 1}};
+  b.requests = {Request{50, 1, 1}};
+  r = simulate_lockstep({a, b}, roomy(), largest);
+  CHECK(r[1].requests[0].ttft() == Approx(51));
+  // Both idle until the first arrival at t = 20: the clock jumps there.
+  a.requests = {Request{20, 5, 1}};
+  b.requests = {Request{30, 5, 1}};
+  r = simulate_lockstep({a, b}, roomy(), largest);
+  CHECK(r[0].requests[0].first_token_s == Approx(25));
+  CHECK(r[1].requests[0].first_token_s == Approx(35));
+}
+
 TEST_CASE("serve step cost: a lone prefill step is analyze's prefill less the other tokens' logits",
           "[serving]") {
   // The step model takes its figures from the same lowering as `analyze --phase prefill`: at a
@@ -268,7 +302,10 @@ TEST_CASE("serve CLI: impossible plans are one line and exit 2", "[serving][cli]
            config("llama-3.1-8b") + " --concurrency 4 --tp 3",        // nor 32 heads
            config("llama-3.1-8b") + " --concurrency 4 --ep 2 --tp 2",  // dense: no experts
            config("mixtral-8x7b") +
-               " --concurrency 4 --ep 3 --tp 3",        // 3 does not divide 8 experts
+               " --concurrency 4 --ep 3 --tp 3",  // 3 does not divide 8 experts
+           config("mixtral-8x7b") +
+               " --concurrency 4 --ep 4 --tp 2",  // neither the TP group nor attention DP
+           config("mixtral-8x7b") + " --concurrency 4 --ep 4 --pp 2",  // attention DP with stages
            config("llama-2-70b") + " --concurrency 4",  // 140 GB of weights on one 80 GB GPU
            config("llama-3.1-8b") +
                " --concurrency 4 --isl 4000000",                  // KV budget below one sequence
@@ -349,4 +386,26 @@ TEST_CASE("serve CLI: replicas and pipeline stages divide the work as the plan s
   CHECK(one.at("memory_per_gpu").at("kv_bytes_per_token") == 131072);
   CHECK(pp.at("memory_per_gpu").at("kv_bytes_per_token") == 65536);
   CHECK(pp.at("plan").at("schedulers") == 2);
+}
+
+TEST_CASE("serve CLI: expert parallelism with data-parallel attention", "[serving][cli]") {
+  static const std::filesystem::path dir = test::scratch_dir("serve_attention_dp");
+  std::filesystem::path json = dir / "ep.json";
+  Run r = serve(config("mixtral-8x7b") + " --tp 1 --ep 4 --isl 512 --osl 64 --concurrency 16 " +
+                "--json " + json.string());
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  nlohmann::json j = nlohmann::json::parse(test::slurp(json));
+  CHECK(j.at("plan").at("gpus") == 4);
+  CHECK(j.at("plan").at("attention_dp") == true);
+  CHECK(j.at("plan").at("schedulers") == 4);
+  // Mixtral-8x7B: 46,702,792,704 parameters, of which the experts' 32 layers x 8 x 3 x 4096 x
+  // 14336 = 45,097,156,608. A GPU holds every other weight and 2 of the 8 experts, in bf16:
+  // (46,702,792,704 - 3/4 x 45,097,156,608) x 2 B = 25,759,850,496 B, and the lowering's small
+  // tables (the rotary frequencies: 64 fp32, 256 B) within a KiB.
+  CHECK(std::fabs(j.at("memory_per_gpu").at("weight_bytes").get<double>() - 25759850496.0) <= 1024);
+  // Every KV head on each GPU: 32 layers x 8 heads x 128 x 2 (K, V) x 2 B.
+  CHECK(j.at("memory_per_gpu").at("kv_bytes_per_token") == 131072);
+  // Four schedulers of 4 clients each: the ranks' requests are the deployment's.
+  CHECK(j.at("serving").at("requests") == 128);  // 8 x concurrency
 }
