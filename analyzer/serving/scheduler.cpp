@@ -97,7 +97,15 @@ class Engine {
             "holds {} "
             "({} tokens): the KV budget is below one sequence",
             r.prompt, r.output, need, k_.block_size, k_.kv_blocks, k_.kv_blocks * k_.block_size));
-      if (!k_.chunked_prefill && r.prompt + r.output > k_.max_batched_tokens)
+      // A preempted sequence is recomputed whole (its prompt and what it generated); with the
+      // whole output reserved at admission nothing is preempted, and only the prompt must fit.
+      if (!k_.chunked_prefill && k_.reserve_full_output && r.prompt > k_.max_batched_tokens)
+        throw InputError(
+            fmt::format("serve: without chunked prefill a prompt must fit the step's token "
+                        "budget: {} tokens > {}",
+                        r.prompt, k_.max_batched_tokens));
+      if (!k_.chunked_prefill && !k_.reserve_full_output &&
+          r.prompt + r.output > k_.max_batched_tokens)
         throw InputError(
             fmt::format("serve: without chunked prefill a prompt (and its recompute) must fit the "
                         "step's token budget: "

@@ -155,6 +155,22 @@ TEST_CASE("serve scheduler: reserving the whole output admits later instead of p
   CHECK(r.requests[1].ttft() == Approx(41.0));
 }
 
+TEST_CASE("serve scheduler: without chunked prefill only a prompt that can be recomputed must fit",
+          "[serving]") {
+  // Budget 150 tokens, prompts of 100, outputs of 100. Preemption recomputes prompt + output
+  // (200 > 150): refused. Reserving the whole output at admission never preempts: accepted, and
+  // the prompt alone (100) fits a step: TTFT = one 100-token step = 10 + 100 ms.
+  SchedulerKnobs k = roomy();
+  k.max_batched_tokens = 150;
+  k.chunked_prefill = false;
+  CHECK_THROWS_AS(simulate(closed(1, 1, 100, 100), k, linear_step), InputError);
+  k.reserve_full_output = true;
+  SimulationResult r = simulate(closed(1, 1, 100, 100), k, linear_step);
+  CHECK(r.requests[0].ttft() == Approx(0.110));
+  k.max_batched_tokens = 99;  // the prompt itself no longer fits
+  CHECK_THROWS_AS(simulate(closed(1, 1, 100, 100), k, linear_step), InputError);
+}
+
 TEST_CASE("serve scheduler: a sequence larger than the whole cache is refused", "[serving]") {
   SchedulerKnobs k = roomy();
   k.kv_blocks = 4;  // 64 tokens; a sequence of 32 + 40 needs 5 blocks
