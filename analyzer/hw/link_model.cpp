@@ -34,6 +34,7 @@ struct LinkData {
   int64_t custom_max_bytes = 0;
   std::map<std::string, std::vector<BusbwPoint>> fabrics;
   std::vector<ShippedCurves> measured;
+  std::vector<ScaleOut> scale_out;
 };
 
 const LinkData& link_data() {
@@ -49,6 +50,12 @@ const LinkData& link_data() {
                           p.at("ranks").get<int64_t>(), p.at("busbw").get<double>(),
                           p.at("source").get<std::string>()});
     }
+    for (const auto& o : j.at("scale_out").at("systems"))
+      d.scale_out.push_back({o.at("devices").get<std::vector<std::string>>(),
+                             o.at("gpus_per_node").get<int64_t>(),
+                             o.at("nic_bandwidth").get<double>(), o.value("allreduce_busbw", 0.0),
+                             o.value("alltoall_busbw", 0.0), o.at("step_latency_s").get<double>(),
+                             o.at("source").get<std::string>()});
     if (j.contains("measured"))
       for (const auto& m : j.at("measured")) {
         nlohmann::json one = nlohmann::json::array({m});
@@ -101,7 +108,64 @@ const std::vector<CollectivePoint>* measured_curve(const Device& d, Collective c
   return nullptr;
 }
 
+// Beyond one node's NVLink domain: NCCL's rings and trees cross nodes through the GPUs' network
+// adapters (one per GPU, rail-optimized), each ring through a different adapter, so the ring
+// collectives' bus bandwidth is the published cross-node figure, else the node's adapters
+// together, never above the node's own; an all-to-all sends the share of its buffer that lives
+// on other nodes through the GPU's own adapter. Each step that crosses nodes adds the network's
+// latency.
+CollectivePrice across_nodes(Collective c, int64_t bytes, int64_t ranks, const Device& spec,
+                             const ScaleOut& so) {
+  const LinkData& data = link_data();
+  double n = static_cast<double>(ranks), g = static_cast<double>(so.gpus_per_node),
+         s = static_cast<double>(bytes);
+  double nodes = std::ceil(n / g), a = data.step_latency_s, ax = so.step_latency_s;
+  double link = link_per_direction(spec, fabric_of(spec, so.gpus_per_node));
+  double node_busbw = allreduce_busbw(spec, so.gpus_per_node);
+  double ring_busbw = so.allreduce_busbw > 0 ? std::min(so.allreduce_busbw, node_busbw)
+                                             : std::min(node_busbw, so.nic_bandwidth * g);
+  double factor = bus_factor(c, ranks);
+  CollectivePrice best;
+  auto consider = [&](const char* name, double seconds) {
+    if (best.algorithm.empty() || seconds < best.seconds) best = {seconds, name, 0};
+  };
+  switch (c) {
+    case Collective::all_reduce:
+      consider("ring across nodes",
+               2 * (n - 1) * a + 2 * (nodes - 1) * ax + factor * s / ring_busbw);
+      consider("tree across nodes", 2 * std::ceil(std::log2(g)) * a +
+                                        2 * std::ceil(std::log2(nodes)) * ax +
+                                        factor * s / ring_busbw);
+      break;
+    case Collective::all_gather:
+    case Collective::reduce_scatter:
+      consider("ring across nodes",
+               (n - 1) * a + (nodes - 1) * ax + factor * s / std::min(ring_busbw, link));
+      break;
+    case Collective::all_to_all:
+      if (so.alltoall_busbw > 0) {
+        consider("p2p across nodes", ax + factor * s / so.alltoall_busbw);
+      } else {
+        double off_node = (n - g) / n * s / so.nic_bandwidth, on_node = (g - 1) / n * s / link;
+        consider("p2p across nodes", ax + std::max(off_node, on_node));
+      }
+      break;
+    case Collective::send_recv:
+      consider("p2p across nodes", ax + s / so.nic_bandwidth);
+      break;
+  }
+  best.busbw = best.seconds > 0 ? s / best.seconds * factor : 0;
+  return best;
+}
+
 }  // namespace
+
+const ScaleOut* scale_out_of(const Device& d) {
+  const std::string& id = d.spec ? d.spec->id : d.id;
+  for (const ScaleOut& o : link_data().scale_out)
+    if (std::find(o.devices.begin(), o.devices.end(), id) != o.devices.end()) return &o;
+  return nullptr;
+}
 
 Fabric fabric_of(const Device& d, int64_t ranks) {
   const Device& spec = d.spec ? *d.spec : d;
@@ -143,6 +207,8 @@ CollectivePrice price_collective(Collective c, int64_t bytes, int64_t ranks, con
   if (ranks <= 1 || bytes <= 0) return best;
   const LinkData& data = link_data();
   const Device& spec = d.spec ? *d.spec : d;
+  if (const ScaleOut* so = scale_out_of(spec); so && ranks > so->gpus_per_node)
+    return across_nodes(c, bytes, ranks, spec, *so);
   Fabric f = fabric_of(spec, ranks);
   double n = static_cast<double>(ranks), s = static_cast<double>(bytes),
          alpha = data.step_latency_s;

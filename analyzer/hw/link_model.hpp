@@ -1,11 +1,13 @@
 #pragma once
 // Collectives priced by a model of the links (data/collectives.json): per fabric (NVSwitch,
-// NVLink bridge, PCIe) and GPU count, time = latency steps x step latency + the bytes each GPU
-// moves / the fabric's bus bandwidth, with nccl-tests' bus-bandwidth definitions. NCCL's ring
-// and tree, and for small all-reduces the one-shot/two-shot peer-memory kernels serving engines
-// use (vLLM's custom all-reduce), each priced; the cheapest applicable one is taken.
+// NVLink bridge, PCIe; beyond a node, its scale-out network) and GPU count, time = latency steps x
+// step latency + the bytes each GPU moves / the fabric's bus bandwidth, with nccl-tests'
+// bus-bandwidth definitions. NCCL's ring and tree, and for small all-reduces the one-shot/two-shot
+// peer-memory kernels serving engines use (vLLM's custom all-reduce), each priced; the cheapest
+// applicable one is taken.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "analyzer/hw/collective_curves.hpp"
 #include "analyzer/hw/device.hpp"
@@ -27,6 +29,20 @@ CollectivePrice price_collective(Collective c, int64_t bytes, int64_t ranks, con
                                  bool engine_kernels = false);
 double collective_seconds(Collective c, int64_t bytes, int64_t ranks, const Device& d,
                           bool engine_kernels = false);
+
+// A system's scale-out network (data/collectives.json "scale_out"): a group larger than one
+// node's NVLink domain crosses it.
+struct ScaleOut {
+  std::vector<std::string> devices;
+  int64_t gpus_per_node = 0;   // GPUs one NVLink domain holds (an HGX node, an NVL72 rack)
+  double nic_bandwidth = 0;    // per GPU, one direction, bytes/s
+  double allreduce_busbw = 0;  // published nccl-tests all-reduce busbw across nodes; 0: none
+  double alltoall_busbw = 0;   // the same for all-to-all; 0: from the adapters
+  double step_latency_s = 0;   // per step that crosses nodes
+  std::string source;
+};
+// The device's scale-out, or null where data/collectives.json has none.
+const ScaleOut* scale_out_of(const Device& d);
 
 // The fabric a group of `ranks` GPUs of this device communicates over.
 Fabric fabric_of(const Device& d, int64_t ranks);

@@ -403,6 +403,14 @@ void add_serve_notes(const TransformerConfig& c, const ServeOptions& o, const De
         "tokens dispatched and combined by all-to-alls; the ranks step together, each step as "
         "long as the slowest rank's",
         o.ep, o.ep, c.experts / o.ep, c.experts));
+  int64_t group = o.attention_dp() ? o.ep : o.lowering.tp;  // the GPUs one collective spans
+  if (const ScaleOut* so = scale_out_of(device); so && group > so->gpus_per_node)
+    r.notes.push_back(
+        fmt::format("{} GPUs in one collective span {} nodes of {}: their collectives cross the "
+                    "network ({:.0f} "
+                    "GB/s a GPU; data/collectives.json scale_out)",
+                    group, (group + so->gpus_per_node - 1) / so->gpus_per_node, so->gpus_per_node,
+                    so->nic_bandwidth / 1e9));
   if (o.rate > 0 && !r.stats.sustainable)
     r.notes.push_back(
         fmt::format("{:.2f} requests/s offered: the wait grows {:.2f} s per s of arrivals, the "

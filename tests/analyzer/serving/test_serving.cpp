@@ -261,6 +261,35 @@ TEST_CASE("link model: collectives by hand", "[serving][links]") {
   CHECK(collective_seconds(Collective::all_reduce, 1 << 20, 1, h100) == 0);
 }
 
+TEST_CASE("link model: beyond a node, collectives cross its network adapters", "[serving][links]") {
+  // data/collectives.json, H100 SXM nodes of 8: all-reduce busbw across nodes 368.76 GB/s
+  // (published), 48 GB/s per adapter, 5 us per step that crosses nodes, 1 us per step within.
+  Device h100 = find_device("H100-SXM");
+  const double gib = 1073741824.0;
+  // 16 GPUs (2 nodes), 1 GiB all-reduce: ring 2 x 15 x 1 us + 2 x 1 x 5 us, tree 2 x log2(8) x
+  // 1 us + 2 x log2(2) x 5 us = 16 us, then 2 x 15/16 x 1 GiB at 368.76 GB/s = 5.4597 ms: tree.
+  CollectivePrice ar = price_collective(Collective::all_reduce, int64_t{1} << 30, 16, h100);
+  CHECK(ar.algorithm == "tree across nodes");
+  CHECK(ar.seconds == Approx(16e-6 + 1.875 * gib / 368.76e9));
+  // All-to-all of a 1 GiB buffer over 16: half of it lives on the other node and leaves through
+  // the GPU's adapter (8/16 GiB at 48 GB/s = 11.185 ms; the NVLink share, 7/16 GiB at 450 GB/s,
+  // runs beside it), plus one network step. busbw = 15/16 x 1 GiB / t: 2 x 15/16 x 48 = 90 GB/s
+  // to within the latency (the maintainer's N/(N-1) x the per-GPU network bandwidth for 2 nodes,
+  // n-1/n of the bytes counted).
+  CollectivePrice a2a = price_collective(Collective::all_to_all, int64_t{1} << 30, 16, h100);
+  CHECK(a2a.seconds == Approx(5e-6 + 0.5 * gib / 48e9));
+  CHECK(a2a.busbw == Approx(2 * 15.0 / 16 * 48e9).epsilon(0.001));
+  // 32 GPUs: 24/32 of the buffer off the node.
+  CHECK(collective_seconds(Collective::all_to_all, int64_t{1} << 30, 32, h100) ==
+        Approx(5e-6 + 0.75 * gib / 48e9));
+  // Eight GPUs stay on the node's NVSwitch, and a device without a scale-out entry (A100) keeps
+  // its fabric's model at any count.
+  CHECK(price_collective(Collective::all_to_all, int64_t{1} << 30, 8, h100)
+            .algorithm.find("across") == std::string::npos);
+  CHECK(price_collective(Collective::all_reduce, int64_t{1} << 30, 16, find_device("A100-SXM-80GB"))
+            .algorithm.find("across") == std::string::npos);
+}
+
 TEST_CASE("training: ZeRO-3's gathers are priced per micro-batch by the link model",
           "[serving][links]") {
   // Llama-3.1-8B, bf16-mixed (fp32 weights and gradients, bf16 GEMMs), ZeRO-3 over 8 H100s. Each
