@@ -14,7 +14,7 @@
   const model = R.model.split("/").slice(-2).join("/");
   $("title").textContent = "rooflens serve \u2014 " + model;
   document.title = "rooflens serve \u2014 " + model;
-  $("subtitle").textContent = `${R.device} \u00b7 ${P.gpus} GPU${P.gpus > 1 ? "s" : ""} (tp ${P.tp}, pp ${P.pp}, dp ${P.dp}${P.ep > 1 ? ", ep " + P.ep : ""}) \u00b7 engine ${E.name} \u00b7 schema ${R.schema_version}`;
+  $("subtitle").textContent = `${R.device} \u00b7 ${P.gpus} GPU${P.gpus > 1 ? "s" : ""} (tp ${P.tp}, pp ${P.pp}, dp ${P.dp}${P.ep > 1 ? ", ep " + P.ep + (P.attention_dp ? " with data-parallel attention" : "") : ""}) \u00b7 engine ${E.name} \u00b7 schema ${R.schema_version}`;
 
   // ---- cards ---------------------------------------------------------------------------------
   const card = (k, v, s, warn) => {
@@ -105,7 +105,8 @@
     const shown = steps.slice(0, 4000);  // a page stays light; the JSON holds them all
     const svg = el("svg", { viewBox: "0 0 900 220", width: "100%", id: "serve-timeline-svg" }, tl);
     const end = Math.max(...shown.map((s) => s[0] + s[1]));
-    const most = Math.max(1, ...shown.map((s) => Math.max(s[3], s[4])));
+    // A multiple of 4, so that the quarter ticks are whole sequences.
+    const most = 4 * Math.ceil(Math.max(1, ...shown.map((s) => Math.max(s[3], s[4]))) / 4);
     const a = axes(svg, [70, 10, 800, 160], { lo: 0, hi: end }, { lo: 0, hi: most }, "simulated time", "sequences",
       (v) => time(v), (v) => String(Math.round(v)));
     for (const [start, secs, prefill, decode] of shown) {
@@ -116,6 +117,7 @@
     el("path", { d: shown.map((s, i) => `${i ? "L" : "M"}${a.X(s[0]).toFixed(1)},${a.Y(s[4]).toFixed(1)}`).join(" "), class: "waiting" }, svg);
     const mix = S.step_mix || {};
     h("div", `Each bar one step, as tall as the sequences it decodes: decode only (grey), prefill only (blue), prefill chunks mixed with decodes (orange); the line: requests waiting. ` +
+      (P.schedulers > 1 ? `The first of ${P.schedulers} schedulers${P.attention_dp ? " (one data-parallel attention rank; the ranks step together)" : ""}. ` : "") +
       (steps.length > shown.length ? `First ${shown.length} of ${steps.length} steps. ` : "") +
       (mix.mean_step_s ? `Mean step ${time(mix.mean_step_s)}, mean decode batch ${mix.mean_decode_batch.toFixed(1)}.` : ""), tl, "sub");
   }
