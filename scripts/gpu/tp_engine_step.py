@@ -33,6 +33,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from multi_gpu_references import ROOT, init, kernel_categories, kernel_durations, top_kernels  # noqa: E402
+from training_references import cuda_event_times  # noqa: E402
 
 
 class ShardedLlama:
@@ -155,16 +156,8 @@ def rank_main(rank, world, port, out, config_path, batch, context, prompt):
         for _ in range(3):
             fn()
         torch.cuda.synchronize()
-        dist.barrier(group=host)
-        times = []
-        for _ in range(reps):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b) / 1e3)
-        return times
+        dist.barrier(group=host)  # both ranks start timing together
+        return cuda_event_times(fn, reps)
 
     def kernels_of(fn):
         dist.barrier(group=host)
