@@ -113,31 +113,36 @@ TEST_CASE("tensor parallel over 2 and 4 H200s: Llama-3.1-8B decode and prefill a
   }
 }
 
-TEST_CASE("tensor parallel over 2 H200s: Llama-3.1-8B decode against an engine-style PyTorch step",
+TEST_CASE("tensor parallel over 2 and 4 H200s: Llama-3.1-8B decode against engine-style steps",
           "[multi-gpu][tp]") {
   // scripts/gpu/tp_engine_step.py: fused q/k/v and gate/up GEMMs, the element-wise work fused by
   // torch.compile, flash attention over the cache in place, the step replayed from one CUDA graph
-  // with its 65 NCCL all-reduces inside. Predicted 3.79 ms; the replay took 4.31 ms on both GPUs
-  // (-12%; graph nodes leave ~0.8 us between kernels), its kernels summed 3.88 ms (-2%): GEMMs
-  // 2.28 ms (predicted 2.61: the fused GEMMs are faster than separate ones), cuDNN's attention
-  // 0.62 ms (predicted 0.34: PyTorch's cuDNN kernel over a strided cache view, 32 CTAs).
-  json engine = reference("h200x2-tp2-llama-3.1-8b-engine.json");
-  Analysis a = llama_tp(2, Workload::decode);
-  double predicted = 0;
-  for (const NodeResult& n : a.nodes) predicted += n.roof.predicted;
-  for (const json& rank : engine.at("ranks")) {
-    const json& step = rank.at("graph_compiled");
-    CHECK(predicted == Approx(step.at("replay_s").get<double>()).epsilon(0.15));
+  // with its 65 NCCL all-reduces inside. TP 2: predicted 3.79 ms, the replay 4.31 ms on both GPUs
+  // (-12%; graph nodes leave ~0.8 us between kernels), its kernels 3.88 ms (-2%): GEMMs 2.28 ms
+  // (predicted 2.61: fused GEMMs are faster than separate ones), cuDNN's attention 0.62 ms
+  // (predicted 0.34: PyTorch's kernel over a strided cache view, 32 CTAs). TP 4 (another machine):
+  // predicted 3.18 ms, the replay 3.65-3.67 ms on the four GPUs (-13%), its kernels 3.22 ms (-1%).
+  for (auto [tp, file] : {std::pair<int, const char*>{2, "h200x2-tp2-llama-3.1-8b-engine.json"},
+                          {4, "h200x4-tp4-llama-3.1-8b-engine.json"}}) {
+    INFO(file);
+    json engine = reference(file);
+    REQUIRE(engine.at("ranks").size() == static_cast<size_t>(tp));
+    Analysis a = llama_tp(tp, Workload::decode);
+    double predicted = 0;
+    for (const NodeResult& n : a.nodes) predicted += n.roof.predicted;
+    for (const json& rank : engine.at("ranks"))
+      CHECK(predicted ==
+            Approx(rank.at("graph_compiled").at("replay_s").get<double>()).epsilon(0.15));
+    // The summed kernels of the rank whose all-reduces waited least (the others' include the wait
+    // for the last rank's launch under the profiler).
+    const json* best = nullptr;
+    for (const json& rank : engine.at("ranks"))
+      if (!best || rank.at("graph_compiled").at("by_kind_s").at("nccl").get<double>() <
+                       best->at("graph_compiled").at("by_kind_s").at("nccl").get<double>())
+        best = &rank;
+    CHECK(predicted ==
+          Approx(best->at("graph_compiled").at("kernels_s").get<double>()).epsilon(0.10));
   }
-  // The summed kernels of the rank whose all-reduces waited least (the other one's include the
-  // wait for the first rank's launch under the profiler).
-  const json* best = nullptr;
-  for (const json& rank : engine.at("ranks"))
-    if (!best || rank.at("graph_compiled").at("by_kind_s").at("nccl").get<double>() <
-                     best->at("graph_compiled").at("by_kind_s").at("nccl").get<double>())
-      best = &rank;
-  CHECK(predicted ==
-        Approx(best->at("graph_compiled").at("kernels_s").get<double>()).epsilon(0.10));
 }
 
 TEST_CASE("expert parallel over 4 H200s: Mixtral and Qwen3-MoE steps against their replay",
@@ -190,10 +195,24 @@ TEST_CASE("data parallel over 2 and 4 H200s: DDP and FSDP steps against PyTorch'
     Analysis f = llama_4l_dp(gpus, 3);
     CHECK(static_cast<double>(f.training->peak_memory_bytes) ==
           Approx(fsdp.at("peak_bytes").get<double>()).epsilon(0.05));
-    // The 4-GPU machine ran the step in 27.9 ms, the GPU's own time (predicted busy 22.9 ms):
-    // its host kept up, where the 2-GPU machines' did not (below). The host cost FSDP2 adds was
-    // measured on one 2-GPU machine only, so that run is not held to the host-bound prediction.
-    if (gpus == 4) CHECK(f.training->gpu_busy_s < fsdp.at("step_time_s").get<double>());
+    // The first 4-GPU machine ran the step in 27.9 ms, the GPU's own time (predicted busy
+    // 22.9 ms): its host kept up. A later 4 x H200 machine was host-bound like the 2-GPU ones:
+    // 39.6, 34.0 and 37.2 ms in three processes (h200x4-train-llama-4l-steps-2.json, -fsdp-host);
+    // predicted 39.8 ms, within 15% of their median.
+    if (gpus == 4) {
+      CHECK(f.training->gpu_busy_s < fsdp.at("step_time_s").get<double>());
+      std::vector<double> steps;
+      json runs = reference("h200x4-train-llama-4l-steps-2.json");
+      json host = reference("h200x4-train-llama-4l-fsdp-host.json");
+      for (const json& run : runs.at("fsdp"))
+        steps.push_back(run.at("ranks").at(0).at("step_time_s"));
+      for (const json& r : host.at("runs").at(0).at("rows"))
+        if (r.at("layers") == 4 && r.at("mode") == "fsdp" && r.at("rank") == 0)
+          steps.push_back(r.at("wall_s"));
+      REQUIRE(steps.size() == 3);
+      std::sort(steps.begin(), steps.end());
+      CHECK(f.training->step_time_s == Approx(steps[1]).epsilon(0.15));
+    }
   }
 }
 
