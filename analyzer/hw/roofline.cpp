@@ -84,6 +84,19 @@ std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const 
   return fitted;
 }
 
+// Decode attention over a cache narrower than the table's (an fp8 KV cache under a bf16 query):
+// the table's kernel streamed the keys and values in bf16. The time it spent on the bytes this
+// node does not read comes off at the measured bandwidth, never below the node's own bytes at
+// that bandwidth plus a launch.
+double narrower_cache(const NodeCost& c, Precision p, const Device& d, double table_seconds) {
+  auto q = perf_query(c, p);
+  if (!q || q->table.rfind("attn_decode.", 0) != 0) return table_seconds;
+  double table_bytes = grid_work(q->table, q->x).bytes, own = static_cast<double>(c.read_act);
+  if (own <= 0 || own > 0.75 * table_bytes) return table_seconds;  // the table's own dtype
+  return std::max(table_seconds - (table_bytes - own) / d.hbm_bandwidth,
+                  own / d.hbm_bandwidth + d.launch_floor_s);
+}
+
 // A MoE node as the replay runs it (kernels/gemm_runner.cpp, moe_runner): under uniform routing
 // min(E, assignments) experts get ceil(assignments / E) rows each, and each projection is one
 // batched GEMM over them; the routing, dispatch, activation and combine are memory kernels at the
@@ -209,6 +222,7 @@ RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d)
                 floor;
   auto measured = c.kernel.moe ? predict_moe_from_tables(c, p, d, r.table, r.source)
                                : predict_from_tables(c, p, d, r.table, r.source);
+  if (measured && c.kernel.attention) measured = narrower_cache(c, p, d, *measured);
   if (measured) r.predicted = *measured;
   BoundClass cls = classify(c, p, r.predicted, d);
   r.roof_fraction = cls.roof_fraction;
