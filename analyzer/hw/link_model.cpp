@@ -167,6 +167,13 @@ const ScaleOut* scale_out_of(const Device& d) {
   return nullptr;
 }
 
+double send_between_nodes(int64_t bytes, const Device& d) {
+  const ScaleOut* so = scale_out_of(d);
+  if (!so) return collective_seconds(Collective::send_recv, bytes, 2, d);
+  const Device& spec = d.spec ? *d.spec : d;
+  return across_nodes(Collective::send_recv, bytes, so->gpus_per_node + 1, spec, *so).seconds;
+}
+
 Fabric fabric_of(const Device& d, int64_t ranks) {
   const Device& spec = d.spec ? *d.spec : d;
   if (!spec.nvlink_bandwidth) return Fabric::pcie;

@@ -44,6 +44,10 @@ struct ScaleOut {
 // The device's scale-out, or null where data/collectives.json has none.
 const ScaleOut* scale_out_of(const Device& d);
 
+// One GPU's send of `bytes` to a GPU of another node (a pipeline stage boundary): through its
+// network adapter. Within one NVLink domain where the device has no scale-out entry.
+double send_between_nodes(int64_t bytes, const Device& d);
+
 // The fabric a group of `ranks` GPUs of this device communicates over.
 Fabric fabric_of(const Device& d, int64_t ranks);
 // Large-message all-reduce bus bandwidth of the fabric at this GPU count, and its source.

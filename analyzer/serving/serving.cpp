@@ -112,11 +112,18 @@ struct Deployment {
                           collective_seconds(Collective::all_gather, each, o.lowering.tp, dev)) -
           t.allreduce_s;
     }
-    // Pipeline stages hand the step's activations on: pp - 1 sends of tokens x hidden.
-    if (o.pp > 1)
-      gpu += static_cast<double>(o.pp - 1) * collective_seconds(Collective::send_recv,
-                                                                tokens * c.hidden * act_bytes, 2,
-                                                                model.device());
+    // Pipeline stages hand the step's activations on: pp - 1 sends of tokens x hidden. Stages
+    // fill a node (tp x pp GPUs in order); a boundary between nodes sends through the network.
+    if (o.pp > 1) {
+      const Device& dev = model.device();
+      int64_t bytes = tokens * c.hidden * act_bytes, across = 0;
+      if (const ScaleOut* so = scale_out_of(dev); so && o.lowering.tp * o.pp > so->gpus_per_node)
+        across = (o.lowering.tp * o.pp - 1) / std::max(so->gpus_per_node, o.lowering.tp);
+      across = std::min(across, o.pp - 1);
+      gpu += static_cast<double>(o.pp - 1 - across) *
+                 collective_seconds(Collective::send_recv, bytes, 2, dev) +
+             static_cast<double>(across) * send_between_nodes(bytes, dev);
+    }
     // --cuda-graphs off: the host launches every kernel of every step; where the device profile
     // measured eager PyTorch's host time per kernel (eager_host, transformers' modules), a step is
     // never shorter than that. With graphs on, the steps the engine does not capture (prefill
@@ -404,13 +411,18 @@ void add_serve_notes(const TransformerConfig& c, const ServeOptions& o, const De
         "long as the slowest rank's",
         o.ep, o.ep, c.experts / o.ep, c.experts));
   int64_t group = o.attention_dp() ? o.ep : o.lowering.tp;  // the GPUs one collective spans
-  if (const ScaleOut* so = scale_out_of(device); so && group > so->gpus_per_node)
-    r.notes.push_back(
-        fmt::format("{} GPUs in one collective span {} nodes of {}: their collectives cross the "
-                    "network ({:.0f} "
-                    "GB/s a GPU; data/collectives.json scale_out)",
-                    group, (group + so->gpus_per_node - 1) / so->gpus_per_node, so->gpus_per_node,
-                    so->nic_bandwidth / 1e9));
+  const ScaleOut* so = scale_out_of(device);
+  if (so && group > so->gpus_per_node)
+    r.notes.push_back(fmt::format(
+        "{} GPUs in one collective span {} nodes of {}: their collectives cross the network "
+        "({:.0f} GB/s a GPU; data/collectives.json scale_out)",
+        group, (group + so->gpus_per_node - 1) / so->gpus_per_node, so->gpus_per_node,
+        so->nic_bandwidth / 1e9));
+  else if (so && o.lowering.tp * o.pp > so->gpus_per_node)
+    r.notes.push_back(fmt::format(
+        "{} pipeline stages of {} GPUs span nodes of {}: the stage boundaries between nodes send "
+        "through the network ({:.0f} GB/s a GPU)",
+        o.pp, o.lowering.tp, so->gpus_per_node, so->nic_bandwidth / 1e9));
   if (o.rate > 0 && !r.stats.sustainable)
     r.notes.push_back(
         fmt::format("{:.2f} requests/s offered: the wait grows {:.2f} s per s of arrivals, the "

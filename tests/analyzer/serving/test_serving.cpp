@@ -281,6 +281,8 @@ TEST_CASE("link model: beyond a node, collectives cross its network adapters", "
   CollectivePrice a2a = price_collective(Collective::all_to_all, int64_t{1} << 30, 16, h100);
   CHECK(a2a.seconds == Approx(5e-6 + 0.5 * gib / 48e9));
   CHECK(a2a.busbw == Approx(2 * 15.0 / 16 * 48e9).epsilon(0.001));
+  // A pipeline stage boundary between nodes: one send through the adapter.
+  CHECK(send_between_nodes(int64_t{1} << 30, h100) == Approx(5e-6 + gib / 48e9));
   // 32 GPUs: 24/32 of the buffer off the node.
   CHECK(collective_seconds(Collective::all_to_all, int64_t{1} << 30, 32, h100) ==
         Approx(5e-6 + 0.75 * gib / 48e9));
