@@ -51,11 +51,10 @@ const LinkData& link_data() {
                           p.at("source").get<std::string>()});
     }
     for (const auto& o : j.at("scale_out").at("systems"))
-      d.scale_out.push_back({o.at("devices").get<std::vector<std::string>>(),
-                             o.at("gpus_per_node").get<int64_t>(),
-                             o.at("nic_bandwidth").get<double>(), o.value("allreduce_busbw", 0.0),
-                             o.value("alltoall_busbw", 0.0), o.at("step_latency_s").get<double>(),
-                             o.at("source").get<std::string>()});
+      d.scale_out.push_back(
+          {o.at("devices").get<std::vector<std::string>>(), o.at("gpus_per_node").get<int64_t>(),
+           o.at("nic_bandwidth").get<double>(), o.value("allreduce_busbw", 0.0),
+           o.at("step_latency_s").get<double>(), o.at("source").get<std::string>()});
     if (j.contains("measured"))
       for (const auto& m : j.at("measured")) {
         nlohmann::json one = nlohmann::json::array({m});
@@ -143,12 +142,8 @@ CollectivePrice across_nodes(Collective c, int64_t bytes, int64_t ranks, const D
                (n - 1) * a + (nodes - 1) * ax + factor * s / std::min(ring_busbw, link));
       break;
     case Collective::all_to_all:
-      if (so.alltoall_busbw > 0) {
-        consider("p2p across nodes", ax + factor * s / so.alltoall_busbw);
-      } else {
-        double off_node = (n - g) / n * s / so.nic_bandwidth, on_node = (g - 1) / n * s / link;
-        consider("p2p across nodes", ax + std::max(off_node, on_node));
-      }
+      consider("p2p across nodes", ax + std::max((n - g) / n * s / so.nic_bandwidth,  // off node
+                                                 (g - 1) / n * s / link));            // on the node
       break;
     case Collective::send_recv:
       consider("p2p across nodes", ax + s / so.nic_bandwidth);

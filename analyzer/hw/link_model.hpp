@@ -37,7 +37,6 @@ struct ScaleOut {
   int64_t gpus_per_node = 0;   // GPUs one NVLink domain holds (an HGX node, an NVL72 rack)
   double nic_bandwidth = 0;    // per GPU, one direction, bytes/s
   double allreduce_busbw = 0;  // published nccl-tests all-reduce busbw across nodes; 0: none
-  double alltoall_busbw = 0;   // the same for all-to-all; 0: from the adapters
   double step_latency_s = 0;   // per step that crosses nodes
   std::string source;
 };
