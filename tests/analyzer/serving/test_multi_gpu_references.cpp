@@ -233,7 +233,8 @@ TEST_CASE("FSDP2 over 2 H200s: a host-bound step, its host cost per unit and the
   REQUIRE(added.size() == 4);
   std::sort(added.begin(), added.end());
   double measured_added = (added[1] + added[2]) / 2;
-  const EagerHostCosts& e = *h200()->eager_host;
+  std::shared_ptr<const Device> device = h200();  // held: e refers into it
+  const EagerHostCosts& e = *device->eager_host;
   REQUIRE(e.fsdp_measured());
   double fitted = e.fsdp_forward_fixed_s + 4 * e.fsdp_forward_layer_s + e.fsdp_backward_fixed_s +
                   4 * e.fsdp_backward_layer_s + e.fsdp_optimizer_s;
