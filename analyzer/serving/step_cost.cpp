@@ -133,12 +133,8 @@ double StepCostModel::interpolate(int64_t tokens, double PrefillPoint::*field) {
               prefill_point(hi).*field);
 }
 
-double StepCostModel::prefill_moe(int64_t tokens) {
-  return interpolate(tokens, &PrefillPoint::moe_s);
-}
-
 double StepCostModel::moe_seconds(int64_t tokens) {
-  return tokens <= 0 ? 0 : prefill_moe(tokens);
+  return tokens <= 0 ? 0 : interpolate(tokens, &PrefillPoint::moe_s);
 }
 
 double StepCostModel::prefill_attention(int64_t tokens) {
@@ -165,7 +161,7 @@ StepTime StepCostModel::cost(const StepShape& s) {
   int64_t tokens = s.tokens();
   if (tokens <= 0) return t;
   t.gpu_s = prefill_linear(tokens) + prefill_head(s.logits);
-  t.moe_s = prefill_moe(tokens);
+  t.moe_s = moe_seconds(tokens);
   t.allreduce_s = interpolate(tokens, &PrefillPoint::allreduce_s);
   t.allreduces = interpolate(tokens, &PrefillPoint::allreduces);
   t.allreduce_bytes = interpolate(tokens, &PrefillPoint::allreduce_bytes);

@@ -76,7 +76,6 @@ class StepCostModel {
   // Interpolated over the token grid.
   double prefill_linear(int64_t tokens);
   double prefill_head(int64_t tokens);
-  double prefill_moe(int64_t tokens);
   // A PrefillPoint field interpolated over the token grid.
   double interpolate(int64_t tokens, double PrefillPoint::*field);
   double prefill_attention(int64_t tokens);

@@ -18,20 +18,11 @@ import sys
 
 import torch
 
+from training_references import cuda_event_times  # same folder: CUDA events around each call
+
 
 def timed(fn, reps=50, warm=5):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        out.append(a.elapsed_time(b) / 1e3)
-    return statistics.median(out)
+    return statistics.median(cuda_event_times(fn, reps, warm))
 
 
 def main(out_path):
