@@ -72,7 +72,7 @@ nlohmann::json result_json(const ServeResult& r, const ServeOptions& o, const st
                {"attention_dp", o.attention_dp()},
                {"sp", o.sp},
                {"gpus", r.gpus},
-               {"schedulers", o.pp * o.dp * (o.attention_dp() ? o.ep : 1)}};
+               {"schedulers", o.pp * o.dp * o.lockstep_ranks()}};
   j["memory_per_gpu"] = {{"device_bytes", r.memory.device_bytes},
                          {"weight_bytes", r.memory.weight_bytes},
                          {"activation_bytes", r.memory.activation_bytes},

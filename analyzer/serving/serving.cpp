@@ -324,7 +324,7 @@ SchedulerKnobs scheduler_knobs(const ServeOptions& o, ServeResult& r) {
       k.block_size;
   r.max_concurrency_without_preemption =
       std::min(k.kv_blocks / std::max<int64_t>(per_seq_blocks, 1), k.max_seqs) *
-      engines_per_replica * o.dp * (o.attention_dp() ? o.ep : 1);
+      engines_per_replica * o.dp * o.lockstep_ranks();
   int64_t longest_blocks = (o.isl.hi + o.osl.hi + k.block_size - 1) / k.block_size;
   if (k.kv_blocks < longest_blocks)
     throw InputError(
@@ -341,7 +341,7 @@ SchedulerKnobs scheduler_knobs(const ServeOptions& o, ServeResult& r) {
 ServingStats run_point(const ServeOptions& o, const SchedulerKnobs& k, const StepSeconds& f,
                        const LockstepSeconds& lockstep, int64_t concurrency, double rate,
                        bool keep_timeline, ServeResult& r) {
-  const int64_t ranks = o.attention_dp() ? o.ep : 1;  // schedulers that step together
+  const int64_t ranks = o.lockstep_ranks();
   const int64_t engines = o.pp * o.dp * ranks;
   if (concurrency > kMaxServeRequests)
     throw InputError(
@@ -447,7 +447,7 @@ ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
   check_serve_options(c, o);
   ServeResult r;
   r.model = c.path;
-  r.gpus = o.lowering.tp * o.pp * o.dp * (o.attention_dp() ? o.ep : 1);
+  r.gpus = o.lowering.tp * o.pp * o.dp * o.lockstep_ranks();
   auto engine_device = std::make_shared<Device>(*device);
   // small all-reduces take the engines' one-shot/two-shot kernels
   engine_device->engine_collectives = true;

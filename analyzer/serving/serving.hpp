@@ -33,6 +33,8 @@ struct ServeOptions {
   // experts spread over them and tokens exchanged by all-to-alls (attention_dp()).
   int64_t pp = 1, dp = 1, ep = 1;
   bool attention_dp() const { return ep > 1 && lowering.tp == 1; }
+  // Schedulers of one replica that step together: the attention ranks, else one.
+  int64_t lockstep_ranks() const { return attention_dp() ? ep : 1; }
   bool sp =
       false;  // sequence parallelism: each TP all-reduce as a reduce-scatter and an all-gather
   EngineDefaults engine;
