@@ -155,6 +155,7 @@ BoundClass classify(const NodeCost& c, Precision p, double seconds, const Device
   BoundClass out;
   if (!(seconds > 0)) return out;
   const Device& peak = d.spec ? *d.spec : d;  // what Nsight Compute reports against
+  seconds += kNsightDurationOverhead;         // the window its throughputs are averaged over
   auto reads = static_cast<double>(c.read_act + c.read_weight),
        written = static_cast<double>(c.written);
   if (peak.l2_bytes)

@@ -20,9 +20,11 @@ declare -A cases=(
   [resnet50-b1-bf16]="tests/data/onnx/resnet50-opset18.onnx --batch 1 --dtype bf16"
   [resnet50-b32-bf16]="samples/resnet50-opset17.onnx --batch 32 --dtype bf16"
   [resnet50-b32-fp32]="samples/resnet50-opset17.onnx --batch 32 --dtype fp32"
+  [resnet50-b1-fp32]="samples/resnet50-opset17.onnx --batch 1 --dtype fp32"
   [mobilenetv3s-b1-bf16]="$onnx/mobilenet_v3_small-opset17.onnx --batch 1 --dtype bf16"
   [mobilenetv3s-b32-bf16]="$onnx/mobilenet_v3_small-opset17.onnx --batch 32 --dtype bf16"
   [mobilenetv3s-b32-fp32]="$onnx/mobilenet_v3_small-opset17.onnx --batch 32 --dtype fp32"
+  [mobilenetv3s-b1-fp32]="$onnx/mobilenet_v3_small-opset17.onnx --batch 1 --dtype fp32"
   [efficientnetb0-b32-bf16]="$onnx/efficientnet_b0-opset17.onnx --batch 32 --dtype bf16"
   [convnext-t-b32-bf16]="tests/data/onnx/convnext_tiny-opset17.onnx --batch 32 --dtype bf16"
   # The export fixes the batch at 1 in the patch embedding's Reshape (to [1, 768, 196]): --batch 8 does not analyze.
