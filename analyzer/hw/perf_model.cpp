@@ -264,9 +264,9 @@ std::vector<TableGrid> quick_grids() {
   out.push_back({"gemm.bf16",
                  {"align", "m", "n", "k"},
                  {{1, 128},
-                  {1, 8, 64, 512, 4096},
+                  {1, 8, 64, 512, 4096, 65536},  // to a CNN's pixels as rows (ConvNeXt: 100,352)
                   {256, 1024, 4096, 16384, 65536},
-                  {256, 1024, 4096, 16384}}});
+                  {64, 256, 1024, 4096, 16384}}});  // k: to ConvNeXt's 96 channels
   for (const char* mode : {"causal", "full"})
     out.push_back({fmt::format("attn_prefill.bf16.{}", mode),
                    {"d", "heads", "seq"},
@@ -274,18 +274,26 @@ std::vector<TableGrid> quick_grids() {
   out.push_back({"attn_decode.bf16",
                  {"d", "group", "kv_heads", "context"},
                  {{64, 128}, {1, 8}, {1, 16, 256}, {512, 4096, 32768}}});
-  for (const char* cls : {"k1s1", "k3s1"})
-    out.push_back({fmt::format("conv.bf16.{}", cls),
-                   {"pixels", "out", "in"},
-                   {{49, 784, 12544}, {64, 256, 1024}, {64, 256, 1024}}});
+  // Pixels to a batch of 64 images at 56 x 56 (pointwise convolutions of MobileNets and
+  // EfficientNets at large batches), channels from MobileNet's 16.
+  out.push_back({"conv.bf16.k1s1",
+                 {"pixels", "out", "in"},
+                 {{49, 784, 12544, 200704}, {16, 64, 256, 1024}, {16, 64, 256, 1024}}});
+  out.push_back({"conv.bf16.k3s1",
+                 {"pixels", "out", "in"},
+                 {{49, 784, 12544, 200704}, {64, 256, 1024}, {64, 256, 1024}}});
   out.push_back({"mem.elementwise", {"bytes"}, {ladder(4096, 1 << 30, 4)}});
   // Row kernels' time is not a power law in the rows: a few rows per decade.
   for (const char* cls : {"norm", "softmax", "reduce"})
     out.push_back({fmt::format("mem.{}", cls),
                    {"align", "rows", "cols"},
                    {{1, 8}, {1, 16, 256, 4096, 65536}, {64, 256, 1024, 4096}}});
-  out.push_back(
-      {"gemm.fp8", {"align", "m", "n", "k"}, {{128}, {1, 64, 4096}, {1024, 16384}, {1024, 8192}}});
+  out.push_back({"gemm.fp8",
+                 {"align", "m", "n", "k"},
+                 {{128},
+                  {1, 64, 4096},
+                  {1024, 4096, 16384, 131072},
+                  {1024, 4096, 16384}}});  // n: to a vocabulary
   for (const char* cls : {"k1s2", "k3s2"})
     out.push_back({fmt::format("conv.bf16.{}", cls),
                    {"pixels", "out", "in"},
@@ -296,14 +304,24 @@ std::vector<TableGrid> quick_grids() {
                    {{196, 3136, 50176}, {768, 1024}, {3}}});
   out.push_back({"conv.bf16.k3s2.stem", {"pixels", "out", "in"}, {{12544, 802816}, {16, 64}, {3}}});
   out.push_back({"conv.bf16.k7s2", {"pixels", "out", "in"}, {{12544, 401408}, {64}, {3}}});
+  // Depthwise channels from MobileNet's 16 to ConvNeXt's 768.
   for (const char* cls : {"dw3s1", "dw3s2", "dw5s1", "dw5s2", "dw7s1"})
     out.push_back({fmt::format("conv.bf16.{}", cls),
                    {"pixels", "channels"},
-                   {{196, 12544, 802816}, {64, 512}}});
+                   {{196, 12544, 802816}, {16, 128, 1024}}});
+  // 2x2 stride-2 downsampling between stages (ConvNeXt, Swin).
+  out.push_back(
+      {"conv.bf16.k2s2", {"pixels", "out", "in"}, {{196, 3136, 50176}, {128, 1024}, {128, 1024}}});
+  // Steps of 4 as the element-wise ladder's: the knee where the bytes leave L2 is sharp.
   for (const char* cls : {"broadcast", "transpose", "copy", "gather"})
-    out.push_back({fmt::format("mem.{}", cls), {"bytes"}, {ladder(4096, 1 << 30, 16)}});
+    out.push_back({fmt::format("mem.{}", cls), {"bytes"}, {ladder(4096, 1 << 30, 4)}});
   // fp32 graphs run their convolutions on TF32 by default (--math tf32-conv).
-  for (const char* cls : {"k1s1", "k1s2", "k3s1", "k3s2"})
+  // Pointwise layers reach ResNet's 2,048 channels.
+  for (const char* cls : {"k1s1", "k1s2"})
+    out.push_back({fmt::format("conv.tf32.{}", cls),
+                   {"pixels", "out", "in"},
+                   {{49, 784, 12544}, {64, 512, 2048}, {64, 512, 2048}}});
+  for (const char* cls : {"k3s1", "k3s2"})
     out.push_back({fmt::format("conv.tf32.{}", cls),
                    {"pixels", "out", "in"},
                    {{49, 784, 12544}, {64, 512}, {64, 512}}});

@@ -55,6 +55,25 @@ double kernel_floor(const Device& d, bool tiled) {
   return tiled && d.gemm_floor_s > 0 ? d.gemm_floor_s : d.launch_floor_s;
 }
 
+// Alignment is a kernel class, not a size: operands in whole 16-byte vectors run the vectorized
+// kernels whatever their larger alignment, the others scalar ones several times slower. A query
+// of aligned operands takes the smallest aligned class the table measured when it falls below it,
+// never an interpolation toward the unaligned kernels (a quick grid measures 1 and 128 only: a
+// 96-wide GEMM read 40% of its time from the unaligned ones, ConvNeXt-T's GEMMs 2x slow).
+void snap_alignment(const PerfTable& t, Precision p, std::vector<double>& x) {
+  for (size_t a = 0; a < t.axes.size(); ++a) {
+    if (t.axes[a] != "align") continue;
+    auto vector_elements =
+        static_cast<double>(16 / std::max<int64_t>(storage_bytes(storage_dtype(p), 1), 1));
+    if (x[a] < vector_elements) continue;
+    for (double g : t.grid[a])
+      if (g >= vector_elements) {
+        x[a] = std::max(x[a], g);
+        break;
+      }
+  }
+}
+
 std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const Device& d,
                                           std::string& table, PredictionSource& source) {
   if (!d.perf) return std::nullopt;
@@ -62,6 +81,7 @@ std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const 
   if (!q) return std::nullopt;
   auto it = d.perf->tables.find(q->table);
   if (it == d.perf->tables.end()) return std::nullopt;
+  snap_alignment(it->second, p, q->x);
   if (auto t = it->second.lookup(q->x)) {
     table = q->table;
     source = PredictionSource::measured_table;

@@ -222,6 +222,32 @@ TEST_CASE(
   CHECK(place_on_roofline(c, Precision::bf16, d).source == PredictionSource::roofline);
 }
 
+TEST_CASE("an aligned GEMM reads the aligned kernels' times, never the unaligned ones'", "[perf]") {
+  Device d = find_device("H100-SXM");
+  NodeCost c;
+  c.kernel.gemm = GemmDims{1, 1000, 2320, 768};
+  c.flops = gemm_flops(*c.kernel.gemm);
+  c.tensor_cores = true;
+  PerfTable quick;
+  quick.axes = {"align", "m", "n", "k"};
+  quick.grid = {{1, 128}, {512, 1024}, {2048, 4096}, {512, 1024}};
+  // calibrate --quick's alignment classes: the unaligned kernels and the 128-aligned ones, the
+  // unaligned ten times slower here. A 16-aligned GEMM (n = 2320) runs an aligned kernel and
+  // reads the aligned time, not a log-interpolation 43% of the way toward the unaligned one; an
+  // unaligned GEMM (n = 2305) reads the unaligned time.
+  quick.seconds.assign(quick.size(), 7.5e-6);
+  for (size_t i = 0; i < quick.size() / 2; ++i) quick.seconds[i] = 75e-6;
+  auto db = std::make_shared<PerfDatabase>();
+  db->tables["gemm.bf16"] = quick;
+  d.perf = db;
+  REQUIRE(gemm_alignment(2320, 768) == 16);
+  RooflinePoint p = place_on_roofline(c, Precision::bf16, d);
+  CHECK(p.source == PredictionSource::measured_table);
+  CHECK(p.predicted == Approx(7.5e-6));
+  c.kernel.gemm->n = 2305;
+  CHECK(place_on_roofline(c, Precision::bf16, d).predicted == Approx(75e-6));
+}
+
 TEST_CASE("device profiles carry their tables, and bad tables are input errors that name the table",
           "[perf]") {
   auto dir = test::scratch_dir("perfprof");
