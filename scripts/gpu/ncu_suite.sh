@@ -30,6 +30,9 @@ declare -A cases=(
   # The export fixes the batch at 1 in the patch embedding's Reshape (to [1, 768, 196]): --batch 8 does not analyze.
   [vit-b16-b8-bf16]="tests/data/onnx/vit_b_16-opset17.onnx --batch 8 --dtype bf16"
   [vit-b16-b1-bf16]="tests/data/onnx/vit_b_16-opset17.onnx --batch 1 --dtype bf16"
+  # Held out from every constant of the rule (session g): another Llama shape, an encoder.
+  [tinyllama-decode-b16-c2048]="samples/configs/tinyllama-1.1b/config.json --phase decode --batch 16 --context 2048"
+  [bert-prefill-b8x512-bf16]="samples/configs/bert-base-uncased/config.json --phase prefill --batch 8 --seq 512 --activations bf16 --weights bf16"
 )
 names=("$@")
 [ ${#names[@]} -eq 0 ] && names=("${!cases[@]}")

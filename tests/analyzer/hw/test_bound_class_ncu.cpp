@@ -82,6 +82,12 @@ TEST_CASE("the predicted bound class agrees with Nsight Compute's on at least 90
       {"resnet50-b32-fp32", "samples/resnet50-opset17.onnx --batch 32 --dtype fp32"},
       {"mobilenetv3s-b1-fp32", mobilenet + " --batch 1 --dtype fp32"},
       {"mobilenetv3s-b32-fp32", mobilenet + " --batch 32 --dtype fp32"},
+      // Held out from every constant of the rule, the window included (session g, after it).
+      {"tinyllama-decode-b16-c2048",
+       "samples/configs/tinyllama-1.1b/config.json --phase decode --batch 16 --context 2048"},
+      {"bert-prefill-b8x512-bf16",
+       "samples/configs/bert-base-uncased/config.json --phase prefill --batch 8 --seq 512 "
+       "--activations bf16 --weights bf16"},
   };
   for (const auto& [name, flags] : cases) {
     Agreement a = agreement(name, flags);
