@@ -324,7 +324,12 @@ void add_to_profile(const CalibrateArgs& a, DeviceProfile& base, DeviceProfile& 
   if (!p.tables.tables.empty())
     added.push_back(fmt::format("{} tables measured here", p.tables.tables.size()));
   reports::write_atomically(a.out, [&](std::ostream& out) { out << device_profile_json(base); });
-  say << fmt::format("wrote {} ({} with {})\n", a.out, a.add_to, fmt::join(added, " and "));
+  // Say where the result went when it is not the file added to, which stays as it was.
+  bool in_place =
+      a.add_to == "default" || std::filesystem::path(a.out) == std::filesystem::path(a.add_to);
+  say << fmt::format(
+      "wrote {} ({} with {}){}\n", a.out, a.add_to, fmt::join(added, " and "),
+      in_place ? "" : fmt::format("; {} itself is unchanged (--out names the file)", a.add_to));
 }
 
 // The measured roofs beside the spec sheet's.
