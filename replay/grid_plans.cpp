@@ -86,10 +86,9 @@ ReplayPlan conv_plan(Precision p, int64_t kernel, int64_t stride, int64_t pixels
   plan.precision = p;
   plan.inputs = {buffer(t, {batch, in, side * stride, side * stride}),
                  buffer(t, {out, in / groups, kernel, kernel})};
-  bool bias = true;
-  plan.inputs.push_back(buffer(t, {out}));
+  plan.inputs.push_back(buffer(t, {out}));  // the bias
   plan.outputs = {buffer(t, {batch, out, side, side})};
-  plan.kernel = ConvPlan{c, kernel == 1 && stride == 1, bias};
+  plan.kernel = ConvPlan{c, kernel == 1 && stride == 1, /*bias=*/true};
   return plan;
 }
 

@@ -61,11 +61,10 @@ double kernel_floor(const Device& d, bool tiled) {
 // never an interpolation toward the unaligned kernels (a quick grid measures 1 and 128 only: a
 // 96-wide GEMM read 40% of its time from the unaligned ones, ConvNeXt-T's GEMMs 2x slow).
 void snap_alignment(const PerfTable& t, Precision p, std::vector<double>& x) {
+  auto vector_elements =
+      static_cast<double>(16 / std::max<int64_t>(storage_bytes(storage_dtype(p), 1), 1));
   for (size_t a = 0; a < t.axes.size(); ++a) {
-    if (t.axes[a] != "align") continue;
-    auto vector_elements =
-        static_cast<double>(16 / std::max<int64_t>(storage_bytes(storage_dtype(p), 1), 1));
-    if (x[a] < vector_elements) continue;
+    if (t.axes[a] != "align" || x[a] < vector_elements) continue;
     for (double g : t.grid[a])
       if (g >= vector_elements) {
         x[a] = std::max(x[a], g);
