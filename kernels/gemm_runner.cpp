@@ -70,7 +70,9 @@ Runner gemm_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const Rep
 }
 
 // One strided-batched GEMM over the active experts, each `rows` rows of its assignments. Expert
-// weights stored [E, k, n]: fc1/fc3 [hidden, inter], fc2 [inter, hidden].
+// weights read as engines store them (vLLM, SGLang, TensorRT-LLM), [E, n, k]: fc1/fc3
+// [inter, hidden], fc2 [hidden, inter]; the buffers are the graph's, of the same size. The
+// expert tables (moe.*) measure this layout.
 GemmShape expert_gemm_shape(Precision precision, DType out, int64_t experts, int64_t active,
                             int64_t rows, int64_t n, int64_t k) {
   GemmShape g;
@@ -78,7 +80,7 @@ GemmShape expert_gemm_shape(Precision precision, DType out, int64_t experts, int
   g.out = out;
   g.dims = GemmDims{active, rows, n, k};
   g.b_shared = false;
-  g.b_kn = true;
+  g.b_kn = false;
   g.b_batch_stride = n * k;
   g.a_row_stride = experts * k;  // expert e's rows: every E-th assignment row
   g.a_batch_stride = k;

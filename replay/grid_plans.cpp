@@ -47,6 +47,18 @@ ReplayPlan gemm_plan(Precision p, int64_t m, int64_t n, int64_t k) {
   return plan;
 }
 
+// One MoE projection as engines lay it out: each expert's rows contiguous (sorted by expert),
+// weights [experts, n, k]; one batched GEMM over the experts.
+ReplayPlan expert_gemm_plan(Precision p, int64_t experts, int64_t rows, int64_t n, int64_t k) {
+  ReplayPlan plan;
+  plan.precision = p;
+  DType in = storage_dtype(p), out = p == Precision::fp8 ? DType::bf16 : in;
+  plan.inputs = {buffer(in, {experts, rows, k}), buffer(in, {experts, n, k})};
+  plan.outputs = {buffer(out, {experts, rows, n})};
+  plan.kernel = GemmPlan{GemmDims{experts, rows, n, k}, false, false, false, false};
+  return plan;
+}
+
 ReplayPlan attention_plan(AttentionDims d) {
   ReplayPlan plan;
   plan.precision = Precision::bf16;
@@ -159,6 +171,10 @@ GridPlan plan_for_grid_point(const std::string& table, const std::vector<double>
     int64_t n2 = aligned_dim(n, align);
     g.plan = gemm_plan(*p, m, n2, kk);
     g.scale = static_cast<double>(n) / static_cast<double>(n2);
+  } else if (k[0] == "moe" && x.size() == 4) {
+    auto p = precision_from_name(k[1]);
+    if (!p) throw InputError(fmt::format("table {}: unknown precision", table));
+    g.plan = expert_gemm_plan(*p, as_int(x[0]), as_int(x[1]), as_int(x[2]), as_int(x[3]));
   } else if (k[0] == "attn_prefill" && x.size() == 3) {
     int64_t d = as_int(x[0]), heads = as_int(x[1]), s = as_int(x[2]);
     g.plan = attention_plan(AttentionDims{1, heads, heads, s, s, d, d, k[2] == "causal", 0});

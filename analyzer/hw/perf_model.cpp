@@ -186,6 +186,15 @@ std::optional<PerfQuery> memory_query(const NodeCost& c, Precision p) {
 
 }  // namespace
 
+std::optional<PerfQuery> expert_gemm_query(Precision p, int64_t experts, int64_t rows, int64_t n,
+                                           int64_t k) {
+  if (p != Precision::bf16 && p != Precision::fp16 && p != Precision::fp8) return std::nullopt;
+  if (experts <= 0 || rows <= 0 || n <= 0 || k <= 0) return std::nullopt;
+  return PerfQuery{"moe." + tensor_dtype_key(p),
+                   {static_cast<double>(experts), static_cast<double>(rows), static_cast<double>(n),
+                    static_cast<double>(k)}};
+}
+
 std::optional<PerfQuery> perf_query(const NodeCost& c, Precision p) {
   const KernelShape& ks = c.kernel;
   if (c.collective_ranks > 1 || ks.moe) return std::nullopt;
@@ -205,6 +214,13 @@ GridWork grid_work(const std::string& table, const std::vector<double>& x) {
     w.flops = static_cast<double>(gemm_flops(GemmDims{1, dim(m), dim(n), dim(kk)}));
     w.bytes = (m * kk + n * kk) * eb + m * n * (w.precision == Precision::fp8 ? 2 : eb);
     w.tensor_cores = w.precision != Precision::fp32;
+  } else if (k[0] == "moe") {
+    w.precision = *precision_from_name(k[1]);
+    double e = x[0], rows = x[1], n = x[2], kk = x[3];
+    double eb = static_cast<double>(element_bytes(w.precision));
+    w.flops = e * static_cast<double>(gemm_flops(GemmDims{1, dim(rows), dim(n), dim(kk)}));
+    w.bytes = e * ((rows * kk + n * kk) * eb + rows * n * (w.precision == Precision::fp8 ? 2 : eb));
+    w.tensor_cores = true;
   } else if (k[0] == "attn_prefill") {
     double d = x[0], heads = x[1], s = x[2];
     AttentionDims a;
@@ -326,6 +342,11 @@ std::vector<TableGrid> quick_grids() {
                    {"pixels", "out", "in"},
                    {{49, 784, 12544}, {64, 512}, {64, 512}}});
   out.push_back({"conv.tf32.k7s2", {"pixels", "out", "in"}, {{12544, 401408}, {64}, {3}}});
+  // MoE experts at a decode's few rows an expert to a prefill's hundreds.
+  for (const char* p : {"bf16", "fp8"})
+    out.push_back({fmt::format("moe.{}", p),
+                   {"experts", "rows", "n", "k"},
+                   {{4, 32}, {2, 32, 512}, {512, 4096}, {512, 4096}}});
   return out;
 }
 
@@ -394,6 +415,13 @@ std::vector<TableGrid> calibration_grids(bool quick) {
     out.push_back({fmt::format("mem.{}", cls),
                    {"align", "rows", "cols"},
                    {{1, 8}, ladder(1, 65536, 4), ladder(64, 16384, 4)}});
+  // MoE projections: a top-2-of-8 decode's 2 experts to 128 on a GPU (Qwen3, gpt-oss), one row
+  // an expert to a prefill's thousand, expert widths from Qwen3-30B's 768 to Mixtral's 14,336.
+  for (const char* p : {"bf16", "fp8"})
+    out.push_back(
+        {fmt::format("moe.{}", p),
+         {"experts", "rows", "n", "k"},
+         {{2, 8, 32, 128}, ladder(1, 1024, 4), ladder(512, 8192, 4), ladder(512, 8192, 4)}});
   for (const char* p : {"fp8", "tf32", "fp32"})
     out.push_back({fmt::format("gemm.{}", p), {"align", "m", "n", "k"}, {{128}, m, n, k}});
   conv_grids(out, "fp32", false, true);

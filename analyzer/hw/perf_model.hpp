@@ -5,6 +5,9 @@
 //
 // Tables and their axes (all coordinates > 0; times are the harness's: L2 cold, CUPTI kernel time):
 //   gemm.<precision>            align, m, n, k         align: largest of 128..1 dividing n and k
+//   moe.<bf16|fp8>              experts, rows, n, k    one projection of a MoE layer: `experts`
+//                                                      GEMMs of `rows` rows each, one batched
+//                                                      kernel, weights [experts, n, k]
 //   attn_prefill.<dtype>.causal d, heads, seq          heads = batch * q_heads; seq: the square
 //   attn_prefill.<dtype>.full                          self-attention with the same executed scores
 //   attn_decode.<dtype>         d, group, kv_heads, context   kv_heads = batch * kv heads
@@ -30,6 +33,11 @@ struct PerfQuery {
 };
 // nullopt: no table models this node's kernel; it is predicted from the roofline.
 std::optional<PerfQuery> perf_query(const NodeCost& c, Precision p);
+
+// One projection of a MoE layer, `experts` experts with `rows` rows each against their own
+// [n, k] weights; nullopt for a precision without expert tables (the dense GEMM table's then).
+std::optional<PerfQuery> expert_gemm_query(Precision p, int64_t experts, int64_t rows, int64_t n,
+                                           int64_t k);
 
 // The largest of 128, 64, 16, 8, 4, 2, 1 that divides both n and k: the leading dims of the
 // product as deployments lay it out ([m, k] activations, [n, k] weights, [m, n] output).

@@ -73,11 +73,12 @@ void snap_alignment(const PerfTable& t, Precision p, std::vector<double>& x) {
   }
 }
 
-std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const Device& d,
-                                          std::string& table, PredictionSource& source) {
-  if (!d.perf) return std::nullopt;
-  auto q = perf_query(c, p);
-  if (!q) return std::nullopt;
+// The time of the kernel at `q` from its table: measured (interpolated) inside the grid, fitted
+// beyond it; nullopt where the profile has no such table.
+std::optional<double> time_from_table(std::optional<PerfQuery> q, bool tiled, Precision p,
+                                      const Device& d, std::string& table,
+                                      PredictionSource& source) {
+  if (!d.perf || !q) return std::nullopt;
   auto it = d.perf->tables.find(q->table);
   if (it == d.perf->tables.end()) return std::nullopt;
   snap_alignment(it->second, p, q->x);
@@ -93,7 +94,7 @@ std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const 
   const PerfTable& t = it->second;
   for (size_t a = 0; a < t.axes.size(); ++a)
     if (t.axes[a] == "align" && q->x[a] < t.grid[a].front()) return std::nullopt;
-  double floor = kernel_floor(d, c.tiled);
+  double floor = kernel_floor(d, tiled);
   auto fitted = t.extrapolate(
       q->x, [&](const std::vector<double>& x) { return ideal_seconds(grid_work(q->table, x), d); },
       floor);
@@ -101,6 +102,12 @@ std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const 
   table = q->table;
   source = PredictionSource::fitted;
   return fitted;
+}
+
+std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const Device& d,
+                                          std::string& table, PredictionSource& source) {
+  if (!d.perf) return std::nullopt;
+  return time_from_table(perf_query(c, p), c.tiled, p, d, table, source);
 }
 
 // Decode attention over a cache narrower than the table's (an fp8 KV cache under a bf16 query):
@@ -118,8 +125,9 @@ double narrower_cache(const NodeCost& c, Precision p, const Device& d, double ta
 
 // A MoE node as the replay runs it (kernels/gemm_runner.cpp, moe_runner): under uniform routing
 // min(E, assignments) experts get ceil(assignments / E) rows each, and each projection is one
-// batched GEMM over them; the routing, dispatch, activation and combine are memory kernels at the
-// measured bandwidth above a launch floor each. nullopt without a GEMM table for the precision.
+// batched GEMM over them, from the expert table (moe.*) where the profile has one; the routing,
+// dispatch, activation and combine are memory kernels at the measured bandwidth above a launch
+// floor each. nullopt without an expert or GEMM table for the precision.
 std::optional<double> predict_moe_from_tables(const NodeCost& c, Precision p, const Device& d,
                                               std::string& table, PredictionSource& source) {
   const MoeDims& m = *c.kernel.moe;
@@ -134,15 +142,22 @@ std::optional<double> predict_moe_from_tables(const NodeCost& c, Precision p, co
                           (expected_distinct_experts(m.experts, m.k, m.tokens) * projections);
   std::string t;
   PredictionSource s = PredictionSource::measured_table;
-  // A batched GEMM over `active` experts has the tiles and waves of one GEMM of all their rows,
-  // and streams every active expert's weights: the larger of that GEMM's table time and the
-  // weights at the measured bandwidth.
   auto projection = [&](int64_t n, int64_t k) -> std::optional<double> {
+    PredictionSource one = PredictionSource::roofline;
+    // Weights stored narrower than the precision (int4/int8 weight-only) are other kernels.
+    bool dense_weights = per_projection >= 0.75 * static_cast<double>(n * k * eb);
+    auto expert_table = dense_weights ? expert_gemm_query(p, active, rows, n, k) : std::nullopt;
+    if (auto seconds = time_from_table(expert_table, true, p, d, t, one)) {
+      if (one == PredictionSource::fitted) s = one;
+      return seconds;
+    }
+    // No expert table: a batched GEMM over `active` experts has the tiles and waves of one GEMM
+    // of all their rows, and streams every active expert's weights: the larger of that GEMM's
+    // table time and the weights at the measured bandwidth.
     NodeCost g = gemm_cost(GemmDims{1, active * rows, n, k}, true);
     g.read_act = active * rows * k * eb;
     g.read_weight = static_cast<int64_t>(per_projection);
     g.written = active * rows * n * eb;
-    PredictionSource one = PredictionSource::roofline;
     auto seconds = predict_from_tables(g, p, d, t, one);
     if (!seconds) return std::nullopt;
     if (one == PredictionSource::fitted) s = one;

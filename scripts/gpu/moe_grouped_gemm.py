@@ -11,6 +11,14 @@ of 50 CUDA-event timings after 5 warm-ups (the weights, 0.47-0.94 GB, do not fit
 weights' bytes over that time.
 
     python3 moe_grouped_gemm.py OUT.json
+
+With --grid, the points of calibrate's expert tables (moe.bf16, moe.fp8: experts, rows a expert,
+n, k; one projection, weights [experts, n, k]) that deployments' MoE layers sit near, each timed
+as calibrate times a point: kernel time under the profiler (CUPTI), L2 flushed before each call,
+for torch._grouped_mm, torch._scaled_grouped_mm and torch.bmm (cuBLAS's strided batched GEMM, the
+harness's kernel):
+
+    python3 moe_grouped_gemm.py --grid OUT.json
 """
 import json
 import statistics
@@ -60,5 +68,70 @@ def main(out_path):
         json.dump(doc, f, indent=1)
 
 
+def kernel_seconds(fn, reps=20, warm=3):
+    """fn's GPU kernel time per call (CUPTI, through the profiler), the L2 flushed before each."""
+    from torch.profiler import ProfilerActivity, profile
+
+    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            flush.zero_()
+            fn()
+        torch.cuda.synchronize()
+    total, names = 0.0, set()
+    for e in prof.events():
+        if e.device_type != torch.autograd.DeviceType.CUDA or "Fill" in e.name or "fill" in e.name:
+            continue
+        total += e.device_time / 1e6
+        names.add(e.name[:80])
+    return total / reps, sorted(names)
+
+
+def grid_rows():
+    for experts in (8, 32, 128):
+        for n, k in ((2048, 8192), (8192, 2048), (512, 2048), (2048, 512)):
+            if experts == 128 and n * k > 2048 * 8192 // 2:
+                continue  # 4 GiB of weights a call; calibrate leaves such points to the fit
+            for rows in (4, 16, 64, 256):
+                yield experts, rows, n, k
+
+
+def main_grid(out_path):
+    out = []
+    for experts, rows, n, k in grid_rows():
+        w = torch.randn(experts, n, k, device="cuda", dtype=torch.bfloat16) * 0.02
+        x = torch.randn(experts * rows, k, device="cuda", dtype=torch.bfloat16)
+        offs = torch.arange(rows, experts * rows + 1, rows, device="cuda", dtype=torch.int32)
+        row = {"experts": experts, "rows": rows, "n": n, "k": k}
+        row["grouped_mm_s"], row["grouped_mm_kernels"] = kernel_seconds(
+            lambda: torch._grouped_mm(x, w.transpose(-2, -1), offs=offs))
+        x3 = x.view(experts, rows, k)
+        row["bmm_s"], row["bmm_kernels"] = kernel_seconds(lambda: torch.bmm(x3, w.transpose(-2, -1)))
+        try:
+            w8, x8 = w.to(torch.float8_e4m3fn), x.to(torch.float8_e4m3fn)
+            sx = torch.ones(experts * rows, device="cuda", dtype=torch.float32)
+            sw = torch.ones(experts, n, device="cuda", dtype=torch.float32)
+            row["scaled_grouped_mm_fp8_s"], row["scaled_grouped_mm_kernels"] = kernel_seconds(
+                lambda: torch._scaled_grouped_mm(x8, w8.transpose(-2, -1), sx, sw, offs=offs,
+                                                 out_dtype=torch.bfloat16))
+            del w8, x8
+        except Exception as e:  # noqa: BLE001 - recorded: this PyTorch's fp8 grouped GEMM refused
+            row["fp8_error"] = f"{type(e).__name__}: {e}"[:300]
+        out.append(row)
+        print(json.dumps({k2: v for k2, v in row.items() if not k2.endswith("kernels")}), flush=True)
+        del w, x
+        torch.cuda.empty_cache()
+    doc = {"what": "calibrate's expert-table points timed on PyTorch's kernels (moe_grouped_gemm.py --grid)",
+           "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": out}
+    with open(out_path, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == "--grid":
+        main_grid(sys.argv[2])
+    else:
+        main(sys.argv[1])

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The cases rooflens's predictions are judged by (docs/profile.md), each profiled on this GPU:
 #   scripts/gpu/profile_suite.sh ROOFLENS_BIN DEVICE_PROFILE OUT_DIR [case ...]
+# DEVICE_PROFILE "-": none given, rooflens's own choice (the shipped or derived profile of this GPU).
 # writes OUT_DIR/<case>.json (the result with measurements) and OUT_DIR/<case>.txt (the report).
 set -uo pipefail
 bin="$1"; profile="$2"; out="$3"; shift 3
 cd "$(dirname "$0")/../.."
 mkdir -p "$out"
+profile_args=(--device-profile "$profile")
+[ "$profile" = "-" ] && profile_args=()
 declare -A cases=(
   [llama2-7b-decode-b1-c2048]="samples/configs/llama-2-7b/config.json --phase decode --batch 1 --context 2048"
   [llama2-7b-decode-b8-c512]="samples/configs/llama-2-7b/config.json --phase decode --batch 8 --context 512"
@@ -25,6 +28,11 @@ declare -A cases=(
   [mobilenetv3-b64-bf16]="tests/data/onnx/mobilenet_v3_small-opset17.onnx --batch 64 --dtype bf16"
   [efficientnet-b0-b64-bf16]="tests/data/onnx/efficientnet_b0-opset17.onnx --batch 64 --dtype bf16"
   [convnext-t-b32-bf16]="tests/data/onnx/convnext_tiny-opset17.onnx --batch 32 --dtype bf16"
+  # MoE layers at a few rows an expert (decode) and at a prefill's hundreds: the expert tables.
+  [mixtral-decode-b32-c1024]="samples/configs/mixtral-8x7b/config.json --phase decode --batch 32 --context 1024"
+  [qwen3-moe-decode-b64-c1024]="samples/configs/qwen3-30b-a3b/config.json --phase decode --batch 64 --context 1024"
+  [qwen3-moe-prefill-2048]="samples/configs/qwen3-30b-a3b/config.json --phase prefill --seq 2048"
+  [deepseek-v2-lite-decode-b32-c1024]="samples/configs/deepseek-v2-lite/config.json --phase decode --batch 32 --context 1024"
 )
 order=(llama2-7b-decode-b1-c2048 llama2-7b-decode-b8-c512 llama2-7b-prefill-2048 llama31-8b-decode-b1-c2048
        mixtral-decode-b1-c2048 gpt2-prefill-1000 gpt2-decode-c1000 resnet50-fp32 resnet50-bf16 vit-b16-bf16 bert-base-prefill-512)
@@ -32,6 +40,6 @@ order=(llama2-7b-decode-b1-c2048 llama2-7b-decode-b8-c512 llama2-7b-prefill-2048
 for c in "${order[@]}"; do
   start=$SECONDS
   # shellcheck disable=SC2086
-  "$bin" profile ${cases[$c]} --device-profile "$profile" --top 12 --json "$out/$c.json" > "$out/$c.txt" 2>&1
+  "$bin" profile ${cases[$c]} "${profile_args[@]}" --top 12 --json "$out/$c.json" > "$out/$c.txt" 2>&1
   echo "$c: exit $? in $((SECONDS - start)) s; $(grep -m1 'model sum' "$out/$c.txt")"
 done

@@ -241,11 +241,13 @@ TEST_CASE("MoE experts as batched cuBLASLt GEMMs match the host under uniform ro
       ReplayPlan plan;
       plan.node = 11;
       plan.precision = Precision::bf16;
+      // Experts as engines store them, [E, n, k]: gate and up [E, inter, hidden], down
+      // [E, hidden, inter].
       plan.inputs = {buffer(DType::bf16, {m.tokens, m.hidden}),
                      buffer(DType::bf16, {m.tokens, m.experts}),
-                     buffer(DType::bf16, {m.experts, m.hidden, m.inter}),
                      buffer(DType::bf16, {m.experts, m.inter, m.hidden}),
-                     buffer(DType::bf16, {m.experts, m.hidden, m.inter})};
+                     buffer(DType::bf16, {m.experts, m.hidden, m.inter}),
+                     buffer(DType::bf16, {m.experts, m.inter, m.hidden})};
       plan.outputs = {buffer(DType::bf16, {m.tokens, m.hidden})};
       plan.kernel = MoePlan{m};
       LayerReplay r(plan, c.ctx, nullptr);
@@ -262,15 +264,15 @@ TEST_CASE("MoE experts as batched cuBLASLt GEMMs match the host under uniform ro
           for (int64_t i = 0; i < m.inter; ++i) {
             double g = 0, u = 0;
             for (int64_t q = 0; q < m.hidden; ++q) {
-              g += static_cast<double>(x[t * m.hidden + q]) * w1[(e * m.hidden + q) * m.inter + i];
-              u += static_cast<double>(x[t * m.hidden + q]) * w3[(e * m.hidden + q) * m.inter + i];
+              g += static_cast<double>(x[t * m.hidden + q]) * w1[(e * m.inter + i) * m.hidden + q];
+              u += static_cast<double>(x[t * m.hidden + q]) * w3[(e * m.inter + i) * m.hidden + q];
             }
             act[i] = g / (1 + std::exp(-g)) * u;
           }
           for (int64_t o = 0; o < m.hidden; ++o) {
             double s = 0;
             for (int64_t i = 0; i < m.inter; ++i)
-              s += act[i] * w2[(e * m.inter + i) * m.hidden + o];
+              s += act[i] * w2[(e * m.hidden + o) * m.inter + i];
             want[t * m.hidden + o] += static_cast<float>(s);
           }
         }

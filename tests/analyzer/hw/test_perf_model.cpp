@@ -423,3 +423,61 @@ TEST_CASE("a MoE node is priced as the replay runs it: batched expert GEMMs from
   // No GEMM table for the precision: the roofline.
   CHECK(place_on_roofline(c, Precision::fp8, d).source == PredictionSource::roofline);
 }
+
+TEST_CASE("a MoE node's projections come from the expert table where the profile has one",
+          "[perf][moe]") {
+  Device d = find_device("H100-SXM");
+  auto db = std::make_shared<PerfDatabase>();
+  PerfTable experts;
+  experts.axes = {"experts", "rows", "n", "k"};
+  experts.grid = {{2, 8}, {4, 16}, {512, 2048}, {256, 1024}};
+  experts.seconds.assign(experts.size(), 20e-6);
+  db->tables["moe.bf16"] = experts;
+  d.perf = db;
+  // The node of the test above: 4 experts with 8 rows each, hidden 512, width 1024.
+  NodeCost c;
+  c.kernel.moe = MoeDims{16, 512, 1024, 4, 2, true};
+  c.tensor_cores = c.tiled = true;
+  c.flops = 32LL * 3 * 2 * 512 * 1024;
+  c.read_weight = static_cast<int64_t>(expected_distinct_experts(4, 2, 16) * 3 * 512 * 1024 * 2);
+  RooflinePoint p = place_on_roofline(c, Precision::bf16, d);
+  CHECK(p.source == PredictionSource::measured_table);
+  CHECK(p.table == "moe.bf16");
+  // Three projections at the table's 20 us (a constant table interpolates to itself), the same
+  // memory kernels as above.
+  double moved = 16 * 4 * 2 + 2 * 32 * 512 * 2 + 3 * 32 * 1024 * 2 + 32 * 512 * 2 + 16 * 512 * 2;
+  CHECK(p.predicted == Approx(3 * 20e-6 + moved / d.hbm_bandwidth + 4 * d.launch_floor_s));
+  // 64 experts are beyond the grid: fitted, the weights' stream scaled 8x from the 8-expert edge.
+  NodeCost wide = c;
+  wide.kernel.moe = MoeDims{256, 512, 1024, 64, 2, true};
+  wide.read_weight =
+      static_cast<int64_t>(expected_distinct_experts(64, 2, 256) * 3 * 512 * 1024 * 2);
+  CHECK(place_on_roofline(wide, Precision::bf16, d).source == PredictionSource::fitted);
+  // int4 weights (a quarter of bf16's bytes) are another kernel: not the expert table's.
+  NodeCost int4 = c;
+  int4.read_weight = c.read_weight / 4;
+  CHECK(place_on_roofline(int4, Precision::bf16, d).table != "moe.bf16");
+  // fp8 experts read the fp8 table, which this profile lacks: no table, the roofline.
+  CHECK(place_on_roofline(c, Precision::fp8, d).source == PredictionSource::roofline);
+}
+
+TEST_CASE("an expert table point is one batched GEMM of its experts' rows", "[perf][moe]") {
+  // 2 experts x 3 rows against [4, 5] weights each, in bf16: 2 * 2*3*4*5 FLOPs; rows, weights and
+  // outputs of both experts.
+  GridWork w = grid_work("moe.bf16", {2, 3, 4, 5});
+  CHECK(w.flops == 240);
+  CHECK(w.bytes == 2 * (3 * 5 + 4 * 5) * 2 + 2 * 3 * 4 * 2);
+  CHECK(w.tensor_cores);
+  // fp8: one byte an operand element, bf16 outputs.
+  CHECK(grid_work("moe.fp8", {2, 3, 4, 5}).bytes == 2 * (3 * 5 + 4 * 5) + 2 * 3 * 4 * 2);
+  replay::GridPlan g = replay::plan_for_grid_point("moe.fp8", {4, 16, 512, 1024});
+  const auto& gp = g.plan.as<replay::GemmPlan>();
+  CHECK(gp.dims.batch == 4);
+  CHECK(gp.dims.m == 16);
+  CHECK_FALSE(gp.b_shared);
+  CHECK_FALSE(gp.b_kn);  // [experts, n, k], as engines store experts
+  CHECK(g.plan.inputs[1].bytes == 4 * 512 * 1024);
+  CHECK(g.plan.outputs[0].dtype == DType::bf16);
+  CHECK(expert_gemm_query(Precision::fp16, 4, 16, 512, 1024)->table == "moe.bf16");
+  CHECK_FALSE(expert_gemm_query(Precision::int8, 4, 16, 512, 1024));
+}
