@@ -138,19 +138,37 @@ TEST_CASE(
 
 TEST_CASE("the profile derived for the H200 predicts layers measured on a real H200",
           "[perf][derived]") {
-  // tests/data/reference/h200/: `rooflens profile` on the H200 machine (2026-11-25), each layer's
-  // CUPTI median in the replay. Predicted here from the profile derived from the H100's, the
-  // time-weighted error sum|p - m| / sum m and the model sum.
+  // tests/data/reference/h200/: `rooflens profile` on the H200 machine (2026-11-25: GPT-2 and
+  // ResNet-50; 2026-11-27: the rest, of the 16 cases judged on the H100 plus a MoE prefill), each
+  // layer's CUPTI median in the replay. Predicted here from the profile derived from the H100's,
+  // the time-weighted error sum|p - m| / sum m and the model sum, each within its bound: the
+  // 2026-11-27 run read 2.2-14.8% time-weighted over all 16 judged cases, the CNNs the worst
+  // (MobileNetV3-small 14.8%, ConvNeXt-T 14.5%: their depthwise and small convolutions do not
+  // scale with the H200's wider bus as the derived profile carries them).
   using nlohmann::json;
   struct Case {
     const char* file;
     std::string args;
+    double time_weighted, sum;
   };
   const std::string src = ROOFLENS_SOURCE_DIR "/";
+  const std::string cfg = src + "samples/configs/", onnx = src + "tests/data/onnx/";
   for (const Case& c :
-       {Case{"gpt2-decode-b8-c512",
-             src + "samples/configs/gpt2/config.json --phase decode --batch 8 --context 512"},
-        Case{"resnet50-b1-fp32", src + "samples/resnet50-opset17.onnx"}}) {
+       {Case{"gpt2-decode-b8-c512", cfg + "gpt2/config.json --phase decode --batch 8 --context 512",
+             0.12, 0.10},
+        Case{"resnet50-b1-fp32", src + "samples/resnet50-opset17.onnx", 0.12, 0.10},
+        Case{"llama2-7b-prefill-2048", cfg + "llama-2-7b/config.json --phase prefill --seq 2048",
+             0.08, 0.06},
+        Case{"llama31-8b-fp8-decode-b1-c2048",
+             cfg + "llama-3.1-8b/config.json --phase decode --batch 1 --context 2048 "
+                   "--weights fp8 --activations fp8",
+             0.08, 0.06},
+        Case{"qwen3-moe-prefill-2048", cfg + "qwen3-30b-a3b/config.json --phase prefill --seq 2048",
+             0.10, 0.08},
+        Case{"mobilenetv3-b64-bf16",
+             onnx + "mobilenet_v3_small-opset17.onnx --batch 64 --dtype bf16", 0.16, 0.14},
+        Case{"convnext-t-b32-bf16", onnx + "convnext_tiny-opset17.onnx --batch 32 --dtype bf16",
+             0.16, 0.13}}) {
     INFO(c.file);
     std::filesystem::path dir = scratch_dir("derived_h200"), out = dir / "result.json";
     CliRun r = run_cli(
@@ -171,8 +189,8 @@ TEST_CASE("the profile derived for the H200 predicts layers measured on a real H
       p_sum += p;
       m_sum += m;
     }
-    CHECK(gap / m_sum < 0.12);
-    CHECK(std::abs(p_sum - m_sum) / m_sum < 0.10);
+    CHECK(gap / m_sum < c.time_weighted);
+    CHECK(std::abs(p_sum - m_sum) / m_sum < c.sum);
   }
 }
 
