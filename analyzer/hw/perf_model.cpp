@@ -195,6 +195,19 @@ std::optional<PerfQuery> expert_gemm_query(Precision p, int64_t experts, int64_t
                     static_cast<double>(k)}};
 }
 
+std::shared_ptr<const PerfDatabase> with_grouped_experts(std::shared_ptr<const PerfDatabase> db) {
+  if (!db) return db;
+  auto out = std::make_shared<PerfDatabase>(*db);
+  bool any = false;
+  for (const char* p : {"bf16", "fp8"}) {
+    auto grouped = db->tables.find(fmt::format("moe_grouped.{}", p));
+    if (grouped == db->tables.end()) continue;
+    out->tables[fmt::format("moe.{}", p)] = grouped->second;
+    any = true;
+  }
+  return any ? out : db;
+}
+
 std::optional<PerfQuery> perf_query(const NodeCost& c, Precision p) {
   const KernelShape& ks = c.kernel;
   if (c.collective_ranks > 1 || ks.moe) return std::nullopt;
@@ -214,7 +227,7 @@ GridWork grid_work(const std::string& table, const std::vector<double>& x) {
     w.flops = static_cast<double>(gemm_flops(GemmDims{1, dim(m), dim(n), dim(kk)}));
     w.bytes = (m * kk + n * kk) * eb + m * n * (w.precision == Precision::fp8 ? 2 : eb);
     w.tensor_cores = w.precision != Precision::fp32;
-  } else if (k[0] == "moe") {
+  } else if (k[0] == "moe" || k[0] == "moe_grouped") {
     w.precision = *precision_from_name(k[1]);
     double e = x[0], rows = x[1], n = x[2], kk = x[3];
     double eb = static_cast<double>(element_bytes(w.precision));

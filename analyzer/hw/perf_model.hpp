@@ -8,6 +8,9 @@
 //   moe.<bf16|fp8>              experts, rows, n, k    one projection of a MoE layer: `experts`
 //                                                      GEMMs of `rows` rows each, one batched
 //                                                      kernel, weights [experts, n, k]
+//   moe_grouped.<bf16|fp8>      the same               the grouped kernels engines run (a row
+//                                                      count per expert), through PyTorch
+//                                                      (scripts/gpu/moe_grouped_gemm.py --table)
 //   attn_prefill.<dtype>.causal d, heads, seq          heads = batch * q_heads; seq: the square
 //   attn_prefill.<dtype>.full                          self-attention with the same executed scores
 //   attn_decode.<dtype>         d, group, kv_heads, context   kv_heads = batch * kv heads
@@ -17,6 +20,7 @@
 //   mem.<norm|softmax|reduce>   align, rows, cols      cols in bf16 elements (wider dtypes scaled);
 //                                                      align 8: rows of whole 16-byte vectors, else
 //                                                      1
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +42,10 @@ std::optional<PerfQuery> perf_query(const NodeCost& c, Precision p);
 // [n, k] weights; nullopt for a precision without expert tables (the dense GEMM table's then).
 std::optional<PerfQuery> expert_gemm_query(Precision p, int64_t experts, int64_t rows, int64_t n,
                                            int64_t k);
+
+// The tables with the grouped expert kernels engines run in place of the replay's batched ones
+// (moe_grouped.* as moe.*), for `serve`; `db` itself where it has none.
+std::shared_ptr<const PerfDatabase> with_grouped_experts(std::shared_ptr<const PerfDatabase> db);
 
 // The largest of 128, 64, 16, 8, 4, 2, 1 that divides both n and k: the leading dims of the
 // product as deployments lay it out ([m, k] activations, [n, k] weights, [m, n] output).

@@ -142,12 +142,17 @@ std::optional<double> predict_moe_from_tables(const NodeCost& c, Precision p, co
                           (expected_distinct_experts(m.experts, m.k, m.tokens) * projections);
   std::string t;
   PredictionSource s = PredictionSource::measured_table;
+  // The expert table of the experts' stored precision: fp8 experts (fp8 checkpoints) run fp8
+  // GEMMs whatever the activations' dtype (engines quantize the routed rows). Weights stored
+  // narrower than that (int4/int8 weight-only) are other kernels.
+  Precision experts = m.fp8_weights ? Precision::fp8 : p;
+  int64_t wb = storage_bytes(storage_dtype(experts), 1);
   auto projection = [&](int64_t n, int64_t k) -> std::optional<double> {
     PredictionSource one = PredictionSource::roofline;
-    // Weights stored narrower than the precision (int4/int8 weight-only) are other kernels.
-    bool dense_weights = per_projection >= 0.75 * static_cast<double>(n * k * eb);
-    auto expert_table = dense_weights ? expert_gemm_query(p, active, rows, n, k) : std::nullopt;
-    if (auto seconds = time_from_table(expert_table, true, p, d, t, one)) {
+    bool dense_weights = per_projection >= 0.75 * static_cast<double>(n * k * wb);
+    auto expert_table =
+        dense_weights ? expert_gemm_query(experts, active, rows, n, k) : std::nullopt;
+    if (auto seconds = time_from_table(expert_table, true, experts, d, t, one)) {
       if (one == PredictionSource::fitted) s = one;
       return seconds;
     }

@@ -9,6 +9,7 @@
 
 #include "analyzer/core/errors.hpp"
 #include "analyzer/hw/link_model.hpp"
+#include "analyzer/hw/perf_model.hpp"
 #include "analyzer/serving/step_cost.hpp"
 
 namespace rooflens {
@@ -410,6 +411,16 @@ void add_serve_notes(const TransformerConfig& c, const ServeOptions& o, const De
         "tokens dispatched and combined by all-to-alls; the ranks step together, each step as "
         "long as the slowest rank's",
         o.ep, o.ep, c.experts / o.ep, c.experts));
+  if (c.experts > 0) {
+    bool grouped = device.perf && (device.perf->tables.count("moe_grouped.bf16") ||
+                                   device.perf->tables.count("moe_grouped.fp8"));
+    r.notes.push_back(
+        grouped ? "MoE experts priced as the grouped kernels engines run (the profile's "
+                  "moe_grouped tables, PyTorch's grouped GEMMs)"
+                : "MoE experts priced as batched GEMMs: this profile has no table of the grouped "
+                  "kernels engines run, which took 20-60% longer at a few rows an expert on the "
+                  "H100 and H200 (docs/profile.md)");
+  }
   int64_t group = o.attention_dp() ? o.ep : o.lowering.tp;  // the GPUs one collective spans
   const ScaleOut* so = scale_out_of(device);
   if (so && group > so->gpus_per_node)
@@ -451,6 +462,9 @@ ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
   auto engine_device = std::make_shared<Device>(*device);
   // small all-reduces take the engines' one-shot/two-shot kernels
   engine_device->engine_collectives = true;
+  // MoE experts run grouped kernels (a row count per expert), slower than the replay's batched
+  // ones at a few rows an expert (docs/profile.md): their tables where the profile has them.
+  engine_device->perf = with_grouped_experts(engine_device->perf);
   LoweringOptions lowering = o.lowering;
   if (o.attention_dp()) lowering.ep = o.ep;  // one GPU's share: its sequences, its experts
   StepCostModel model(c, lowering, engine_device);

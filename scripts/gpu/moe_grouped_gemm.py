@@ -19,12 +19,24 @@ for torch._grouped_mm, torch._scaled_grouped_mm and torch.bmm (cuBLAS's strided 
 harness's kernel):
 
     python3 moe_grouped_gemm.py --grid OUT.json
+
+With --table, the grouped kernels engines run as tables of their own: every point the profile's
+expert tables (moe.bf16, moe.fp8) measured, timed on torch._grouped_mm (bf16) and
+torch._scaled_grouped_mm (fp8, row-wise scales, bf16 out) as above, written as moe_grouped.bf16
+and moe_grouped.fp8 with the same axes and grid (null where the profile's point is); --merge puts
+them into a profile, which `rooflens serve` then prices MoE projections from:
+
+    python3 moe_grouped_gemm.py --table PROFILE.json OUT.json
+    python3 moe_grouped_gemm.py --merge OUT.json PROFILE.json
 """
 import json
 import statistics
 import sys
 
-import torch
+try:
+    import torch
+except ImportError:  # --merge runs where PyTorch is not installed
+    torch = None
 
 from training_references import cuda_event_times  # same folder: CUDA events around each call
 
@@ -130,8 +142,68 @@ def main_grid(out_path):
         json.dump(doc, f, indent=1)
 
 
+def grouped_seconds(dtype, experts, rows, n, k):
+    """One point of an expert table on PyTorch's grouped kernel for `dtype` ("bf16" or "fp8")."""
+    w = torch.randn(experts, n, k, device="cuda", dtype=torch.bfloat16) * 0.02
+    x = torch.randn(experts * rows, k, device="cuda", dtype=torch.bfloat16)
+    offs = torch.arange(rows, experts * rows + 1, rows, device="cuda", dtype=torch.int32)
+    if dtype == "bf16":
+        t, _ = kernel_seconds(lambda: torch._grouped_mm(x, w.transpose(-2, -1), offs=offs))
+    else:
+        w8, x8 = w.to(torch.float8_e4m3fn), x.to(torch.float8_e4m3fn)
+        del w
+        sx = torch.ones(experts * rows, device="cuda", dtype=torch.float32)
+        sw = torch.ones(experts, n, device="cuda", dtype=torch.float32)
+        t, _ = kernel_seconds(lambda: torch._scaled_grouped_mm(x8, w8.transpose(-2, -1), sx, sw, offs=offs,
+                                                               out_dtype=torch.bfloat16))
+    torch.cuda.empty_cache()
+    return t
+
+
+def main_table(profile_path, out_path):
+    with open(profile_path) as f:
+        profile = json.load(f)
+    tables = {}
+    for dtype in ("bf16", "fp8"):
+        src = profile["tables"][f"moe.{dtype}"]
+        grid, seconds = src["grid"], []
+        index = [0] * len(grid)
+        for flat, measured in enumerate(src["seconds"]):
+            rest = flat  # row-major, the last axis fastest (as rooflens lays tables out)
+            for a in reversed(range(len(grid))):
+                index[a] = rest % len(grid[a])
+                rest //= len(grid[a])
+            experts, rows, n, k = (int(grid[a][index[a]]) for a in range(4))
+            seconds.append(None if measured is None else grouped_seconds(dtype, experts, rows, n, k))
+        tables[f"moe_grouped.{dtype}"] = {"axes": src["axes"], "grid": grid, "seconds": seconds}
+        print(f"moe_grouped.{dtype}: {sum(v is not None for v in seconds)} points", flush=True)
+    doc = {"script": "scripts/gpu/moe_grouped_gemm.py --table", "torch": torch.__version__,
+           "gpu": torch.cuda.get_device_name(), "profile": profile_path, "tables": tables}
+    with open(out_path, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+def merge(measured_path, profile_path):
+    with open(measured_path) as f:
+        measured = json.load(f)
+    with open(profile_path) as f:
+        profile = json.load(f)
+    profile.setdefault("tables", {}).update(measured["tables"])
+    for key in measured["tables"]:
+        profile.setdefault("method", {})[f"table {key}"] = (
+            f"scripts/gpu/moe_grouped_gemm.py --table on {measured['gpu']}: PyTorch {measured['torch']}'s "
+            "grouped GEMM (torch._grouped_mm; fp8 torch._scaled_grouped_mm, row-wise scales), kernel "
+            "time under CUPTI, L2 flushed, at the points of the profile's moe table")
+    with open(profile_path, "w") as f:
+        json.dump(profile, f, separators=(",", ":"), sort_keys=True)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "--grid":
         main_grid(sys.argv[2])
+    elif sys.argv[1] == "--table":
+        main_table(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "--merge":
+        merge(sys.argv[2], sys.argv[3])
     else:
         main(sys.argv[1])

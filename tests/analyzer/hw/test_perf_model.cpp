@@ -459,6 +459,23 @@ TEST_CASE("a MoE node's projections come from the expert table where the profile
   CHECK(place_on_roofline(int4, Precision::bf16, d).table != "moe.bf16");
   // fp8 experts read the fp8 table, which this profile lacks: no table, the roofline.
   CHECK(place_on_roofline(c, Precision::fp8, d).source == PredictionSource::roofline);
+  // So do fp8-stored experts under bf16 activations (engines quantize the routed rows).
+  NodeCost fp8_experts = c;
+  fp8_experts.kernel.moe->fp8_weights = true;
+  fp8_experts.read_weight = c.read_weight / 2;
+  CHECK(place_on_roofline(fp8_experts, Precision::bf16, d).source == PredictionSource::roofline);
+  // serve's engines run grouped kernels: a profile's moe_grouped table stands in for moe's, here
+  // twice as slow.
+  PerfTable grouped = experts;
+  grouped.seconds.assign(grouped.size(), 40e-6);
+  auto with_grouped = std::make_shared<PerfDatabase>(*db);
+  with_grouped->tables["moe_grouped.bf16"] = grouped;
+  d.perf = with_grouped_experts(with_grouped);
+  CHECK(d.perf->tables.at("moe.bf16").seconds.front() == 40e-6);
+  CHECK(place_on_roofline(c, Precision::bf16, d).predicted ==
+        Approx(3 * 40e-6 + moved / d.hbm_bandwidth + 4 * d.launch_floor_s));
+  // Without grouped tables the database is the one given.
+  CHECK(with_grouped_experts(db) == db);
 }
 
 TEST_CASE("an expert table point is one batched GEMM of its experts' rows", "[perf][moe]") {

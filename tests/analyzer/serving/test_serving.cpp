@@ -495,8 +495,10 @@ TEST_CASE("serve against TensorRT-LLM's published maximum throughput, H100, fp8"
   // NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at 258c7540 ("Throughput
   // Measurements", v0.17): output tokens/s on H100 80GB, FP8 engines and KV cache, every request
   // fed at once, fixed lengths, kv fraction 0.95, the stated request counts. docs/serving.md
-  // gives the table; rooflens's median absolute error over the 13 rows is 10.0%, the largest
-  // +28.8% (Mixtral TP 2, 500/2000).
+  // gives the table; rooflens's median absolute error over the 13 rows is 7.4%, the largest
+  // +28.3% (Llama-3.3-70B TP 2, 500/2000): with the MoE experts priced as the grouped kernels
+  // engines run (the H100 profile's moe_grouped tables); 10.0% before them, Mixtral TP 2 500/2000
+  // then +28.8%.
   struct Row {
     const char* model;
     int tp, isl, osl, requests;
@@ -536,5 +538,5 @@ TEST_CASE("serve against TensorRT-LLM's published maximum throughput, H100, fp8"
     errors.push_back(std::fabs(e));
   }
   std::sort(errors.begin(), errors.end());
-  CHECK(errors[errors.size() / 2] < 0.12);
+  CHECK(errors[errors.size() / 2] < 0.10);
 }
