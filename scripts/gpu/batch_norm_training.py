@@ -22,6 +22,8 @@ On the GPU machine: /opt/torch/.venv/bin/python3 scripts/gpu/batch_norm_training
 import json
 import sys
 
+from profile_tables import merge_tables  # same folder
+
 N = [8, 32, 128]
 C = [64, 256, 1024, 2048]
 HW = [49, 196, 784, 3136, 12544]
@@ -91,17 +93,9 @@ def measure():
 
 
 def merge(measured_path, profile_path):
-    with open(measured_path) as f:
-        measured = json.load(f)
-    with open(profile_path) as f:
-        profile = json.load(f)
-    profile.setdefault("tables", {}).update(measured["tables"])
-    profile.setdefault("method", {})["train.batch_norm"] = (
-        f"scripts/gpu/batch_norm_training.py: F.batch_norm(training=True) in NCHW, torch {measured['torch']}, "
-        f"kernel time under CUPTI per call")
-    with open(profile_path, "w") as f:
-        json.dump(profile, f, separators=(",", ":"))
-        f.write("\n")
+    merge_tables(measured_path, profile_path, lambda m: {"train.batch_norm": (
+        f"scripts/gpu/batch_norm_training.py: F.batch_norm(training=True) in NCHW, torch {m['torch']}, "
+        "kernel time under CUPTI per call")})
 
 
 def main():

@@ -38,6 +38,7 @@ try:
 except ImportError:  # --merge runs where PyTorch is not installed
     torch = None
 
+from profile_tables import merge_tables  # same folder
 from training_references import cuda_event_times  # same folder: CUDA events around each call
 
 
@@ -184,18 +185,10 @@ def main_table(profile_path, out_path):
 
 
 def merge(measured_path, profile_path):
-    with open(measured_path) as f:
-        measured = json.load(f)
-    with open(profile_path) as f:
-        profile = json.load(f)
-    profile.setdefault("tables", {}).update(measured["tables"])
-    for key in measured["tables"]:
-        profile.setdefault("method", {})[f"table {key}"] = (
-            f"scripts/gpu/moe_grouped_gemm.py --table on {measured['gpu']}: PyTorch {measured['torch']}'s "
-            "grouped GEMM (torch._grouped_mm; fp8 torch._scaled_grouped_mm, row-wise scales), kernel "
-            "time under CUPTI, L2 flushed, at the points of the profile's moe table")
-    with open(profile_path, "w") as f:
-        json.dump(profile, f, separators=(",", ":"), sort_keys=True)
+    merge_tables(measured_path, profile_path, lambda m: {f"table {key}": (
+        f"scripts/gpu/moe_grouped_gemm.py --table on {m['gpu']}: PyTorch {m['torch']}'s grouped GEMM "
+        "(torch._grouped_mm; fp8 torch._scaled_grouped_mm, row-wise scales), kernel time under CUPTI, "
+        "L2 flushed, at the points of the profile's moe table") for key in m["tables"]})
 
 
 if __name__ == "__main__":

@@ -383,23 +383,40 @@ TEST_CASE("calibrate's plans for table points are the kernels a node with those 
     }
 }
 
-TEST_CASE("a MoE node is priced as the replay runs it: batched expert GEMMs from the GEMM table",
-          "[perf][moe]") {
-  Device d = find_device("H100-SXM");
-  PerfTable t;
-  t.axes = {"align", "m", "n", "k"};
-  t.grid = {{8, 128}, {16, 64}, {512, 2048}, {256, 1024}};
-  t.seconds.assign(t.size(), 7.5e-6);
-  auto db = std::make_shared<PerfDatabase>();
-  db->tables["gemm.bf16"] = t;
-  d.perf = db;
-  // 16 tokens, top-2 of 4 gated experts, hidden 512, width 1024: 32 assignments, all 4 experts
-  // active with 8 rows each; every expert read (3 projections of 512 x 1024 bf16).
+namespace {
+
+// 16 tokens, top-2 of 4 gated experts, hidden 512, width 1024: 32 assignments, all 4 experts
+// active with 8 rows each; every expert read (3 projections of 512 x 1024 bf16).
+NodeCost small_moe_node() {
   NodeCost c;
   c.kernel.moe = MoeDims{16, 512, 1024, 4, 2, true};
   c.tensor_cores = c.tiled = true;
   c.flops = 32LL * 3 * 2 * 512 * 1024;
   c.read_weight = static_cast<int64_t>(expected_distinct_experts(4, 2, 16) * 3 * 512 * 1024 * 2);
+  return c;
+}
+
+// A table that takes `seconds` at every point.
+PerfTable constant_table(std::vector<std::string> axes, std::vector<std::vector<double>> grid,
+                         double seconds) {
+  PerfTable t;
+  t.axes = std::move(axes);
+  t.grid = std::move(grid);
+  t.seconds.assign(t.size(), seconds);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("a MoE node is priced as the replay runs it: batched expert GEMMs from the GEMM table",
+          "[perf][moe]") {
+  Device d = find_device("H100-SXM");
+  PerfTable t = constant_table({"align", "m", "n", "k"},
+                               {{8, 128}, {16, 64}, {512, 2048}, {256, 1024}}, 7.5e-6);
+  auto db = std::make_shared<PerfDatabase>();
+  db->tables["gemm.bf16"] = t;
+  d.perf = db;
+  NodeCost c = small_moe_node();
   RooflinePoint p = place_on_roofline(c, Precision::bf16, d);
   CHECK(p.source == PredictionSource::measured_table);
   CHECK(p.table == "gemm.bf16");
@@ -428,18 +445,11 @@ TEST_CASE("a MoE node's projections come from the expert table where the profile
           "[perf][moe]") {
   Device d = find_device("H100-SXM");
   auto db = std::make_shared<PerfDatabase>();
-  PerfTable experts;
-  experts.axes = {"experts", "rows", "n", "k"};
-  experts.grid = {{2, 8}, {4, 16}, {512, 2048}, {256, 1024}};
-  experts.seconds.assign(experts.size(), 20e-6);
+  PerfTable experts = constant_table({"experts", "rows", "n", "k"},
+                                     {{2, 8}, {4, 16}, {512, 2048}, {256, 1024}}, 20e-6);
   db->tables["moe.bf16"] = experts;
   d.perf = db;
-  // The node of the test above: 4 experts with 8 rows each, hidden 512, width 1024.
-  NodeCost c;
-  c.kernel.moe = MoeDims{16, 512, 1024, 4, 2, true};
-  c.tensor_cores = c.tiled = true;
-  c.flops = 32LL * 3 * 2 * 512 * 1024;
-  c.read_weight = static_cast<int64_t>(expected_distinct_experts(4, 2, 16) * 3 * 512 * 1024 * 2);
+  NodeCost c = small_moe_node();
   RooflinePoint p = place_on_roofline(c, Precision::bf16, d);
   CHECK(p.source == PredictionSource::measured_table);
   CHECK(p.table == "moe.bf16");
