@@ -70,6 +70,10 @@ struct Device {
   // `serve`: all-reduces may take the one-shot/two-shot peer-memory kernels serving engines run
   // for small messages (analyzer/hw/link_model.hpp); otherwise NCCL's ring or tree.
   bool engine_collectives = false;
+  // `serve`: a MoE layer's tokens go to the experts a random top-k routing touches (its expected
+  // distinct experts, several rows each at a few tokens), not round-robin as the replay sends
+  // them (every expert with rows once assignments reach the experts).
+  bool engine_routing = false;
   // Calibrated with --gpus N: collectives measured through NCCL; the link model prices from them.
   std::shared_ptr<const std::vector<CollectiveCurveSet>> collective_curves;
 };

@@ -465,6 +465,7 @@ ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
   // MoE experts run grouped kernels (a row count per expert), slower than the replay's batched
   // ones at a few rows an expert (docs/profile.md): their tables where the profile has them.
   engine_device->perf = with_grouped_experts(engine_device->perf);
+  engine_device->engine_routing = true;
   LoweringOptions lowering = o.lowering;
   if (o.attention_dp()) lowering.ep = o.ep;  // one GPU's share: its sequences, its experts
   StepCostModel model(c, lowering, engine_device);

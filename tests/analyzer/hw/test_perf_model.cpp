@@ -488,6 +488,36 @@ TEST_CASE("a MoE node's projections come from the expert table where the profile
   CHECK(with_grouped_experts(db) == db);
 }
 
+TEST_CASE("serve's engines route a MoE layer's tokens at random: the experts they touch",
+          "[perf][moe]") {
+  // 16 tokens, top-8 of 128 experts (Qwen3-30B-A3B's decode at batch 16): 128 assignments. The
+  // replay sends them round-robin, one row to every expert; a random top-8 touches
+  // 128 (1 - (1 - 8/128)^16) = 82.4 experts on average, 82 of them with ceil(128 / 82) = 2 rows.
+  // A table whose time is proportional to the experts (1 us each) interpolates exactly in log
+  // space, so the projections say how many experts were priced.
+  Device d = find_device("H100-SXM");
+  auto db = std::make_shared<PerfDatabase>();
+  PerfTable t = constant_table({"experts", "rows", "n", "k"},
+                               {{2, 128}, {1, 4}, {512, 2048}, {512, 2048}}, 0);
+  for (size_t i = 0; i < t.size(); ++i) t.seconds[i] = i < t.size() / 2 ? 2e-6 : 128e-6;
+  db->tables["moe.bf16"] = t;
+  d.perf = db;
+  NodeCost c;
+  c.kernel.moe = MoeDims{16, 2048, 768, 128, 8, true};
+  c.tensor_cores = c.tiled = true;
+  c.read_weight = static_cast<int64_t>(expected_distinct_experts(128, 8, 16) * 3 * 2048 * 768 * 2);
+  auto moved = [](double slots) {  // router, dispatch, gate/up/product, outputs, sums
+    return 16 * 128 * 2 + 2 * 128 * 2048 * 2 + 3 * slots * 768 * 2 + slots * 2048 * 2 +
+           16 * 2048 * 2;
+  };
+  double floors = 4 * d.launch_floor_s;
+  CHECK(place_on_roofline(c, Precision::bf16, d).predicted ==
+        Approx(3 * 128e-6 + moved(128) / d.hbm_bandwidth + floors));
+  d.engine_routing = true;
+  CHECK(place_on_roofline(c, Precision::bf16, d).predicted ==
+        Approx(3 * 82e-6 + moved(128) / d.hbm_bandwidth + floors));
+}
+
 TEST_CASE("an expert table point is one batched GEMM of its experts' rows", "[perf][moe]") {
   // 2 experts x 3 rows against [4, 5] weights each, in bf16: 2 * 2*3*4*5 FLOPs; rows, weights and
   // outputs of both experts.
