@@ -221,19 +221,18 @@ GridWork grid_work(const std::string& table, const std::vector<double>& x) {
   std::vector<std::string> k = key_parts(table);
   auto dim = [](double v) { return static_cast<int64_t>(std::llround(v)); };
   GridWork w;
-  if (k[0] == "gemm") {
+  // `count` GEMMs of m x n x k, each reading its operands and writing its output (fp8 writes bf16).
+  auto gemms = [&](double count, double m, double n, double kk) {
     w.precision = *precision_from_name(k[1]);
-    double m = x[1], n = x[2], kk = x[3], eb = static_cast<double>(element_bytes(w.precision));
-    w.flops = static_cast<double>(gemm_flops(GemmDims{1, dim(m), dim(n), dim(kk)}));
-    w.bytes = (m * kk + n * kk) * eb + m * n * (w.precision == Precision::fp8 ? 2 : eb);
-    w.tensor_cores = w.precision != Precision::fp32;
-  } else if (k[0] == "moe" || k[0] == "moe_grouped") {
-    w.precision = *precision_from_name(k[1]);
-    double e = x[0], rows = x[1], n = x[2], kk = x[3];
     double eb = static_cast<double>(element_bytes(w.precision));
-    w.flops = e * static_cast<double>(gemm_flops(GemmDims{1, dim(rows), dim(n), dim(kk)}));
-    w.bytes = e * ((rows * kk + n * kk) * eb + rows * n * (w.precision == Precision::fp8 ? 2 : eb));
-    w.tensor_cores = true;
+    w.flops = count * static_cast<double>(gemm_flops(GemmDims{1, dim(m), dim(n), dim(kk)}));
+    w.bytes = count * ((m * kk + n * kk) * eb + m * n * (w.precision == Precision::fp8 ? 2 : eb));
+    w.tensor_cores = w.precision != Precision::fp32;
+  };
+  if (k[0] == "gemm") {
+    gemms(1, x[1], x[2], x[3]);
+  } else if (k[0] == "moe" || k[0] == "moe_grouped") {
+    gemms(x[0], x[1], x[2], x[3]);
   } else if (k[0] == "attn_prefill") {
     double d = x[0], heads = x[1], s = x[2];
     AttentionDims a;

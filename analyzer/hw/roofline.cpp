@@ -133,9 +133,9 @@ std::optional<double> predict_moe_from_tables(const NodeCost& c, Precision p, co
   const MoeDims& m = *c.kernel.moe;
   int64_t assignments = m.tokens * m.k;
   int64_t active = std::min(m.experts, assignments);
+  double distinct = expected_distinct_experts(m.experts, m.k, m.tokens);
   if (d.engine_routing && active > 0)
-    active = std::clamp<int64_t>(std::llround(expected_distinct_experts(m.experts, m.k, m.tokens)),
-                                 1, active);
+    active = std::clamp<int64_t>(std::llround(distinct), 1, active);
   if (active <= 0 || m.hidden <= 0 || m.inter <= 0) return std::nullopt;
   int64_t rows = ceil_div(assignments, active);
   // The replay pads every expert to the same rows; engines permute the assignments contiguously.
@@ -143,8 +143,7 @@ std::optional<double> predict_moe_from_tables(const NodeCost& c, Precision p, co
   int64_t eb = storage_bytes(storage_dtype(p), 1);  // an activation element
   // One expert's projection in its stored precision (the node reads the experts it touches).
   int projections = m.gated ? 3 : 2;
-  double per_projection = static_cast<double>(c.read_weight) /
-                          (expected_distinct_experts(m.experts, m.k, m.tokens) * projections);
+  double per_projection = static_cast<double>(c.read_weight) / (distinct * projections);
   std::string t;
   PredictionSource s = PredictionSource::measured_table;
   // The expert table of the experts' stored precision: fp8 experts (fp8 checkpoints) run fp8
