@@ -5,6 +5,7 @@
 #include "kernels/gemv.hpp"
 #include "kernels/memory_kernels.hpp"
 #include "kernels/runner.hpp"
+#include "kernels/weight_only.hpp"
 
 namespace rooflens::kernels {
 
@@ -67,6 +68,54 @@ Runner gemm_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const Rep
                             [=](cudaStream_t st) { gemv(a, w, bias, d, dt, rows, n, k, st); });
   }
   return pick_fastest(std::move(candidates), ctx, gemm_key(g), s);
+}
+
+// Both ways deployments run a weight-only quantized GEMM (kernels/weight_only.hpp), timed: the
+// weights dequantized once, then each of cuBLASLt's algorithms; and, for a decode's rows, our
+// tensor-core GEMV that dequantizes in registers.
+Runner weight_only_runner(const replay::ReplayPlan& p, const LayerBuffers& b,
+                          const ReplayContext& ctx, cudaStream_t s) {
+  const auto& plan = p.as<replay::WeightOnlyGemmPlan>();
+  DType dt = p.inputs[0].dtype;
+  int64_t m = plan.dims.m, n = plan.dims.n, k = plan.dims.k, group = plan.group;
+  int bits = plan.bits;
+  const void *x = b.in(0), *wq = b.in(1), *scales = b.in(2), *bias = plan.bias ? b.in(3) : nullptr;
+  void* y = b.out(0);
+  GemmShape g;
+  g.precision = p.precision;
+  g.out = dt;
+  g.dims = GemmDims{1, m, n, k};
+  g.bias = plan.bias;
+  // The dense weights live as long as the candidate that runs (captured by each).
+  auto dense = std::make_shared<DeviceBuffer>(static_cast<size_t>(n * k * elem_bytes(dt)));
+  std::vector<Runner> candidates =
+      cublaslt_candidates(ctx, g, [=](const Gemm& gemm, cudaStream_t st) {
+        dequantize_weights(wq, scales, dense->get(), dt, bits, n, k, group, st);
+        gemm.run(x, dense->get(), y, bias, st);
+      });
+  for (Runner& r : candidates) {
+    r.label().library = "rooflens + cuBLASLt";
+    r.label().detail = fmt::format("{}-bit weights dequantized, then {}", bits, r.label().detail);
+  }
+  if (weight_only_gemv_rows_supported(dt, bits, m, k, group, x, wq))
+    candidates.emplace_back(
+        ReplayLabel{"rooflens",
+                    fmt::format("{}-bit weight-only GEMV (CUDA cores, row-major packing), {} rows",
+                                bits, m),
+                    ""},
+        [=](cudaStream_t st) {
+          weight_only_gemv_rows(x, wq, scales, bias, y, dt, bits, m, n, k, group, st);
+        });
+  if (weight_only_gemv_supported(dt, bits, m, n, k, group, x, wq))
+    candidates.emplace_back(
+        ReplayLabel{"rooflens",
+                    fmt::format("{}-bit weight-only tensor-core GEMV, {} rows", bits, m), ""},
+        [=](cudaStream_t st) {
+          weight_only_gemv(x, wq, scales, bias, y, dt, bits, m, n, k, group, st);
+        });
+  return pick_fastest(
+      std::move(candidates), ctx,
+      fmt::format("weight-only {} {} g{} {}", bits, gemm_key(g), group, dtype_name(dt)), s);
 }
 
 // One strided-batched GEMM over the active experts, each `rows` rows of its assignments. Expert

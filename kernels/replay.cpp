@@ -27,6 +27,8 @@ LayerReplay::LayerReplay(const replay::ReplayPlan& plan, const ReplayContext& ct
   LayerBuffers b{plan_, buffers_};
   if (plan_.is<replay::GemmPlan>())
     runner_ = gemm_runner(plan_, b, ctx, s);
+  else if (plan_.is<replay::WeightOnlyGemmPlan>())
+    runner_ = weight_only_runner(plan_, b, ctx, s);
   else if (plan_.is<replay::MoePlan>())
     runner_ = moe_runner(plan_, b, ctx, s);
   else if (plan_.is<replay::ConvPlan>())

@@ -80,6 +80,8 @@ struct LayerBuffers {
 
 Runner gemm_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx,
                    cudaStream_t s);
+Runner weight_only_runner(const replay::ReplayPlan& p, const LayerBuffers& b,
+                          const ReplayContext& ctx, cudaStream_t s);
 Runner moe_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx,
                   cudaStream_t s);
 Runner conv_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const ReplayContext& ctx,

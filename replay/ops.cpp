@@ -77,6 +77,7 @@ std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in,
 std::string_view kind_name(const KernelPlan& k) {
   struct Names {
     std::string_view operator()(const GemmPlan&) const { return "gemm"; }
+    std::string_view operator()(const WeightOnlyGemmPlan&) const { return "weight-only gemm"; }
     std::string_view operator()(const ConvPlan&) const { return "conv"; }
     std::string_view operator()(const AttentionPlan&) const { return "attention"; }
     std::string_view operator()(const MoePlan&) const { return "moe"; }

@@ -10,6 +10,18 @@ namespace rooflens::replay {
 
 inline constexpr size_t kMaxReplayRank = 6;
 
+// Weight-only quantized GEMMs (kernels/weight_only.hpp) read their packed weights in tiles of 16
+// rows by this many k (each lane's 16 bytes: 32 four-bit or 16 eight-bit weights), one scale per
+// group over at least one mma step of 16 k: the layouts they take.
+constexpr int64_t weight_only_tile_k(int bits) {
+  return bits == 4 ? 64 : 32;
+}
+constexpr bool weight_only_layout_supported(int bits, int64_t k, int64_t group) {
+  if (bits != 4 && bits != 8) return false;
+  return k > 0 && group > 0 && k % weight_only_tile_k(bits) == 0 && group % 16 == 0 &&
+         k % group == 0;
+}
+
 enum class EwOp : int {
   // unary
   relu,

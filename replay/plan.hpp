@@ -31,6 +31,16 @@ struct GemmPlan {
   bool b_kn = false;
   bool bias = false;  // a length-n bias (Gemm's C) added in the epilogue
 };
+// A weight-only quantized GEMM (kernels/weight_only.hpp): A [m, k] floats; W [n, k] in `bits` bits,
+// packed (n * k * bits / 8 bytes); one scale in A's dtype per `group` weights of a row
+// ([n, k / group]); a length-n bias when `bias`. The buffers are the replay's own layout of the
+// graph's (GPTQ, AWQ, MatMulNBits, ... each pack differently): the same weight bytes.
+struct WeightOnlyGemmPlan {
+  GemmDims dims;
+  int bits = 4;
+  int64_t group = 128;
+  bool bias = false;
+};
 // A 1-D or 2-D convolution on NCHW tensors.
 struct ConvPlan {
   ConvDims conv;
@@ -115,9 +125,9 @@ struct CollectivePlan {
 };
 
 using KernelPlan =
-    std::variant<GemmPlan, ConvPlan, AttentionPlan, MoePlan, ElementwisePlan, SoftmaxPlan, NormPlan,
-                 BatchNormPlan, ReducePlan, TopKPlan, PoolPlan, CopyPlan, ConcatSplitPlan,
-                 GatherPlan, RopePlan, CollectivePlan>;
+    std::variant<GemmPlan, WeightOnlyGemmPlan, ConvPlan, AttentionPlan, MoePlan, ElementwisePlan,
+                 SoftmaxPlan, NormPlan, BatchNormPlan, ReducePlan, TopKPlan, PoolPlan, CopyPlan,
+                 ConcatSplitPlan, GatherPlan, RopePlan, CollectivePlan>;
 // "gemm", "conv", ... for reports and tests.
 std::string_view kind_name(const KernelPlan& k);
 

@@ -151,6 +151,12 @@ class Planner {
 
   void gemm() {
     const KernelShape& ks = r_.cost.kernel;
+    if (n_.op_type == "MatMulNBits") return matmul_nbits();
+    if (ks.gemm && n_.inputs.size() >= 2 && n_.input(1) >= 0) {
+      DType w = tensor(n_.input(1)).dtype;
+      if (w == DType::i4 || w == DType::u4 || w == DType::i8 || w == DType::u8)
+        return weight_only_linear(w);
+    }
     if (!ks.gemm) refuse(fmt::format("{} with more than two operands is not one GEMM", r_.op));
     graph_buffers();
     DType a = p_.inputs[0].dtype, b = p_.inputs[1].dtype;
@@ -186,6 +192,48 @@ class Planner {
     p_.kernel = g;
     p_.description = fmt::format("{} GEMM m={} n={} k={}{}", precision_name(p_.precision), d.m, d.n,
                                  d.k, d.batch > 1 ? fmt::format(" batch={}", d.batch) : "");
+  }
+
+  // A config's quantized Linear (GPTQ, AWQ, compressed-tensors, --weights int4/int8): x times an
+  // [in, out] weight of 4 or 8 bits, its scales the next input; the group is what the scales'
+  // count gives a row.
+  void weight_only_linear(DType w) {
+    const GemmDims& d = *r_.cost.kernel.gemm;
+    int64_t group = d.k;  // per output channel unless the scales say otherwise
+    if (n_.inputs.size() > 2 && n_.input(2) >= 0 && tensor(n_.input(2)).shape) {
+      int64_t scales = checked_product(*tensor(n_.input(2)).shape, "scales");
+      if (scales % d.n == 0 && scales / d.n > 0 && d.k % (scales / d.n) == 0)
+        group = d.k / (scales / d.n);
+    }
+    weight_only(dtype_bits(w), group, -1);
+  }
+  // com.microsoft MatMulNBits(A, B, scales, zero_points, g_idx, bias).
+  void matmul_nbits() {
+    int64_t bits = n_.attr_int("bits", 4), block = n_.attr_int("block_size", 0);
+    if (bits != 4 && bits != 8)
+      refuse(fmt::format("MatMulNBits of {} bits: the replay's kernels take 4 and 8", bits));
+    weight_only(static_cast<int>(bits), block, 5);
+  }
+  void weight_only(int bits, int64_t group, int bias_input) {
+    const GemmDims& d = *r_.cost.kernel.gemm;
+    p_.inputs.push_back(spec(tensor(n_.input(0))));
+    require_float(p_.inputs[0], "weight-only GEMM activations");
+    DType act = p_.inputs[0].dtype;
+    if (d.batch != 1 || d.n % 16 != 0 || !weight_only_layout_supported(bits, d.k, group))
+      refuse(
+          fmt::format("{}-bit weight-only GEMM n={} k={} in groups of {}: the replay's kernels "
+                      "take n in rows of 16, k in tiles of {}, groups of 16 or more dividing k",
+                      bits, d.n, d.k, group, weight_only_tile_k(bits)));
+    p_.inputs.push_back(sized(DType::u8, {d.n, d.k * bits / 8}));
+    p_.inputs.back().index_bound = 256;  // every byte value
+    p_.inputs.push_back(sized(act, {d.n, d.k / group}));
+    bool bias = bias_input >= 0 && static_cast<int>(n_.inputs.size()) > bias_input &&
+                n_.input(static_cast<size_t>(bias_input)) >= 0;
+    if (bias) p_.inputs.push_back(sized(act, {d.n}));
+    p_.outputs.push_back(spec(tensor(n_.output(0))));
+    p_.kernel = WeightOnlyGemmPlan{d, bits, group, bias};
+    p_.description = fmt::format("{}-bit weight-only GEMM m={} n={} k={}, groups of {}", bits, d.m,
+                                 d.n, d.k, group);
   }
 
   void conv() {

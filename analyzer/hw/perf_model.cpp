@@ -136,12 +136,19 @@ std::optional<PerfQuery> conv_query(const ConvDims& cv, Precision p) {
 std::optional<PerfQuery> gemm_query(const NodeCost& c, const GemmDims& g, Precision p) {
   const KernelShape& ks = c.kernel;
   if (p == Precision::int8) return std::nullopt;
-  // Weight-only quantized GEMMs (int4/int8 weights dequantized in the kernel) are other kernels.
+  // Weight-only quantized GEMMs (int4/int8 weights dequantized in the kernel) are other kernels,
+  // with tables of their own for 16-bit activations.
   double dense_weight =
       static_cast<double>(g.n) * static_cast<double>(g.k) * static_cast<double>(element_bytes(p));
   if (c.read_weight > 0 && static_cast<double>(c.read_weight) < 0.75 * dense_weight &&
-      ks.gemm_b_shared)
-    return std::nullopt;
+      ks.gemm_b_shared) {
+    // Bytes a weight with its scales: 4-bit 0.5-0.53, 8-bit 1-1.03; fewer bits have no kernel.
+    double per_weight = static_cast<double>(c.read_weight) / (dense_weight / element_bytes(p));
+    if ((p != Precision::bf16 && p != Precision::fp16) || per_weight < 0.4) return std::nullopt;
+    return PerfQuery{
+        per_weight < 0.75 ? "woq.int4" : "woq.int8",
+        {static_cast<double>(g.batch * g.m), static_cast<double>(g.n), static_cast<double>(g.k)}};
+  }
   return PerfQuery{
       "gemm." + tensor_dtype_key(p),
       {static_cast<double>(gemm_alignment(g.n, g.k)), static_cast<double>(g.batch * g.m),
@@ -233,6 +240,11 @@ GridWork grid_work(const std::string& table, const std::vector<double>& x) {
     gemms(1, x[1], x[2], x[3]);
   } else if (k[0] == "moe" || k[0] == "moe_grouped") {
     gemms(x[0], x[1], x[2], x[3]);
+  } else if (k[0] == "woq") {  // bf16 activations; packed weights and a bf16 scale per 128
+    double m = x[0], n = x[1], kk = x[2], bits = k[1] == "int4" ? 4 : 8;
+    w.flops = static_cast<double>(gemm_flops(GemmDims{1, dim(m), dim(n), dim(kk)}));
+    w.bytes = 2 * m * kk + n * kk * bits / 8 + 2 * n * kk / 128 + 2 * m * n;
+    w.tensor_cores = true;
   } else if (k[0] == "attn_prefill") {
     double d = x[0], heads = x[1], s = x[2];
     AttentionDims a;
@@ -354,6 +366,11 @@ std::vector<TableGrid> quick_grids() {
                    {"pixels", "out", "in"},
                    {{49, 784, 12544}, {64, 512}, {64, 512}}});
   out.push_back({"conv.tf32.k7s2", {"pixels", "out", "in"}, {{12544, 401408}, {64}, {3}}});
+  // Weight-only int4/int8 GEMMs: a decode's rows (the GEMV) to a prefill's (dequantize + GEMM).
+  for (const char* bits : {"int4", "int8"})
+    out.push_back({fmt::format("woq.{}", bits),
+                   {"m", "n", "k"},
+                   {{1, 8, 64, 1024}, {1024, 4096, 16384}, {1024, 4096, 16384}}});
   // MoE experts at a decode's few rows an expert to a prefill's hundreds.
   for (const char* p : {"bf16", "fp8"})
     out.push_back({fmt::format("moe.{}", p),
@@ -434,6 +451,12 @@ std::vector<TableGrid> calibration_grids(bool quick) {
         {fmt::format("moe.{}", p),
          {"experts", "rows", "n", "k"},
          {{2, 8, 32, 128}, ladder(1, 1024, 4), ladder(512, 8192, 4), ladder(512, 8192, 4)}});
+  // Weight-only int4/int8 GEMMs (GPTQ, AWQ, MatMulNBits): every row count from a decode's one to
+  // a prefill's thousands; widths of 7B-70B layers.
+  for (const char* bits : {"int4", "int8"})
+    out.push_back({fmt::format("woq.{}", bits),
+                   {"m", "n", "k"},
+                   {pow2(1, 8192), pow2(512, 65536), pow2(512, 32768)}});
   for (const char* p : {"fp8", "tf32", "fp32"})
     out.push_back({fmt::format("gemm.{}", p), {"align", "m", "n", "k"}, {{128}, m, n, k}});
   conv_grids(out, "fp32", false, true);

@@ -11,6 +11,8 @@
 //   moe_grouped.<bf16|fp8>      the same               the grouped kernels engines run (a row
 //                                                      count per expert), through PyTorch
 //                                                      (scripts/gpu/moe_grouped_gemm.py --table)
+//   woq.<int4|int8>             m, n, k                a weight-only quantized GEMM, bf16
+//                                                      activations, weights in groups of 128
 //   attn_prefill.<dtype>.causal d, heads, seq          heads = batch * q_heads; seq: the square
 //   attn_prefill.<dtype>.full                          self-attention with the same executed scores
 //   attn_decode.<dtype>         d, group, kv_heads, context   kv_heads = batch * kv heads

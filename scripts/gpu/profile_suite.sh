@@ -33,6 +33,12 @@ declare -A cases=(
   [qwen3-moe-decode-b64-c1024]="samples/configs/qwen3-30b-a3b/config.json --phase decode --batch 64 --context 1024"
   [qwen3-moe-prefill-2048]="samples/configs/qwen3-30b-a3b/config.json --phase prefill --seq 2048"
   [deepseek-v2-lite-decode-b32-c1024]="samples/configs/deepseek-v2-lite/config.json --phase decode --batch 32 --context 1024"
+  # Weight-only int4/int8 (GPTQ-style groups of 128; int8 per channel): the woq tables, a decode's
+  # GEMV and a larger batch's or a prefill's dequantize + GEMM.
+  [llama2-7b-int4-decode-b1-c2048]="samples/configs/llama-2-7b/config.json --phase decode --batch 1 --context 2048 --weights int4"
+  [llama31-8b-int4-decode-b16-c1024]="samples/configs/llama-3.1-8b/config.json --phase decode --batch 16 --context 1024 --weights int4"
+  [llama31-8b-int8-decode-b4-c2048]="samples/configs/llama-3.1-8b/config.json --phase decode --batch 4 --context 2048 --weights int8"
+  [llama2-7b-int4-prefill-1024]="samples/configs/llama-2-7b/config.json --phase prefill --seq 1024 --weights int4"
 )
 order=(llama2-7b-decode-b1-c2048 llama2-7b-decode-b8-c512 llama2-7b-prefill-2048 llama31-8b-decode-b1-c2048
        mixtral-decode-b1-c2048 gpt2-prefill-1000 gpt2-decode-c1000 resnet50-fp32 resnet50-bf16 vit-b16-bf16 bert-base-prefill-512)

@@ -45,6 +45,14 @@ inline float bf16_to_float(uint16_t b) {
   std::memcpy(&f, &u, 4);
   return f;
 }
+// f rounded to the nearest bf16 (ties to even), as the GPU's conversions do; finite f only.
+inline float round_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
 inline float e4m3_to_float(uint8_t x) {
   uint32_t sign = x >> 7, exp = (x >> 3) & 0xf, man = x & 7;
   float v = exp == 0 ? std::ldexp(static_cast<float>(man), -9)

@@ -8,6 +8,7 @@
 #include "kernels/gemm.hpp"
 #include "kernels/gemv.hpp"
 #include "kernels/memory_kernels.hpp"
+#include "kernels/weight_only.hpp"
 
 using namespace gpu_test;
 using namespace rooflens;
@@ -87,6 +88,96 @@ TEST_CASE("GEMV (decode-step GEMM) matches the host for 1 to 8 rows, with and wi
   CHECK_FALSE(gemv_supported(DType::bf16, 9, 264, nullptr, nullptr));
   CHECK_FALSE(
       gemv_supported(DType::bf16, 1, 260, nullptr, nullptr));  // k not whole 16-byte vectors
+}
+
+namespace {
+
+// W [n, k] from the replay's packed tiles (kernels/weight_only.hpp) and its scales, each weight
+// rounded to bf16 as both kernels dequantize it.
+std::vector<float> host_weight_only(int bits, const std::vector<float>& packed,
+                                    const std::vector<float>& scales, int64_t n, int64_t k,
+                                    int64_t group) {
+  std::vector<float> w(static_cast<size_t>(n * k));
+  int64_t kt = weight_only_tile_k(bits), zero = int64_t{1} << (bits - 1);
+  for (int64_t rt = 0; rt < n / 16; ++rt)
+    for (int64_t ct = 0; ct < k / kt; ++ct)
+      for (int lane = 0; lane < 32; ++lane)
+        for (int v = 0; v < 128 / bits; ++v) {
+          TilePosition p = tile_position(bits, lane, v);
+          auto byte = static_cast<int64_t>(
+              packed[static_cast<size_t>(tile_offset(bits, k, rt, ct) + 16 * lane + p.byte)]);
+          int64_t q = (byte >> p.shift) & ((int64_t{1} << bits) - 1);
+          int64_t row = rt * 16 + p.row, kk = ct * kt + p.kk;
+          w[static_cast<size_t>(row * k + kk)] =
+              round_to_bf16(static_cast<float>(q - zero) *
+                            scales[static_cast<size_t>(row * (k / group) + kk / group)]);
+        }
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "weight-only int4/int8: the tensor-core GEMV and the dequantized weights match the host") {
+  const int64_t n = 96, k = 512;
+  for (int bits : {4, 8})
+    for (int64_t group : {int64_t{32}, int64_t{128}, k})
+      for (int64_t m : {1, 5, 8, 13, 40, 64}) {
+        DYNAMIC_SECTION(bits << "-bit, groups of " << group << ", m=" << m) {
+          Tensor x(DType::bf16, m * k, 21), q(DType::u8, n * k * bits / 8, 22, 256),
+              sc(DType::bf16, n * (k / group), 23), bias(DType::bf16, n, 24),
+              y(DType::bf16, m * n, 25), dense(DType::bf16, n * k, 26);
+          std::vector<float> w = host_weight_only(bits, q.host(), sc.host(), n, k, group);
+          REQUIRE(weight_only_gemv_supported(DType::bf16, bits, m, n, k, group, x.get(), q.get()));
+          bool with_bias = m == 5 || m == 40;
+          weight_only_gemv(x.get(), q.get(), sc.get(), with_bias ? bias.get() : nullptr, y.get(),
+                           DType::bf16, bits, m, n, k, group, nullptr);
+          auto hb = bias.host();
+          auto want =
+              host_gemm(x.host(), w, with_bias ? &hb : nullptr, 1, m, n, k, false, true, false);
+          // Outputs of ~9 summed in fp32, written in bf16.
+          CHECK(max_rel_error(y.host(), want, 1.0) < 1e-2);
+          dequantize_weights(q.get(), sc.get(), dense.get(), DType::bf16, bits, n, k, group,
+                             nullptr);
+          CHECK(max_rel_error(dense.host(), w, 1e-3) < 1e-6);  // the same bf16 weights
+        }
+      }
+  // Groups below one mma step (16 k), k not whole tiles or groups, more rows than the GEMV takes.
+  CHECK_FALSE(weight_only_layout_supported(4, 512, 8));
+  CHECK_FALSE(weight_only_layout_supported(4, 544, 32));
+  CHECK_FALSE(weight_only_layout_supported(8, 144, 32));
+  CHECK_FALSE(weight_only_gemv_supported(DType::bf16, 4, 65, 96, 512, 128, nullptr, nullptr));
+}
+
+TEST_CASE("weight-only int4/int8: the CUDA-core GEMV on row-major packing matches the host") {
+  const int64_t n = 100, k = 1024;
+  for (int bits : {4, 8})
+    for (int64_t group : {int64_t{32}, int64_t{128}})
+      for (int64_t m : {1, 3, 8}) {
+        DYNAMIC_SECTION(bits << "-bit, groups of " << group << ", m=" << m) {
+          Tensor x(DType::bf16, m * k, 31), q(DType::u8, n * k * bits / 8, 32, 256),
+              sc(DType::bf16, n * (k / group), 33), bias(DType::bf16, n, 34),
+              y(DType::bf16, m * n, 35);
+          // Row j's weights in order; 4-bit: two a byte, the low nibble first. Exact in fp32.
+          std::vector<float> hq = q.host(), hs = sc.host(), w(static_cast<size_t>(n * k));
+          int64_t zero = int64_t{1} << (bits - 1);
+          for (int64_t at = 0; at < n * k; ++at) {
+            auto byte = static_cast<int64_t>(hq[static_cast<size_t>(bits == 4 ? at / 2 : at)]);
+            int64_t v = bits == 4 ? (at % 2 ? byte >> 4 : byte & 0xF) : byte;
+            w[static_cast<size_t>(at)] = static_cast<float>(v - zero) *
+                                         hs[static_cast<size_t>(at / group)];  // row-major groups
+          }
+          REQUIRE(
+              weight_only_gemv_rows_supported(DType::bf16, bits, m, k, group, x.get(), q.get()));
+          weight_only_gemv_rows(x.get(), q.get(), sc.get(), m == 3 ? bias.get() : nullptr, y.get(),
+                                DType::bf16, bits, m, n, k, group, nullptr);
+          auto hb = bias.host();
+          auto want =
+              host_gemm(x.host(), w, m == 3 ? &hb : nullptr, 1, m, n, k, false, true, false);
+          CHECK(max_rel_error(y.host(), want, 1.0) < 1e-2);
+        }
+      }
+  CHECK_FALSE(weight_only_gemv_rows_supported(DType::bf16, 4, 9, 1024, 128, nullptr, nullptr));
 }
 
 TEST_CASE("element-wise with broadcast matches the host: rows, per-row scales, NCHW biases") {

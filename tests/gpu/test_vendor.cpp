@@ -9,6 +9,7 @@
 #include "gpu_helpers.hpp"
 #include "kernels/cudnn_runtime.hpp"
 #include "kernels/replay.hpp"
+#include "kernels/weight_only.hpp"
 #include "profiler/gpu/gpu_info.hpp"
 
 using namespace gpu_test;
@@ -45,6 +46,9 @@ std::vector<std::vector<float>> host_buffers(const LayerReplay& r) {
             break;
           case DType::f16:
             std::memcpy(&h, raw.data() + 2 * e, 2), f[e] = half_to_float(h);
+            break;
+          case DType::u8:
+            f[e] = raw[static_cast<size_t>(e)];
             break;
           default:
             std::memcpy(&h, raw.data() + 2 * e, 2), f[e] = bf16_to_float(h);
@@ -230,6 +234,59 @@ TEST_CASE(
   LayerReplay again(plan, c.ctx, nullptr);
   CHECK(again.label().detail == r.label().detail);
   CHECK(again.label().note.find("identical layer") != std::string::npos);
+}
+
+TEST_CASE(
+    "weight-only int4 GEMMs as the replay runs them (GEMV or dequantize + cuBLASLt) match "
+    "the host",
+    "[vendor]") {
+  Context c(true);
+  const int64_t n = 192, k = 1024, group = 128;
+  for (int64_t m : {2, 100}) {  // a decode's rows (both candidates) and a prefill's (cuBLASLt)
+    DYNAMIC_SECTION("m=" << m) {
+      ReplayPlan plan;
+      plan.node = 12;
+      plan.precision = Precision::bf16;
+      plan.inputs = {buffer(DType::bf16, {m, k}), buffer(DType::u8, {n, k / 2}),
+                     buffer(DType::bf16, {n, k / group})};
+      plan.inputs[1].index_bound = 256;
+      plan.outputs = {buffer(DType::bf16, {m, n})};
+      plan.kernel = WeightOnlyGemmPlan{GemmDims{1, m, n, k}, 4, group, false};
+      LayerReplay r(plan, c.ctx, nullptr);
+      INFO(r.label().text());
+      if (m > kWeightOnlyGemvMaxRows) CHECK(r.label().library == "rooflens + cuBLASLt");
+      r.launch(nullptr);
+      auto h = host_buffers(r);
+      // W as the winning kernel reads the bytes: the CUDA-core GEMV row-major, exact; the others
+      // in the replay's tiles (kernels/weight_only.hpp), each weight rounded to bf16.
+      bool row_major = r.label().detail.find("row-major") != std::string::npos;
+      std::vector<float> w(static_cast<size_t>(n * k));
+      if (row_major)
+        for (int64_t at = 0; at < n * k; ++at) {
+          auto byte = static_cast<int>(h[1][at / 2]);
+          w[at] = static_cast<float>((at % 2 ? byte >> 4 : byte & 0xF) - 8) * h[2][at / group];
+        }
+      else
+        for (int64_t rt = 0; rt < n / 16; ++rt)
+          for (int64_t ct = 0; ct < k / 64; ++ct)
+            for (int lane = 0; lane < 32; ++lane)
+              for (int v = 0; v < 32; ++v) {
+                TilePosition p = tile_position(4, lane, v);
+                auto byte = static_cast<int>(h[1][tile_offset(4, k, rt, ct) + 16 * lane + p.byte]);
+                int64_t row = rt * 16 + p.row, kk = ct * 64 + p.kk;
+                w[row * k + kk] = round_to_bf16(static_cast<float>(((byte >> p.shift) & 0xF) - 8) *
+                                                h[2][row * (k / group) + kk / group]);
+              }
+      std::vector<float> want(static_cast<size_t>(m * n));
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double s = 0;
+          for (int64_t t = 0; t < k; ++t) s += static_cast<double>(h[0][i * k + t]) * w[j * k + t];
+          want[i * n + j] = static_cast<float>(s);
+        }
+      CHECK(max_rel_error(h[3], want, 1.0) < 1e-2);  // outputs of ~12, summed in fp32
+    }
+  }
 }
 
 TEST_CASE("MoE experts as batched cuBLASLt GEMMs match the host under uniform routing",

@@ -190,11 +190,6 @@ TEST_CASE("MoE, MLA and what is not replayed, each with its reason", "[replay]")
   CHECK(mla.inputs.size() == 2);
   CHECK(mla.as<AttentionPlan>().dims.head_dim_qk == 576);
 
-  Planned q4 = plan_config("llama-2-7b", Workload::decode, DType::i4);
-  const ReplayDecision& d = q4.of("model.layers.0.mlp.down_proj");
-  CHECK(d.status == ReplayStatus::not_replayed);
-  CHECK(d.reason.find("int4") != std::string::npos);
-
   ModelBuilder b;
   b.input("x", DType::f32, {2, 3, 4, 5})
       .node("Transpose", {"x"}, {"t"}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
@@ -308,4 +303,55 @@ TEST_CASE("a QDQ graph's quantized kernels are not replayed and say why, the res
   }
   // The output's DequantizeLinear reads int8 itself: not one of them (its own reason, if any).
   CHECK(p.of("y_DequantizeLinear").reason.find("quantized tensors") == std::string::npos);
+}
+
+TEST_CASE("weight-only int4/int8 GEMMs are planned with the graph's weight bytes and groups",
+          "[replay]") {
+  // Llama-2-7B's down projection, k = 11008 inputs, n = 4096 outputs.
+  Planned q4 = plan_config("llama-2-7b", Workload::decode, DType::i4);
+  const ReplayDecision& d4 = q4.of("model.layers.0.mlp.down_proj");
+  REQUIRE(d4.plan);
+  const auto& w4 = d4.plan->as<WeightOnlyGemmPlan>();
+  CHECK(w4.bits == 4);
+  CHECK(w4.group == 128);  // --group-size's default: 86 scales a row
+  CHECK(w4.dims.m == 1);
+  CHECK(w4.dims.n == 4096);
+  CHECK(w4.dims.k == 11008);
+  // Packed: half a byte a weight; one bf16 scale per 128: the graph's int4 weight and fp16 scales.
+  CHECK(d4.plan->inputs[1].bytes == 4096 * 11008 / 2);
+  CHECK(d4.plan->inputs[2].bytes == 4096 * 86 * 2);
+  CHECK(d4.plan->precision == Precision::bf16);
+
+  Planned q8 = plan_config("llama-2-7b", Workload::decode, DType::i8);
+  const auto& w8 = q8.of("model.layers.0.mlp.down_proj").plan->as<WeightOnlyGemmPlan>();
+  CHECK(w8.bits == 8);
+  CHECK(w8.group == 11008);  // int8 per output channel: one scale a row
+
+  // com.microsoft MatMulNBits: A [2, 4096] fp16 times a 4-bit [1024, 4096] weight, blocks of 128,
+  // with a bias (input 5); and one whose K = 144 is not whole blocks of 32 (4.5): not replayed.
+  ModelBuilder b;
+  b.import("com.microsoft", 1)
+      .input("a", DType::f16, {2, 4096})
+      .weight("q", DType::u8, {1024, 32, 64})
+      .weight("s", DType::f16, {1024 * 32})
+      .weight("bias", DType::f16, {1024})
+      .node("MatMulNBits", {"a", "q", "s", "", "", "bias"}, {"y"},
+            {{"K", int64_t{4096}},
+             {"N", int64_t{1024}},
+             {"bits", int64_t{4}},
+             {"block_size", int64_t{128}}},
+            "com.microsoft")
+      .output("y");
+  Planned m = plan_onnx(b.save());
+  const ReplayPlan& nb = *m.d[0].plan;
+  CHECK(nb.as<WeightOnlyGemmPlan>().group == 128);
+  CHECK(nb.as<WeightOnlyGemmPlan>().bias);
+  CHECK(nb.inputs[1].bytes == 1024 * 4096 / 2);
+  CHECK(nb.inputs[3].bytes == 1024 * 2);
+  CHECK(nb.precision == Precision::fp16);
+
+  Planned odd = plan_onnx(ROOFLENS_SOURCE_DIR "/tests/data/onnx/quantized/nbits.onnx");
+  const ReplayDecision& fc = odd.d.back();
+  CHECK(fc.status == ReplayStatus::not_replayed);
+  CHECK(fc.reason.find("k=144 in groups of 32") != std::string::npos);
 }

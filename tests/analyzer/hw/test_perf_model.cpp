@@ -96,9 +96,18 @@ TEST_CASE(
   CHECK(perf_query(g, Precision::fp16)->table == "gemm.bf16");  // fp16 runs at bf16's speed
   CHECK(perf_query(g, Precision::fp8)->table == "gemm.fp8");
   CHECK_FALSE(perf_query(g, Precision::int8));
-  // Weight-only int4: the weights are a quarter of dense bf16 ones; another kernel.
+  // Weight-only: int4 weights are a quarter of dense bf16 ones, int8 half; other kernels, with
+  // tables of their own (rows, n, k). 16-bit activations only; 2-bit weights have no kernel.
   g.kernel.gemm_b_shared = true;
-  g.read_weight = 50257 * 768 / 2;
+  g.read_weight = 50257 * 768 / 2 + 50257 * 6 * 2;  // packed nibbles and a scale per 128
+  q = perf_query(g, Precision::bf16);
+  REQUIRE(q);
+  CHECK(q->table == "woq.int4");
+  CHECK(q->x == std::vector<double>{1000, 50257, 768});
+  g.read_weight = 50257 * 768;
+  CHECK(perf_query(g, Precision::fp16)->table == "woq.int8");
+  CHECK_FALSE(perf_query(g, Precision::fp32));
+  g.read_weight = 50257 * 768 / 4;
   CHECK_FALSE(perf_query(g, Precision::bf16));
 
   NodeCost a;
