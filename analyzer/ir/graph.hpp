@@ -62,7 +62,8 @@ struct Attribute {
 
 // What a lowered node is for where its op alone does not say: the training step prices a GEMM's
 // bias add (part of addmm) and the residual stream's add (where gradients are summed) apart.
-enum class NodeRole { none, bias_add, residual_add };
+// kv_write: a decode step's write of its keys and values into the cache (transformers/lowering).
+enum class NodeRole { none, bias_add, residual_add, kv_write };
 
 struct Node {
   std::string name;

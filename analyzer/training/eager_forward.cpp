@@ -47,7 +47,8 @@ std::vector<std::vector<double>> eager_forward_kernels(const TransformerConfig& 
   std::vector<std::vector<double>> out(a.nodes.size());
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     const NodeResult& n = a.nodes[i];
-    if (n.status != NodeStatus::costed) continue;
+    // The cache append is the attention's below, as eager PyTorch or a graph runs it.
+    if (n.status != NodeStatus::costed || g.nodes[i].role == NodeRole::kv_write) continue;
     TrainingRow row;
     if (kv != KvAppend::none && n.cost.kernel.attention && n.cost.kernel.attention->q_len == 1)
       for (const Pass& p : cache_append(*n.cost.kernel.attention, kv, s.stream_bytes))

@@ -94,6 +94,16 @@ int Builder::attention_core(int64_t i, const std::string& p, int q, int k, int v
   int past_k = P > 0 ? cache_input(p + ".past_key", o_.kv, {B_, hkv, P, dqk}, 2) : -1;
   int past_v =
       P > 0 && !kv_shared ? cache_input(p + ".past_value", o_.kv, {B_, hkv, P, dv}, 2) : -1;
+  // A decode step writes its tokens' keys and values into the cache before attending (vLLM's
+  // reshape_and_cache, one launch): each token's K and V rows, [B, S, Hkv * D] each, into its
+  // cache slots, read once and written once, the kernel the concat of the two along the last
+  // axis runs. Its output stands for the slots; nothing reads it. The cache's own dtype is not
+  // applied (an fp8 cache writes half the bytes).
+  if (P > 0) {
+    b_.op("Concat", p + ".kv_write", kv_shared ? std::vector<int>{k} : std::vector<int>{k, v},
+          {{"axis", int_attr(-1)}});
+    b_.mark_last(NodeRole::kv_write);
+  }
   std::map<std::string, Attribute> attrs;
   if (c_.attn_softcap > 0) attrs["softcap"] = float_attr(c_.attn_softcap);
   if (c_.positions == PositionKind::alibi) attrs["alibi"] = int_attr(1);

@@ -115,6 +115,30 @@ TEST_CASE("decode attention reads the whole KV cache", "[transformer]") {
   CHECK(attn.roof.bound == Bound::memory);
 }
 
+TEST_CASE("a decode step writes its keys and values into the cache before attending",
+          "[transformer]") {
+  // Llama-2-7B, batch 2: the new token's K and V rows (32 heads x 128, fp16) read and written once
+  // by one kernel per layer; prefill (no cache input) and MLA's one latent likewise by hand.
+  auto kv_writes = [](const Analysis& a) {
+    std::vector<const NodeResult*> out;
+    for (const auto& n : a.nodes)
+      if (n.name.size() > 9 && n.name.substr(n.name.size() - 9) == ".kv_write") out.push_back(&n);
+    return out;
+  };
+  Analysis decode = run("llama-2-7b", Workload::decode, 2, 1000);
+  auto w = kv_writes(decode);
+  REQUIRE(w.size() == 32);
+  CHECK(w[0]->cost.read_act == 2LL * 2 * 4096 * 2);
+  CHECK(w[0]->cost.written == 2LL * 2 * 4096 * 2);
+  CHECK(w[0]->cost.kernel.memory == MemoryKernel::copy);
+  CHECK(kv_writes(run("llama-2-7b", Workload::prefill, 2, 1000)).empty());
+  // DeepSeek-V3: the compressed latent (512) and the shared rope key (64), one row a token.
+  Analysis ds = run("deepseek-v3", Workload::decode, 1, 100);
+  auto mla = kv_writes(ds);
+  REQUIRE_FALSE(mla.empty());
+  CHECK(mla[0]->cost.written == (512 + 64) * 2);
+}
+
 TEST_CASE("naive attention materializes the scores", "[transformer]") {
   Analysis a = run("llama-2-7b", Workload::prefill, 1, 256,
                    [](TransformerOptions& o) { o.lowering.attention = AttentionImpl::naive; });
