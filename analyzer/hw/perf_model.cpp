@@ -366,11 +366,12 @@ std::vector<TableGrid> quick_grids() {
                    {"pixels", "out", "in"},
                    {{49, 784, 12544}, {64, 512}, {64, 512}}});
   out.push_back({"conv.tf32.k7s2", {"pixels", "out", "in"}, {{12544, 401408}, {64}, {3}}});
-  // Weight-only int4/int8 GEMMs: a decode's rows (the GEMV) to a prefill's (dequantize + GEMM).
+  // Weight-only int4/int8 GEMMs: rows on both sides of each hand-over between the replay's three
+  // kernels (the CUDA-core GEMV to 8 rows, the tensor-core one to 64, then dequantize + GEMM).
   for (const char* bits : {"int4", "int8"})
     out.push_back({fmt::format("woq.{}", bits),
                    {"m", "n", "k"},
-                   {{1, 8, 64, 1024}, {1024, 4096, 16384}, {1024, 4096, 16384}}});
+                   {{1, 4, 16, 64, 256, 4096}, {1024, 4096, 16384}, {1024, 4096, 16384}}});
   // MoE experts at a decode's few rows an expert to a prefill's hundreds.
   for (const char* p : {"bf16", "fp8"})
     out.push_back({fmt::format("moe.{}", p),
