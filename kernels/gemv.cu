@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "kernels/gemv.hpp"
+#include "kernels/gemv_common.cuh"
 #include "kernels/strided.cuh"
 
 namespace rooflens::kernels {
@@ -46,20 +47,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       }
     }
   }
-#pragma unroll
-  for (int r = 0; r < MaxM; ++r) {
-    if (r >= m) break;
-    float a = acc[r];
-    for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
-    if (lane == 0) partial[warp][r] = a;
-  }
-  if constexpr (S > 1) __syncthreads();
-  if (slice == 0 && lane < m && col < n) {
-    float a = 0.f;
-#pragma unroll
-    for (int s = 0; s < S; ++s) a += partial[warp + s][lane];
-    y[lane * n + col] = from_f<T>(a + (bias ? to_f(bias[col]) : 0.f));
-  }
+  gemv_store<T, MaxM, S, kWarps>(acc, partial, m, col, n, bias, y);
 }
 
 }  // namespace
@@ -75,45 +63,16 @@ void gemv(const void* x, const void* w, const void* bias, void* y, DType d, int6
   if (!gemv_supported(d, m, k, x, w))
     throw CudaError("gemv: unsupported shape, dtype or alignment");
   int64_t nvec = k / (16 / (dtype_bits(d) / 8));
-  // Warps per column: enough that a lane's share of a row is one round of loads, no more. On
-  // the H100 (bf16, k 4096, cold weights) 1024 columns took 5.23 / 4.83 / 5.60 / 6.66 us at
-  // 1 / 2 / 4 / 8 warps per column and 4096 columns 13.82 / 13.82 / 14.67 / 20.34 us: splitting
-  // further to fill the chip with warps did not pay.
-  int split = 1;
-  while (split < kWarps && nvec > int64_t{32} * kUnroll * split) split *= 2;
-  if (warps_per_column > 0) split = warps_per_column;
+  int split =
+      warps_per_column > 0 ? warps_per_column : gemv_warps_per_column(nvec, kUnroll, kWarps);
   dispatch_float(d, [&](auto t) {
     using T = decltype(t);
-    auto launch = [&](auto kernel, int s_warps) {
-      kernel<<<blocks_for(n, kWarps / s_warps, INT32_MAX), kWarps * 32, 0, s>>>(
+    dispatch_gemv(m, split, [&](auto rows, auto warps) {
+      constexpr int M = decltype(rows)::value, S = decltype(warps)::value;
+      gemv_kernel<T, M, S><<<blocks_for(n, kWarps / S, INT32_MAX), kWarps * 32, 0, s>>>(
           static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias),
           static_cast<T*>(y), static_cast<int>(m), n, k);
-    };
-    auto by_split = [&](auto rows) {
-      constexpr int M = decltype(rows)::value;
-      switch (split) {
-        case 1:
-          launch(gemv_kernel<T, M, 1>, 1);
-          break;
-        case 2:
-          launch(gemv_kernel<T, M, 2>, 2);
-          break;
-        case 4:
-          launch(gemv_kernel<T, M, 4>, 4);
-          break;
-        default:
-          launch(gemv_kernel<T, M, 8>, 8);
-          break;
-      }
-    };
-    if (m == 1)
-      by_split(std::integral_constant<int, 1>{});
-    else if (m == 2)
-      by_split(std::integral_constant<int, 2>{});
-    else if (m <= 4)
-      by_split(std::integral_constant<int, 4>{});
-    else
-      by_split(std::integral_constant<int, 8>{});
+    });
   });
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }

@@ -6,6 +6,7 @@
 
 #include "analyzer/core/formulas.hpp"
 #include "kernels/cuda_check.hpp"
+#include "kernels/gemv_common.cuh"
 #include "kernels/mma.cuh"
 #include "kernels/strided.cuh"
 #include "kernels/weight_only.hpp"
@@ -208,20 +209,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       }
     }
   }
-#pragma unroll
-  for (int r = 0; r < MaxM; ++r) {
-    if (r >= m) break;
-    float a = acc[r];
-    for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
-    if (lane == 0) partial[warp][r] = a;
-  }
-  if constexpr (S > 1) __syncthreads();
-  if (slice == 0 && lane < m && col < n) {
-    float a = 0.f;
-#pragma unroll
-    for (int s = 0; s < S; ++s) a += partial[warp + s][lane];
-    y[lane * n + col] = from_f<T>(a + (bias ? to_f(bias[col]) : 0.f));
-  }
+  gemv_store<T, MaxM, S, kWarps>(acc, partial, m, col, n, bias, y);
 }
 
 // One warp a tile: each lane's 16 bytes dequantized into a shared copy of the tile, then written
@@ -321,45 +309,18 @@ void weight_only_gemv_rows(const void* x, const void* wq, const void* scales, co
                            int64_t group, cudaStream_t s) {
   if (!weight_only_gemv_rows_supported(d, bits, m, k, group, x, wq))
     throw CudaError("weight-only GEMV (CUDA cores): unsupported shape, dtype, group or alignment");
-  int64_t loads = k / (128 / bits);
-  // Warps per column as gemv.cu picks them: enough that a lane's share of a row is one round.
-  int split = 1;
-  while (split < kWarps && loads > int64_t{32} * kRowUnroll * split) split *= 2;
+  int split = gemv_warps_per_column(k / (128 / bits), kRowUnroll, kWarps);
   dispatch_float(d, [&](auto t) {
     using T = decltype(t);
     by_bits(bits, [&](auto b) {
-      constexpr int Bits = decltype(b)::value;
-      auto launch = [&](auto kernel, int s_warps) {
-        kernel<<<blocks_for(n, kWarps / s_warps, INT32_MAX), kWarps * 32, 0, s>>>(
-            static_cast<const T*>(x), static_cast<const uint8_t*>(wq),
-            static_cast<const T*>(scales), static_cast<const T*>(bias), static_cast<T*>(y),
-            static_cast<int>(m), n, k, group);
-      };
-      auto by_split = [&](auto rows) {
-        constexpr int M = decltype(rows)::value;
-        switch (split) {
-          case 1:
-            launch(weight_only_rows_kernel<T, Bits, M, 1>, 1);
-            break;
-          case 2:
-            launch(weight_only_rows_kernel<T, Bits, M, 2>, 2);
-            break;
-          case 4:
-            launch(weight_only_rows_kernel<T, Bits, M, 4>, 4);
-            break;
-          default:
-            launch(weight_only_rows_kernel<T, Bits, M, 8>, 8);
-            break;
-        }
-      };
-      if (m == 1)
-        by_split(std::integral_constant<int, 1>{});
-      else if (m == 2)
-        by_split(std::integral_constant<int, 2>{});
-      else if (m <= 4)
-        by_split(std::integral_constant<int, 4>{});
-      else
-        by_split(std::integral_constant<int, 8>{});
+      dispatch_gemv(m, split, [&](auto rows, auto warps) {
+        constexpr int M = decltype(rows)::value, S = decltype(warps)::value;
+        weight_only_rows_kernel<T, decltype(b)::value, M, S>
+            <<<blocks_for(n, kWarps / S, INT32_MAX), kWarps * 32, 0, s>>>(
+                static_cast<const T*>(x), static_cast<const uint8_t*>(wq),
+                static_cast<const T*>(scales), static_cast<const T*>(bias), static_cast<T*>(y),
+                static_cast<int>(m), n, k, group);
+      });
     });
   });
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
