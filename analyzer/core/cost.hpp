@@ -47,6 +47,7 @@ struct KernelShape {
   std::optional<GemmDims> gemm;
   bool gemm_b_shared = false;  // the second operand is the same for every batch (weights)
   bool gemm_b_transposed = false;
+  bool gemm_weight_only = false;  // 4- or 8-bit integer weights dequantized in the kernel
   std::optional<AttentionDims> attention;
   std::optional<ConvDims> conv;
   std::optional<MoeDims> moe;

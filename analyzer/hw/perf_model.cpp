@@ -137,11 +137,11 @@ std::optional<PerfQuery> gemm_query(const NodeCost& c, const GemmDims& g, Precis
   const KernelShape& ks = c.kernel;
   if (p == Precision::int8) return std::nullopt;
   // Weight-only quantized GEMMs (int4/int8 weights dequantized in the kernel) are other kernels,
-  // with tables of their own for 16-bit activations.
+  // with tables of their own for 16-bit activations; narrower float weights under 16-bit
+  // activations (fp8, fp4) have none.
   double dense_weight =
       static_cast<double>(g.n) * static_cast<double>(g.k) * static_cast<double>(element_bytes(p));
-  if (c.read_weight > 0 && static_cast<double>(c.read_weight) < 0.75 * dense_weight &&
-      ks.gemm_b_shared) {
+  if (ks.gemm_weight_only && c.read_weight > 0) {
     // Bytes a weight with its scales: 4-bit 0.5-0.53, 8-bit 1-1.03; fewer bits have no kernel.
     double per_weight = static_cast<double>(c.read_weight) / (dense_weight / element_bytes(p));
     if ((p != Precision::bf16 && p != Precision::fp16) || per_weight < 0.4) return std::nullopt;
@@ -149,6 +149,9 @@ std::optional<PerfQuery> gemm_query(const NodeCost& c, const GemmDims& g, Precis
         per_weight < 0.75 ? "woq.int4" : "woq.int8",
         {static_cast<double>(g.batch * g.m), static_cast<double>(g.n), static_cast<double>(g.k)}};
   }
+  if (c.read_weight > 0 && static_cast<double>(c.read_weight) < 0.75 * dense_weight &&
+      ks.gemm_b_shared)
+    return std::nullopt;
   return PerfQuery{
       "gemm." + tensor_dtype_key(p),
       {static_cast<double>(gemm_alignment(g.n, g.k)), static_cast<double>(g.batch * g.m),

@@ -78,8 +78,10 @@ NodeCost cost_matmul(const CostContext& ctx) {
   // Weight-only quantization (lowered configs): integer weights with their scales as a third
   // input; dequantizing is one multiply per weight element.
   if (n.domain.empty() && n.op_type == "MatMul" && ctx.has_input(2) &&
-      !is_float(ctx.input(1).dtype))
+      !is_float(ctx.input(1).dtype)) {
     c.flops = checked_add(c.flops, ctx.in_elements(1));
+    c.kernel.gemm_weight_only = true;
+  }
   ctx.read_all_inputs(c);
   ctx.write_all_outputs(c);
   c.kernel.gemm_b_shared = b_shared;

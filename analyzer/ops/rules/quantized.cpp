@@ -97,7 +97,9 @@ NodeCost cost_matmul_nbits(const CostContext& ctx) {
   int64_t dequantize = checked_mul(k, cols, "MatMulNBits weights");
   if (ctx.has_input(5))
     dequantize = checked_add(dequantize, ctx.out_elements(0), "MatMulNBits bias");
-  return gemm_cost(ctx, k, cols, dequantize);
+  NodeCost c = gemm_cost(ctx, k, cols, dequantize);
+  c.kernel.gemm_weight_only = true;
+  return c;
 }
 
 // GatherBlockQuantized(data, indices, scales, zero_points): rows of a weight stored in `bits`-bit

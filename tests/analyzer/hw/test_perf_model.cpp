@@ -96,19 +96,6 @@ TEST_CASE(
   CHECK(perf_query(g, Precision::fp16)->table == "gemm.bf16");  // fp16 runs at bf16's speed
   CHECK(perf_query(g, Precision::fp8)->table == "gemm.fp8");
   CHECK_FALSE(perf_query(g, Precision::int8));
-  // Weight-only: int4 weights are a quarter of dense bf16 ones, int8 half; other kernels, with
-  // tables of their own (rows, n, k). 16-bit activations only; 2-bit weights have no kernel.
-  g.kernel.gemm_b_shared = true;
-  g.read_weight = 50257 * 768 / 2 + 50257 * 6 * 2;  // packed nibbles and a scale per 128
-  q = perf_query(g, Precision::bf16);
-  REQUIRE(q);
-  CHECK(q->table == "woq.int4");
-  CHECK(q->x == std::vector<double>{1000, 50257, 768});
-  g.read_weight = 50257 * 768;
-  CHECK(perf_query(g, Precision::fp16)->table == "woq.int8");
-  CHECK_FALSE(perf_query(g, Precision::fp32));
-  g.read_weight = 50257 * 768 / 4;
-  CHECK_FALSE(perf_query(g, Precision::bf16));
 
   NodeCost a;
   a.kernel.attention = AttentionDims{2, 32, 8, 1, 4097, 128, 128, true, 0};
@@ -157,6 +144,28 @@ TEST_CASE(
   CHECK(perf_query(n, Precision::bf16)->x == std::vector<double>{16384});
   n.kernel.memory = MemoryKernel::none;
   CHECK_FALSE(perf_query(n, Precision::bf16));
+}
+
+TEST_CASE("weight-only int4/int8 GEMMs read the woq tables, fp8 and 2-bit weights none", "[perf]") {
+  NodeCost g;
+  g.kernel.gemm = GemmDims{1, 1000, 50257, 768};
+  // fp8 weights under bf16 activations (half the bytes): no table of their kernel.
+  g.kernel.gemm_b_shared = true;
+  g.read_weight = 50257 * 768;
+  CHECK_FALSE(perf_query(g, Precision::bf16));
+  // Weight-only integer weights: int4 a quarter of dense bf16 ones, int8 half; other kernels,
+  // with tables of their own (rows, n, k). 16-bit activations only; 2-bit weights have none.
+  g.kernel.gemm_weight_only = true;
+  g.read_weight = 50257 * 768 / 2 + 50257 * 6 * 2;  // packed nibbles and a scale per 128
+  auto q = perf_query(g, Precision::bf16);
+  REQUIRE(q);
+  CHECK(q->table == "woq.int4");
+  CHECK(q->x == std::vector<double>{1000, 50257, 768});
+  g.read_weight = 50257 * 768;
+  CHECK(perf_query(g, Precision::fp16)->table == "woq.int8");
+  CHECK_FALSE(perf_query(g, Precision::fp32));
+  g.read_weight = 50257 * 768 / 4;
+  CHECK_FALSE(perf_query(g, Precision::bf16));
 }
 
 TEST_CASE(
