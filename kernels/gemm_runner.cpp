@@ -70,9 +70,9 @@ Runner gemm_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const Rep
   return pick_fastest(std::move(candidates), ctx, gemm_key(g), s);
 }
 
-// Both ways deployments run a weight-only quantized GEMM (kernels/weight_only.hpp), timed: the
+// The ways deployments run a weight-only quantized GEMM (kernels/weight_only.hpp), timed: the
 // weights dequantized once, then each of cuBLASLt's algorithms; and, for a decode's rows, our
-// tensor-core GEMV that dequantizes in registers.
+// CUDA-core and tensor-core GEMVs that dequantize in registers.
 Runner weight_only_runner(const replay::ReplayPlan& p, const LayerBuffers& b,
                           const ReplayContext& ctx, cudaStream_t s) {
   const auto& plan = p.as<replay::WeightOnlyGemmPlan>();
