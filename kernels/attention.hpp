@@ -28,5 +28,11 @@ void prepare_decode_workspace(void* workspace, const AttentionDims& dims, int sm
 void decode_attention(const void* q, const void* k, const void* v, void* out, void* workspace,
                       DType d, const AttentionDims& dims, int sm_count, cudaStream_t s,
                       DecodeKernel kernel = DecodeKernel::cuda_cores);
+// The same over an fp8 (e4m3) cache, k and v [B, Hkv, Skv, D] of bytes, with the cache's
+// per-tensor scales; q and out fp16/bf16. Groups of up to 8 heads of dim 64 or 128, V apart
+// (decode_kernel_takes for the tensor cores); the same workspace.
+void decode_attention_fp8_cache(const void* q, const void* k, const void* v, void* out,
+                                void* workspace, DType d, const AttentionDims& dims, int sm_count,
+                                cudaStream_t s, float k_scale = 1.f, float v_scale = 1.f);
 
 }  // namespace rooflens::kernels

@@ -25,6 +25,19 @@ std::string own_kernel_limit(const AttentionDims& d) {
   return "";
 }
 
+// A decode step over an fp8 cache: our kernel only (cuDNN's SDPA takes one dtype for Q, K and V;
+// the planner sends no other shape here).
+Runner fp8_cache_runner(const AttentionDims& d, const void* q, const void* k, const void* v,
+                        void* o, DType dt, const ReplayContext& ctx, cudaStream_t s) {
+  int sms = ctx.sm_count;
+  auto ws = std::make_shared<DeviceBuffer>(static_cast<size_t>(decode_workspace_bytes(d, sms)));
+  prepare_decode_workspace(ws->get(), d, sms, s);
+  return Runner(
+      ReplayLabel{"rooflens", "split-KV decode attention over an fp8 cache (mma.sync)", ""},
+      [=](cudaStream_t st) { decode_attention_fp8_cache(q, k, v, o, ws->get(), dt, d, sms, st); },
+      ws);
+}
+
 }  // namespace
 
 Runner attention_runner(const replay::ReplayPlan& p, const LayerBuffers& b,
@@ -34,6 +47,7 @@ Runner attention_runner(const replay::ReplayPlan& p, const LayerBuffers& b,
   DType dt = p.inputs[0].dtype;
   const void *q = b.in(0), *k = b.in(1), *v = plan.v_in_k ? nullptr : b.in(2);
   void* o = b.out(0);
+  if (p.inputs[1].dtype == DType::f8e4m3fn) return fp8_cache_runner(d, q, k, v, o, dt, ctx, s);
   std::vector<Runner> candidates;
   std::vector<std::string> absent;  // why a library is not among the candidates
   if (!ctx.cudnn) {

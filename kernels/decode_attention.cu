@@ -12,6 +12,7 @@
 #include "kernels/async_copy.cuh"
 #include "kernels/attention.hpp"
 #include "kernels/decode_grid.hpp"
+#include "kernels/decode_merge.cuh"
 #include "kernels/mma.cuh"
 #include "kernels/strided.cuh"
 
@@ -48,69 +49,6 @@ template <int D, int L>
 constexpr size_t group_smem_bytes() {
   return static_cast<size_t>(2 * group_stages<D, L>() * group_tile_keys<L>() * group_row<D, L>()) *
          2;
-}
-
-// Each warp of the block has left its running max, sum and unnormalized output per head in red_*:
-// merged into this split's partial. The last block of this (batch, KV head) to finish then merges
-// the splits: no combine launch.
-template <class T, int D, int MaxG>
-__device__ __forceinline__ void merge_warps_and_splits(
-    const float (&red_o)[kGroupWarps][MaxG][D], const float (&red_m)[kGroupWarps][MaxG],
-    const float (&red_l)[kGroupWarps][MaxG], float* __restrict__ part, unsigned* __restrict__ done,
-    T* __restrict__ out, int b, int hq, int kvh, int G, int64_t split, int64_t splits) {
-  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  __syncthreads();
-  for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
-    int g = i / D, e = i % D;
-    float mx = -FLT_MAX;
-    for (int w = 0; w < kGroupWarps; ++w) mx = fmaxf(mx, red_m[w][g]);
-    float num = 0.f, den = 0.f;
-    for (int w = 0; w < kGroupWarps; ++w) {
-      float f = __expf(red_m[w][g] - mx);
-      num += f * red_o[w][g][e];
-      den += f * red_l[w][g];
-    }
-    float* dst = part + ((static_cast<int64_t>(b) * hq + kvh * G + g) * splits + split) * (D + 2);
-    if (e == 0) dst[0] = mx, dst[1] = den;
-    dst[2 + e] = num;
-  }
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0)
-    last = atomicAdd(&done[blockIdx.y], 1u) == static_cast<unsigned>(splits - 1);
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  // One warp per head computes each split's weight exp(m_s - max) / sum once; then every output
-  // element is one coalesced pass over the splits' partial outputs.
-  __shared__ float weight[MaxG][kMaxGroupSplits];
-  for (int g = warp; g < G; g += kGroupWarps) {
-    const float* p = part + (static_cast<int64_t>(b) * hq + kvh * G + g) * splits * (D + 2);
-    float mx = -FLT_MAX;
-    for (int64_t sp = lane; sp < splits; sp += 32) mx = fmaxf(mx, __ldcg(p + sp * (D + 2)));
-    for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
-    float den = 0.f;
-    for (int64_t sp = lane; sp < splits; sp += 32) {
-      float f = __expf(__ldcg(p + sp * (D + 2)) - mx);
-      weight[g][sp] = f;
-      den += f * __ldcg(p + sp * (D + 2) + 1);
-    }
-    for (int off = 16; off > 0; off >>= 1) den += __shfl_xor_sync(0xffffffffu, den, off);
-    float inv = den > 0 ? 1.f / den : 0.f;
-    __syncwarp();
-    for (int64_t sp = lane; sp < splits; sp += 32) weight[g][sp] *= inv;
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
-    int g = i / D, e = i % D;
-    const float* p = part + (static_cast<int64_t>(b) * hq + kvh * G + g) * splits * (D + 2) + 2 + e;
-    float num = 0.f;
-#pragma unroll 8
-    for (int64_t sp = 0; sp < splits; ++sp) num += weight[g][sp] * __ldcg(p + sp * (D + 2));
-    out[(static_cast<int64_t>(b) * hq + kvh * G + g) * D + e] = from_f<T>(num);
-  }
-  if (threadIdx.x == 0) done[blockIdx.y] = 0;  // ready for the next launch
 }
 
 // L lanes share one key, each holding E = D / L of its elements (in 16-byte chunks interleaved so
@@ -240,7 +178,6 @@ __global__ void __launch_bounds__(kGroupWarps * 32)
 // CUDA cores' cost per key grows with G, this one's does not. A block takes one 64-key tile per
 // step from a cp.async ring, 16 keys a warp, each warp with its own online softmax in base 2.
 
-constexpr int kMmaMaxG = 8;  // the tile's rows 8-15 stay empty: the merge reads rows < G only
 template <int D>
 constexpr int mma_stages() {
   return D <= 64 ? 4 : 2;
@@ -316,28 +253,7 @@ __global__ void __launch_bounds__(kGroupWarps * 32)
       mma16816<T>(sc[0], qf[kk], kf[0], kf[1]);
       mma16816<T>(sc[1], qf[kk], kf[2], kf[3]);
     }
-    float mx = -FLT_MAX;
-#pragma unroll
-    for (int j = 0; j < 2; ++j)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        float x = k0 + j * 8 + 2 * t + e < end ? sc[j][e] * scale_log2 : -FLT_MAX;
-        sc[j][e] = x;
-        mx = fmaxf(mx, x);
-      }
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    float n = fmaxf(m, mx);
-    float base = n == -FLT_MAX ? 0.f : n;  // no visible key yet: exp2 gives 0, not NaN
-    float alpha = exp2f(m - base);
-    m = n;
-    float sum = 0.f;
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      sc[j][0] = exp2f(sc[j][0] - base), sc[j][1] = exp2f(sc[j][1] - base);
-      sum += sc[j][0] + sc[j][1];
-    }
-    l = l * alpha + sum;
+    float alpha = mma_softmax_step(sc, m, l, k0 + 2 * t, end, scale_log2);
 #pragma unroll
     for (int j = 0; j < D / 8; ++j) o[j][0] *= alpha, o[j][1] *= alpha;
     // P as the A fragment of 16 keys: rows g + 8 are zero.

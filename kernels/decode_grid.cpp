@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "replay/ops.hpp"
+
 namespace rooflens::kernels {
 namespace decode {
 
@@ -17,9 +19,7 @@ AttentionDims visible_keys(AttentionDims d) {
 }
 
 bool group_kernel_takes(const AttentionDims& d, bool separate_v) {
-  int64_t G = d.kv_heads > 0 ? d.q_heads / d.kv_heads : 0;
-  return separate_v && d.head_dim_qk == d.head_dim_v &&
-         (d.head_dim_qk == 64 || d.head_dim_qk == 128) && G >= 1 && G <= 8;
+  return replay::decode_group_shape(d, separate_v);
 }
 
 namespace {

@@ -1,8 +1,10 @@
 #include "replay/ops.hpp"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
+#include "analyzer/core/checked.hpp"
 #include "replay/plan.hpp"
 
 namespace rooflens::replay {
@@ -56,6 +58,18 @@ std::optional<RowReduce> row_reduce_from(std::string_view op) {
   for (const auto& [name, r] : table)
     if (name == op) return r;
   return std::nullopt;
+}
+
+std::pair<int64_t, int64_t> rows_cols(const std::vector<int64_t>& s, int64_t axis) {
+  int64_t cols = 1;
+  for (size_t i = static_cast<size_t>(axis); i < s.size(); ++i) cols = checked_mul(cols, s[i]);
+  return {checked_product(s, "rows") / std::max<int64_t>(cols, 1), cols};
+}
+
+bool decode_group_shape(const AttentionDims& d, bool separate_v) {
+  int64_t G = d.kv_heads > 0 ? d.q_heads / d.kv_heads : 0;
+  return separate_v && d.head_dim_qk == d.head_dim_v &&
+         (d.head_dim_qk == 64 || d.head_dim_qk == 128) && G >= 1 && G <= 8;
 }
 
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& s) {

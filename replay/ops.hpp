@@ -4,7 +4,10 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "analyzer/core/formulas.hpp"
 
 namespace rooflens::replay {
 
@@ -66,6 +69,14 @@ struct Pool2d {
   int64_t n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw;
   bool max;
 };
+
+// [rows, cols] of a shape with cols the product of the dims from `axis` on.
+std::pair<int64_t, int64_t> rows_cols(const std::vector<int64_t>& shape, int64_t axis);
+
+// A decode step's attention that the group kernels take (kernels/decode_attention*.cu): groups of
+// 1-8 query heads per KV head, head dim 64 or 128, V apart from K. The only shapes the fp8-cache
+// kernel takes.
+bool decode_group_shape(const AttentionDims& d, bool separate_v);
 
 // Row-major strides of a shape, in elements.
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape);

@@ -140,12 +140,6 @@ class Planner {
     if (axis < 0 || axis >= std::max<int64_t>(r, 1)) refuse("axis out of range");
     return axis;
   }
-  // [rows, cols] with cols the product of the dims from `axis` on.
-  static std::pair<int64_t, int64_t> rows_cols(const Shape& s, int64_t axis) {
-    int64_t cols = 1;
-    for (size_t i = static_cast<size_t>(axis); i < s.size(); ++i) cols = checked_mul(cols, s[i]);
-    return {checked_product(s, "rows") / std::max<int64_t>(cols, 1), cols};
-  }
 
   // ---- heavy kernels ------------------------------------------------------------------------
 
@@ -266,17 +260,22 @@ class Planner {
       refuse(fmt::format("{} attention: the replay runs fp16/bf16 attention", dtype_name(dt)));
     if (d.q_heads % d.kv_heads) refuse("query heads are not a multiple of KV heads");
     AttentionPlan ap{d, n_.attr_int("kv_shared", 0) != 0};
-    // A causal window at least as long as the keys hides none of them from any query (Mistral's
-    // 4096-key window over a cache it caps at 4095): the same math as no window, which every
-    // kernel takes (cuDNN 9.14 refuses sliding windows over more than 1,024 keys without causal).
+    // An fp8 (e4m3) past cache: the whole cache is read in fp8, the new keys written in first.
+    bool fp8 = std::any_of(n_.inputs.begin(), n_.inputs.end(),
+                           [&](int t) { return t >= 0 && tensor(t).dtype == DType::f8e4m3fn; });
+    DType kv = fp8 ? DType::f8e4m3fn : dt;
+    if (fp8 && (!ap.decode() || !decode_group_shape(d, !ap.v_in_k)))
+      refuse("fp8-cache attention: the replay runs decode steps of dim 64/128, up to 8 heads a KV");
+    // A causal window as long as the keys hides none (Mistral's 4096 keys over a cache capped at
+    // 4095) is none, which every kernel takes (cuDNN 9.14 refuses non-causal ones over 1,024 keys).
     if (ap.dims.window >= ap.dims.kv_len) ap.dims.window = 0;
     p_.inputs = {sized(dt, {d.batch, d.q_len, d.q_heads, d.head_dim_qk}),
-                 sized(dt, {d.batch, d.kv_heads, d.kv_len, d.head_dim_qk})};
-    if (!ap.v_in_k) p_.inputs.push_back(sized(dt, {d.batch, d.kv_heads, d.kv_len, d.head_dim_v}));
+                 sized(kv, {d.batch, d.kv_heads, d.kv_len, d.head_dim_qk})};
+    if (!ap.v_in_k) p_.inputs.push_back(sized(kv, {d.batch, d.kv_heads, d.kv_len, d.head_dim_v}));
     p_.outputs = {sized(dt, {d.batch, d.q_len, d.q_heads, d.head_dim_v})};
     p_.kernel = ap;
-    p_.description = ap.decode() ? fmt::format("decode attention, {} q / {} kv heads, {} keys",
-                                               d.q_heads, d.kv_heads, d.kv_len)
+    p_.description = ap.decode() ? fmt::format("decode attention, {} q / {} kv heads, {} {}keys",
+                                               d.q_heads, d.kv_heads, d.kv_len, fp8 ? "fp8 " : "")
                                  : fmt::format("{}attention, {} q / {} kv heads, {} x {}",
                                                d.causal ? "causal " : "", d.q_heads, d.kv_heads,
                                                d.q_len, d.kv_len);

@@ -34,7 +34,8 @@ Planned plan_onnx(const std::string& path, std::optional<Precision> forced = std
   return p;
 }
 
-Planned plan_config(const std::string& name, Workload w, DType weights = DType::bf16) {
+Planned plan_config(const std::string& name, Workload w, DType weights = DType::bf16,
+                    DType kv = DType::bf16) {
   Planned p;
   TransformerConfig c = load_transformer_config(std::string(ROOFLENS_SOURCE_DIR) +
                                                 "/samples/configs/" + name + "/config.json");
@@ -43,7 +44,8 @@ Planned plan_config(const std::string& name, Workload w, DType weights = DType::
   o.lowering.seq = 128;
   o.lowering.context = 512;
   o.lowering.weights = weights;
-  o.lowering.activations = o.lowering.kv = DType::bf16;
+  o.lowering.activations = DType::bf16;
+  o.lowering.kv = kv;
   p.a = analyze_transformer(c, o, &p.g);
   p.d = plan_replay(p.a, p.g, std::nullopt);
   return p;
@@ -175,6 +177,23 @@ TEST_CASE("fp8 W8A8 decode: the activations' quantizing Cast and the fp8 GEMM ar
   const ReplayDecision& q = p.of("model.layers.0.self_attn.q_proj");
   REQUIRE(q.plan);
   CHECK(q.plan->precision == Precision::fp8);
+}
+
+TEST_CASE("an fp8 KV cache is replayed in fp8 under bf16 queries, MLA's latent over one is refused",
+          "[replay]") {
+  Planned p = plan_config("llama-3.1-8b", Workload::decode, DType::bf16, DType::f8e4m3fn);
+  const ReplayPlan& attn = *p.of("model.layers.0.self_attn.attn").plan;
+  CHECK(attn.inputs[0].dtype == DType::bf16);
+  // K and V caches: 8 KV heads x 513 keys x 128, a byte each.
+  for (size_t i : {1u, 2u}) {
+    CHECK(attn.inputs[i].dtype == DType::f8e4m3fn);
+    CHECK(attn.inputs[i].bytes == 8 * 513 * 128);
+  }
+  CHECK(attn.outputs[0].dtype == DType::bf16);
+  Planned mla = plan_config("deepseek-v2-lite", Workload::decode, DType::bf16, DType::f8e4m3fn);
+  const ReplayDecision& latent = mla.of("model.layers.0.self_attn.attn");
+  CHECK_FALSE(latent.plan);
+  CHECK_THAT(latent.reason, Catch::Contains("fp8-cache attention"));
 }
 
 TEST_CASE("MoE, MLA and what is not replayed, each with its reason", "[replay]") {
