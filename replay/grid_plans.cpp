@@ -74,13 +74,13 @@ ReplayPlan weight_only_plan(int bits, int64_t m, int64_t n, int64_t k) {
   return plan;
 }
 
-ReplayPlan attention_plan(AttentionDims d) {
+ReplayPlan attention_plan(AttentionDims d, DType cache = DType::bf16) {
   ReplayPlan plan;
   plan.precision = Precision::bf16;
   DType t = DType::bf16;
   plan.inputs = {buffer(t, {d.batch, d.q_len, d.q_heads, d.head_dim_qk}),
-                 buffer(t, {d.batch, d.kv_heads, d.kv_len, d.head_dim_qk}),
-                 buffer(t, {d.batch, d.kv_heads, d.kv_len, d.head_dim_v})};
+                 buffer(cache, {d.batch, d.kv_heads, d.kv_len, d.head_dim_qk}),
+                 buffer(cache, {d.batch, d.kv_heads, d.kv_len, d.head_dim_v})};
   plan.outputs = {buffer(t, {d.batch, d.q_len, d.q_heads, d.head_dim_v})};
   plan.kernel = AttentionPlan{d, false};
   return plan;
@@ -200,7 +200,8 @@ GridPlan plan_for_grid_point(const std::string& table, const std::vector<double>
     int64_t per_seq =
         std::min<int64_t>(kvh, 8);  // sequences of 8 KV heads, as Llama-3 and Mixtral have
     g.plan = attention_plan(
-        AttentionDims{kvh / per_seq, per_seq * group, per_seq, 1, ctx, d, d, false, 0});
+        AttentionDims{kvh / per_seq, per_seq * group, per_seq, 1, ctx, d, d, false, 0},
+        k.size() > 2 && k[2] == "kv_fp8" ? DType::f8e4m3fn : DType::bf16);
   } else if (k[0] == "conv" && (k.size() == 3 || k.size() == 4) &&
              x.size() == (is_depthwise_class(k[2]) ? 2u : 3u)) {
     auto p = precision_from_name(k[1]);

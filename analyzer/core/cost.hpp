@@ -49,6 +49,7 @@ struct KernelShape {
   bool gemm_b_transposed = false;
   bool gemm_weight_only = false;  // 4- or 8-bit integer weights dequantized in the kernel
   std::optional<AttentionDims> attention;
+  bool attention_fp8_cache = false;  // keys and values read from an fp8 (e4m3) cache
   std::optional<ConvDims> conv;
   std::optional<MoeDims> moe;
   MemoryKernel memory = MemoryKernel::none;

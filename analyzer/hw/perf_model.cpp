@@ -106,7 +106,7 @@ std::optional<PerfQuery> attention_query(const AttentionDims& d, const KernelSha
   std::string dt = tensor_dtype_key(p);
   auto dd = static_cast<double>(d.head_dim_qk);
   if (d.q_len == 1)
-    return PerfQuery{"attn_decode." + dt,
+    return PerfQuery{"attn_decode." + dt + (ks.attention_fp8_cache ? ".kv_fp8" : ""),
                      {dd, static_cast<double>(d.q_heads / std::max<int64_t>(d.kv_heads, 1)),
                       static_cast<double>(d.batch * d.kv_heads), static_cast<double>(d.kv_len)}};
   // The square self-attention that executes as many scores per head.
@@ -266,7 +266,8 @@ GridWork grid_work(const std::string& table, const std::vector<double>& x) {
     a.kv_len = dim(ctx);
     a.head_dim_qk = a.head_dim_v = dim(d);
     w.flops = static_cast<double>(attention_core(a).flops);
-    w.bytes = 2 * kvh * ctx * d * 2 + 2 * kvh * g * d * 2;
+    double cache = k.size() > 2 && k[2] == "kv_fp8" ? 1 : 2;  // bytes an element of K and V
+    w.bytes = 2 * kvh * ctx * d * cache + 2 * kvh * g * d * 2;
     w.tensor_cores = true;
   } else if (k[0] == "conv" && is_depthwise_class(k[2])) {
     w.precision = *precision_from_name(k[1]);
@@ -299,6 +300,24 @@ double ideal_seconds(const GridWork& w, const Device& d) {
 
 namespace {
 
+// Prefill (causal and not) and decode attention, the decode over a bf16 and an fp8 (e4m3) KV
+// cache, the one serving engines keep in fp8.
+void attention_grids(std::vector<TableGrid>& out, bool quick) {
+  for (const char* mode : {"causal", "full"})
+    out.push_back({fmt::format("attn_prefill.bf16.{}", mode),
+                   {"d", "heads", "seq"},
+                   {{64, 128},
+                    quick ? std::vector<double>{4, 16, 64} : ladder(1, 256, 4),
+                    quick ? std::vector<double>{128, 512, 2048, 8192} : ladder(128, 16384, 2)}});
+  for (const char* cache : {"", ".kv_fp8"})
+    out.push_back({fmt::format("attn_decode.bf16{}", cache),
+                   {"d", "group", "kv_heads", "context"},
+                   {{64, 128},
+                    quick ? std::vector<double>{1, 8} : std::vector<double>{1, 4, 8},
+                    quick ? std::vector<double>{1, 16, 256} : ladder(1, 1024, 4),
+                    quick ? std::vector<double>{512, 4096, 32768} : ladder(256, 65536, 4)}});
+}
+
 // calibrate --quick: every class the full calibration measures in bf16, at a few points each: a
 // node of any class is then predicted from a measured neighbour (or scaled from one beyond the
 // grid), never from the bare roofline.
@@ -310,13 +329,7 @@ std::vector<TableGrid> quick_grids() {
                   {1, 8, 64, 512, 4096, 65536},  // to a CNN's pixels as rows (ConvNeXt: 100,352)
                   {256, 1024, 4096, 16384, 65536},
                   {64, 256, 1024, 4096, 16384}}});  // k: to ConvNeXt's 96 channels
-  for (const char* mode : {"causal", "full"})
-    out.push_back({fmt::format("attn_prefill.bf16.{}", mode),
-                   {"d", "heads", "seq"},
-                   {{64, 128}, {4, 16, 64}, {128, 512, 2048, 8192}}});
-  out.push_back({"attn_decode.bf16",
-                 {"d", "group", "kv_heads", "context"},
-                 {{64, 128}, {1, 8}, {1, 16, 256}, {512, 4096, 32768}}});
+  attention_grids(out, true);
   // Pixels to a batch of 64 images at 56 x 56 (pointwise convolutions of MobileNets and
   // EfficientNets at large batches), channels from MobileNet's 16.
   out.push_back({"conv.bf16.k1s1",
@@ -434,13 +447,7 @@ std::vector<TableGrid> calibration_grids(bool quick) {
   // loses the least.
   std::vector<double> m = pow2(1, 16384), n = pow2(128, 131072), k = pow2(128, 32768);
   out.push_back({"gemm.bf16", {"align", "m", "n", "k"}, {{1, 8, 128}, m, n, k}});
-  for (const char* mode : {"causal", "full"})
-    out.push_back({fmt::format("attn_prefill.bf16.{}", mode),
-                   {"d", "heads", "seq"},
-                   {{64, 128}, ladder(1, 256, 4), pow2(128, 16384)}});
-  out.push_back({"attn_decode.bf16",
-                 {"d", "group", "kv_heads", "context"},
-                 {{64, 128}, {1, 4, 8}, ladder(1, 1024, 4), ladder(256, 65536, 4)}});
+  attention_grids(out, false);
   conv_grids(out, "bf16", true, true);
   for (const char* cls : {"elementwise", "broadcast", "transpose", "copy", "gather"})
     out.push_back({fmt::format("mem.{}", cls), {"bytes"}, {pow2(4096, 1 << 30)}});

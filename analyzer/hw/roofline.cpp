@@ -107,17 +107,24 @@ std::optional<double> time_from_table(std::optional<PerfQuery> q, bool tiled, Pr
 std::optional<double> predict_from_tables(const NodeCost& c, Precision p, const Device& d,
                                           std::string& table, PredictionSource& source) {
   if (!d.perf) return std::nullopt;
-  return time_from_table(perf_query(c, p), c.tiled, p, d, table, source);
+  if (auto t = time_from_table(perf_query(c, p), c.tiled, p, d, table, source)) return t;
+  if (!c.kernel.attention_fp8_cache) return std::nullopt;
+  // A profile without the fp8-cache decode table: the 16-bit cache's (narrower_cache below).
+  NodeCost wide = c;
+  wide.kernel.attention_fp8_cache = false;
+  return time_from_table(perf_query(wide, p), c.tiled, p, d, table, source);
 }
 
-// Decode attention over a cache narrower than the table's (an fp8 KV cache under a bf16 query):
-// the table's kernel streamed the keys and values in bf16. The time it spent on the bytes this
-// node does not read comes off at the measured bandwidth, never below the node's own bytes at
-// that bandwidth plus a launch.
-double narrower_cache(const NodeCost& c, Precision p, const Device& d, double table_seconds) {
+// Decode attention over a cache narrower than the table's (an int8 cache, or an fp8 one where the
+// profile has no kv_fp8 table): the table's kernel streamed the keys and values in 16 bits. The
+// time it spent on the bytes this node does not read comes off at the measured bandwidth, never
+// below the node's own bytes at that bandwidth plus a launch.
+double narrower_cache(const NodeCost& c, Precision p, const Device& d, const std::string& table,
+                      double table_seconds) {
   auto q = perf_query(c, p);
-  if (!q || q->table.rfind("attn_decode.", 0) != 0) return table_seconds;
-  double table_bytes = grid_work(q->table, q->x).bytes, own = static_cast<double>(c.read_act);
+  if (!q || table.rfind("attn_decode.", 0) != 0 || table.find(".kv_fp8") != std::string::npos)
+    return table_seconds;
+  double table_bytes = grid_work(table, q->x).bytes, own = static_cast<double>(c.read_act);
   if (own <= 0 || own > 0.75 * table_bytes) return table_seconds;  // the table's own dtype
   return std::max(table_seconds - (table_bytes - own) / d.hbm_bandwidth,
                   own / d.hbm_bandwidth + d.launch_floor_s);
@@ -266,7 +273,7 @@ RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d)
                 floor;
   auto measured = c.kernel.moe ? predict_moe_from_tables(c, p, d, r.table, r.source)
                                : predict_from_tables(c, p, d, r.table, r.source);
-  if (measured && c.kernel.attention) measured = narrower_cache(c, p, d, *measured);
+  if (measured && c.kernel.attention) measured = narrower_cache(c, p, d, r.table, *measured);
   if (measured) r.predicted = *measured;
   BoundClass cls = classify(c, p, r.predicted, d);
   r.roof_fraction = cls.roof_fraction;

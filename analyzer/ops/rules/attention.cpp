@@ -251,6 +251,9 @@ NodeCost cost_attention(const CostContext& ctx, LayoutFn layout) {
   c.tensor_cores = true;
   c.tiled = L.core.q_len > 1;  // flash attention tiles; a decode step streams the cache
   c.kernel.attention = L.core;
+  for (size_t i = 1; i < ctx.node().inputs.size(); ++i)
+    if (ctx.has_input(i) && ctx.run_dtype(ctx.input(i)) == DType::f8e4m3fn)
+      c.kernel.attention_fp8_cache = true;
   if (L.projection_out > 0)
     c.kernel.gemm =
         GemmDims{1, checked_mul(L.core.batch, L.core.q_len), L.projection_out, L.projection_in};

@@ -103,6 +103,10 @@ TEST_CASE(
   REQUIRE(q);
   CHECK(q->table == "attn_decode.bf16");
   CHECK(q->x == std::vector<double>{128, 4, 16, 4097});
+  a.kernel.attention_fp8_cache = true;  // the same step over an fp8 cache: its own table
+  CHECK(perf_query(a, Precision::bf16)->table == "attn_decode.bf16.kv_fp8");
+  CHECK(perf_query(a, Precision::bf16)->x == std::vector<double>{128, 4, 16, 4097});
+  a.kernel.attention_fp8_cache = false;
   // Causal prefill of 1000 tokens: 500,500 scores per head, the square causal self-attention of
   // 1000.
   a.kernel.attention = AttentionDims{1, 12, 12, 1000, 1000, 64, 64, true, 0};
@@ -363,6 +367,17 @@ TEST_CASE("calibrate's plans for table points are the kernels a node with those 
   NodeCost decode;
   decode.kernel.attention = ap.dims;
   CHECK(perf_query(decode, Precision::bf16)->x == std::vector<double>{128, 4, 64, 1024});
+  // The same point over an fp8 cache: K and V of 64 heads x 1024 keys x 128, a byte each; the
+  // table's work counts those bytes and the bf16 queries (64 x 4 heads x 128 x 2 B, in and out).
+  replay::GridPlan fp8_point =
+      replay::plan_for_grid_point("attn_decode.bf16.kv_fp8", {128, 4, 64, 1024});
+  CHECK(fp8_point.plan.inputs[0].dtype == DType::bf16);
+  for (size_t i : {1u, 2u}) CHECK(fp8_point.plan.inputs[i].dtype == DType::f8e4m3fn);
+  CHECK(fp8_point.plan.inputs[1].bytes == 64 * 1024 * 128);
+  CHECK(grid_work("attn_decode.bf16.kv_fp8", {128, 4, 64, 1024}).bytes ==
+        2.0 * 64 * 1024 * 128 + 2.0 * 64 * 4 * 128 * 2);
+  CHECK(grid_work("attn_decode.bf16", {128, 4, 64, 1024}).bytes ==
+        2.0 * 64 * 1024 * 128 * 2 + 2.0 * 64 * 4 * 128 * 2);
   // A convolution point maps back to its coordinates.
   replay::GridPlan cv = replay::plan_for_grid_point("conv.bf16.k3s2", {3136, 256, 64});
   NodeCost conv;
