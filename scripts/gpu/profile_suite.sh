@@ -39,6 +39,11 @@ declare -A cases=(
   [llama31-8b-int4-decode-b16-c1024]="samples/configs/llama-3.1-8b/config.json --phase decode --batch 16 --context 1024 --weights int4"
   [llama31-8b-int8-decode-b4-c2048]="samples/configs/llama-3.1-8b/config.json --phase decode --batch 4 --context 2048 --weights int8"
   [llama2-7b-int4-prefill-1024]="samples/configs/llama-2-7b/config.json --phase prefill --seq 1024 --weights int4"
+  # An fp8 (e4m3) KV cache under bf16 weights and activations (vLLM's kv_cache_dtype fp8): the
+  # attn_decode kv_fp8 table. Llama-3's groups of 4 at a long context; Llama-2's MHA with fp8
+  # weights and activations too (an fp8 deployment).
+  [llama31-8b-kvfp8-decode-b16-c4096]="samples/configs/llama-3.1-8b/config.json --phase decode --batch 16 --context 4096 --kv-dtype fp8"
+  [llama2-7b-fp8-kvfp8-decode-b8-c2048]="samples/configs/llama-2-7b/config.json --phase decode --batch 8 --context 2048 --weights fp8 --activations fp8 --kv-dtype fp8"
 )
 order=(llama2-7b-decode-b1-c2048 llama2-7b-decode-b8-c512 llama2-7b-prefill-2048 llama31-8b-decode-b1-c2048
        mixtral-decode-b1-c2048 gpt2-prefill-1000 gpt2-decode-c1000 resnet50-fp32 resnet50-bf16 vit-b16-bf16 bert-base-prefill-512)
