@@ -59,10 +59,10 @@ ReplayPlan expert_gemm_plan(Precision p, int64_t experts, int64_t rows, int64_t 
   return plan;
 }
 
-// A weight-only quantized GEMM of bf16 activations: `bits`-bit weights [n, k] in groups of 128
-// (GPTQ's and AWQ's default; a per-channel int8 scale is 1.6% fewer bytes).
+// A weight-only quantized GEMM of bf16 activations: `bits`-bit weights [n, k] in the tables' groups
+// (a per-channel int8 scale is 1.6% fewer bytes).
 ReplayPlan weight_only_plan(int bits, int64_t m, int64_t n, int64_t k) {
-  constexpr int64_t kGroup = 128;
+  constexpr int64_t kGroup = kWeightOnlyTableGroup;
   ReplayPlan plan;
   plan.precision = Precision::bf16;
   DType t = DType::bf16;

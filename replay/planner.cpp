@@ -146,11 +146,9 @@ class Planner {
   void gemm() {
     const KernelShape& ks = r_.cost.kernel;
     if (n_.op_type == "MatMulNBits") return matmul_nbits();
-    if (ks.gemm && n_.inputs.size() >= 2 && n_.input(1) >= 0) {
-      DType w = tensor(n_.input(1)).dtype;
-      if (w == DType::i4 || w == DType::u4 || w == DType::i8 || w == DType::u8)
-        return weight_only_linear(w);
-    }
+    // Integer weights with their scales, as the analysis found them (the MatMul rule).
+    if (ks.gemm && ks.gemm_weight_only && n_.input(1) >= 0)
+      return weight_only_linear(tensor(n_.input(1)).dtype);
     if (!ks.gemm) refuse(fmt::format("{} with more than two operands is not one GEMM", r_.op));
     graph_buffers();
     DType a = p_.inputs[0].dtype, b = p_.inputs[1].dtype;

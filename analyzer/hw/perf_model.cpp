@@ -246,7 +246,8 @@ GridWork grid_work(const std::string& table, const std::vector<double>& x) {
   } else if (k[0] == "woq") {  // bf16 activations; packed weights and a bf16 scale per 128
     double m = x[0], n = x[1], kk = x[2], bits = k[1] == "int4" ? 4 : 8;
     w.flops = static_cast<double>(gemm_flops(GemmDims{1, dim(m), dim(n), dim(kk)}));
-    w.bytes = 2 * m * kk + n * kk * bits / 8 + 2 * n * kk / 128 + 2 * m * n;
+    w.bytes = 2 * m * kk + n * kk * bits / 8 +
+              2 * n * kk / static_cast<double>(kWeightOnlyTableGroup) + 2 * m * n;
     w.tensor_cores = true;
   } else if (k[0] == "attn_prefill") {
     double d = x[0], heads = x[1], s = x[2];

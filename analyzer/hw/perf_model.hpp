@@ -34,6 +34,9 @@
 
 namespace rooflens {
 
+// The woq tables' quantization group: a bf16 scale per 128 weights (GPTQ's and AWQ's default).
+inline constexpr int64_t kWeightOnlyTableGroup = 128;
+
 struct PerfQuery {
   std::string table;
   std::vector<double> x;
