@@ -136,6 +136,46 @@ TEST_CASE(
   CHECK(pool->roof.predicted == Approx(93e-6).epsilon(0.10));
 }
 
+namespace {
+
+// One case measured on an H200 (tests/data/reference/h200/CASE.json) against `analyze --device
+// H200`, whose profile is derived from the H100's: the time-weighted error sum|p - m| / sum m and
+// the model sum within their bounds.
+struct H200Case {
+  const char* file;
+  std::string args;
+  double time_weighted, sum;
+};
+
+void check_h200_case(const H200Case& c) {
+  using nlohmann::json;
+  INFO(c.file);
+  std::filesystem::path dir = scratch_dir("derived_h200"), out = dir / "result.json";
+  CliRun r = run_cli(
+      std::string(ROOFLENS_BIN) + " analyze " + c.args + " --device H200 --json " + out.string(),
+      dir);
+  REQUIRE(r.code == 0);
+  std::ifstream predicted_file(out),
+      measured_file(std::string(ROOFLENS_SOURCE_DIR) + "/tests/data/reference/h200/" + c.file +
+                    ".json");
+  json predicted = json::parse(predicted_file), measured = json::parse(measured_file);
+  CHECK(predicted["device"]["roofs"] == "derived");
+  std::map<std::string, double> by_name;
+  for (const json& n : predicted["nodes"]) by_name[n["name"]] = n["predicted_s"];
+  double gap = 0, p_sum = 0, m_sum = 0;
+  for (const json& l : measured["layers"]) {
+    REQUIRE(by_name.count(l["name"]));
+    double p = by_name[l["name"]], m = l["measured_s"];
+    gap += std::abs(p - m);
+    p_sum += p;
+    m_sum += m;
+  }
+  CHECK(gap / m_sum < c.time_weighted);
+  CHECK(std::abs(p_sum - m_sum) / m_sum < c.sum);
+}
+
+}  // namespace
+
 TEST_CASE("the profile derived for the H200 predicts layers measured on a real H200",
           "[perf][derived]") {
   // tests/data/reference/h200/: `rooflens profile` on the H200 machine (2026-11-25: GPT-2 and
@@ -145,78 +185,55 @@ TEST_CASE("the profile derived for the H200 predicts layers measured on a real H
   // 2026-11-27 run read 2.2-14.8% time-weighted over all 16 judged cases, the CNNs the worst
   // (MobileNetV3-small 14.8%, ConvNeXt-T 14.5%: their depthwise and small convolutions do not
   // scale with the H200's wider bus as the derived profile carries them).
-  using nlohmann::json;
-  struct Case {
-    const char* file;
-    std::string args;
-    double time_weighted, sum;
-  };
   const std::string src = ROOFLENS_SOURCE_DIR "/";
   const std::string cfg = src + "samples/configs/", onnx = src + "tests/data/onnx/";
-  for (const Case& c :
-       {Case{"gpt2-decode-b8-c512", cfg + "gpt2/config.json --phase decode --batch 8 --context 512",
-             0.12, 0.10},
-        Case{"resnet50-b1-fp32", src + "samples/resnet50-opset17.onnx", 0.12, 0.10},
-        Case{"llama2-7b-prefill-2048", cfg + "llama-2-7b/config.json --phase prefill --seq 2048",
-             0.08, 0.06},
-        Case{"llama31-8b-fp8-decode-b1-c2048",
-             cfg + "llama-3.1-8b/config.json --phase decode --batch 1 --context 2048 "
-                   "--weights fp8 --activations fp8",
-             0.08, 0.06},
-        Case{"qwen3-moe-prefill-2048", cfg + "qwen3-30b-a3b/config.json --phase prefill --seq 2048",
-             0.10, 0.08},
-        Case{"mobilenetv3-b64-bf16",
-             onnx + "mobilenet_v3_small-opset17.onnx --batch 64 --dtype bf16", 0.16, 0.14},
-        Case{"convnext-t-b32-bf16", onnx + "convnext_tiny-opset17.onnx --batch 32 --dtype bf16",
-             0.16, 0.13},
+  for (const H200Case& c :
+       {H200Case{"gpt2-decode-b8-c512",
+                 cfg + "gpt2/config.json --phase decode --batch 8 --context 512", 0.12, 0.10},
+        H200Case{"resnet50-b1-fp32", src + "samples/resnet50-opset17.onnx", 0.12, 0.10},
+        H200Case{"llama2-7b-prefill-2048",
+                 cfg + "llama-2-7b/config.json --phase prefill --seq 2048", 0.08, 0.06},
+        H200Case{"llama31-8b-fp8-decode-b1-c2048",
+                 cfg + "llama-3.1-8b/config.json --phase decode --batch 1 --context 2048 "
+                       "--weights fp8 --activations fp8",
+                 0.08, 0.06},
+        H200Case{"qwen3-moe-prefill-2048",
+                 cfg + "qwen3-30b-a3b/config.json --phase prefill --seq 2048", 0.10, 0.08},
+        H200Case{"mobilenetv3-b64-bf16",
+                 onnx + "mobilenet_v3_small-opset17.onnx --batch 64 --dtype bf16", 0.16, 0.14},
+        H200Case{"convnext-t-b32-bf16", onnx + "convnext_tiny-opset17.onnx --batch 32 --dtype bf16",
+                 0.16, 0.13},
         // Weight-only int4/int8 (session i, after the woq tables were measured on the H100 and
         // before these runs: 7.5%, 6.5%, 8.3%, 6.9% time-weighted; sums -4.9%, -4.3%, -6.9%,
         // +0.4%).
-        Case{"llama2-7b-int4-decode-b1-c2048",
-             cfg + "llama-2-7b/config.json --phase decode --batch 1 --context 2048 --weights int4",
-             0.10, 0.07},
-        Case{"llama31-8b-int4-decode-b16-c1024",
-             cfg +
-                 "llama-3.1-8b/config.json --phase decode --batch 16 --context 1024 --weights int4",
-             0.10, 0.07},
-        Case{
+        H200Case{
+            "llama2-7b-int4-decode-b1-c2048",
+            cfg + "llama-2-7b/config.json --phase decode --batch 1 --context 2048 --weights int4",
+            0.10, 0.07},
+        H200Case{
+            "llama31-8b-int4-decode-b16-c1024",
+            cfg +
+                "llama-3.1-8b/config.json --phase decode --batch 16 --context 1024 --weights int4",
+            0.10, 0.07},
+        H200Case{
             "llama31-8b-int8-decode-b4-c2048",
             cfg + "llama-3.1-8b/config.json --phase decode --batch 4 --context 2048 --weights int8",
             0.10, 0.09},
-        Case{"llama2-7b-int4-prefill-1024",
-             cfg + "llama-2-7b/config.json --phase prefill --seq 1024 --weights int4", 0.10, 0.05},
+        H200Case{"llama2-7b-int4-prefill-1024",
+                 cfg + "llama-2-7b/config.json --phase prefill --seq 1024 --weights int4", 0.10,
+                 0.05},
         // An fp8 KV cache (session j, after the H100's attn_decode.bf16.kv_fp8 table; these runs:
         // 4.7% and 3.1% time-weighted, sums -0.7% and -1.2%).
-        Case{"llama31-8b-kvfp8-decode-b16-c4096",
-             cfg + "llama-3.1-8b/config.json --phase decode --batch 16 --context 4096 "
-                   "--kv-dtype fp8",
-             0.08, 0.04},
-        Case{"llama2-7b-fp8-kvfp8-decode-b8-c2048",
-             cfg + "llama-2-7b/config.json --phase decode --batch 8 --context 2048 --weights fp8 "
-                   "--activations fp8 --kv-dtype fp8",
-             0.07, 0.04}}) {
-    INFO(c.file);
-    std::filesystem::path dir = scratch_dir("derived_h200"), out = dir / "result.json";
-    CliRun r = run_cli(
-        std::string(ROOFLENS_BIN) + " analyze " + c.args + " --device H200 --json " + out.string(),
-        dir);
-    REQUIRE(r.code == 0);
-    std::ifstream predicted_file(out),
-        measured_file(src + "tests/data/reference/h200/" + c.file + ".json");
-    json predicted = json::parse(predicted_file), measured = json::parse(measured_file);
-    CHECK(predicted["device"]["roofs"] == "derived");
-    std::map<std::string, double> by_name;
-    for (const json& n : predicted["nodes"]) by_name[n["name"]] = n["predicted_s"];
-    double gap = 0, p_sum = 0, m_sum = 0;
-    for (const json& l : measured["layers"]) {
-      REQUIRE(by_name.count(l["name"]));
-      double p = by_name[l["name"]], m = l["measured_s"];
-      gap += std::abs(p - m);
-      p_sum += p;
-      m_sum += m;
-    }
-    CHECK(gap / m_sum < c.time_weighted);
-    CHECK(std::abs(p_sum - m_sum) / m_sum < c.sum);
+        H200Case{"llama31-8b-kvfp8-decode-b16-c4096",
+                 cfg + "llama-3.1-8b/config.json --phase decode --batch 16 --context 4096 "
+                       "--kv-dtype fp8",
+                 0.08, 0.04},
+        H200Case{"llama2-7b-fp8-kvfp8-decode-b8-c2048",
+                 cfg +
+                     "llama-2-7b/config.json --phase decode --batch 8 --context 2048 --weights fp8 "
+                     "--activations fp8 --kv-dtype fp8",
+                 0.07, 0.04}}) {
+    check_h200_case(c);
   }
 }
 
@@ -224,11 +241,12 @@ TEST_CASE(
     "without a depthwise table, depthwise convolutions are priced by the instructions PyTorch's "
     "kernels issue",
     "[perf][depthwise]") {
-  // Every depthwise convolution of MobileNetV3-small (where the two instruction counts were fitted)
-  // and EfficientNet-B0 (held out) at batch 64 in bf16, against PyTorch's NCHW kernels on the H100,
-  // L2 cold (tests/data/reference/h100-depthwise-torch.json). Their bytes alone took 5-17 us where
-  // PyTorch takes 18-55 us (MobileNetV3) and up to 282 us (EfficientNet-B0). The H100's profile
-  // without its depthwise tables: what a profile calibrated before them, or derived, falls back to.
+  // Every depthwise convolution of MobileNetV3-small (where the two instruction counts were
+  // fitted) and EfficientNet-B0 (held out) at batch 64 in bf16, against PyTorch's NCHW kernels on
+  // the H100, L2 cold (tests/data/reference/h100-depthwise-torch.json). Their bytes alone took
+  // 5-17 us where PyTorch takes 18-55 us (MobileNetV3) and up to 282 us (EfficientNet-B0). The
+  // H100's profile without its depthwise tables: what a profile calibrated before them, or
+  // derived, falls back to.
   std::ifstream in(ROOFLENS_SOURCE_DIR "/tests/data/reference/h100-depthwise-torch.json");
   REQUIRE(in.good());
   nlohmann::json ref = nlohmann::json::parse(in);
@@ -267,7 +285,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "with the H100's depthwise tables, depthwise convolutions are predicted as the replay ran them",
+    "with the H100's depthwise tables, depthwise convolutions are predicted as the replay ran "
+    "them",
     "[perf][depthwise]") {
   // The replay's measured time of every depthwise layer of MobileNetV3-small and EfficientNet-B0
   // (batch 64) and ConvNeXt-T (batch 32, 7x7) in bf16 on the H100
