@@ -258,9 +258,9 @@ class Planner {
       refuse(fmt::format("{} attention: the replay runs fp16/bf16 attention", dtype_name(dt)));
     if (d.q_heads % d.kv_heads) refuse("query heads are not a multiple of KV heads");
     AttentionPlan ap{d, n_.attr_int("kv_shared", 0) != 0};
-    // An fp8 (e4m3) past cache: the whole cache is read in fp8, the new keys written in first.
-    bool fp8 = std::any_of(n_.inputs.begin(), n_.inputs.end(),
-                           [&](int t) { return t >= 0 && tensor(t).dtype == DType::f8e4m3fn; });
+    // An fp8 (e4m3) cache, as the analysis found it: the whole cache is read in fp8, the new keys
+    // written in first.
+    bool fp8 = ks.attention_fp8_cache;
     DType kv = fp8 ? DType::f8e4m3fn : dt;
     if (fp8 && (!ap.decode() || !decode_group_shape(d, !ap.v_in_k)))
       refuse("fp8-cache attention: the replay runs decode steps of dim 64/128, up to 8 heads a KV");
