@@ -42,6 +42,15 @@ std::vector<int64_t> channels_last(const std::vector<int64_t>& d) {
   return {d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]};
 }
 
+// One fp32 scalar held in device memory (an fp8 graph's scales).
+fe::graph::Tensor_attributes scalar(const char* name) {
+  return fe::graph::Tensor_attributes()
+      .set_name(name)
+      .set_dim({1, 1, 1, 1})
+      .set_stride({1, 1, 1, 1})
+      .set_data_type(fe::DataType_t::FLOAT);
+}
+
 class GraphOperation : public Operation {
  public:
   GraphOperation(cudnnHandle_t h, std::shared_ptr<fe::graph::Graph> g,
@@ -145,11 +154,12 @@ class CudnnPlugin : public Plugin {
   }
 
   Built sdpa(const SdpaSpec& s) override {
-    if (s.dtype != DType::f16 && s.dtype != DType::bf16)
-      return {nullptr, "cuDNN attention takes fp16 and bf16"};
+    if (!s.fp8 && s.dtype != DType::f16 && s.dtype != DType::bf16)
+      return {nullptr, "cuDNN attention takes fp16, bf16 and fp8 (e4m3)"};
+    if (s.fp8 && s.v_in_k) return {nullptr, "cuDNN's fp8 attention takes V apart from K"};
     const AttentionDims& d = s.dims;
     auto g = std::make_shared<fe::graph::Graph>();
-    g->set_io_data_type(fe_type(s.dtype))
+    g->set_io_data_type(s.fp8 ? fe::DataType_t::FP8_E4M3 : fe_type(s.dtype))
         .set_intermediate_data_type(fe::DataType_t::FLOAT)
         .set_compute_data_type(fe::DataType_t::FLOAT);
     // Logical dims [B, H, S, D]; strides say where each lies in memory.
@@ -176,13 +186,34 @@ class CudnnPlugin : public Plugin {
         opts.set_causal_mask_bottom_right(true);
     }
     if (d.window > 0) opts.set_sliding_window_length(static_cast<int>(d.window));
-    auto [o, stats] = g->sdpa(q, k, v, opts);
-    (void)stats;
+    std::vector<std::shared_ptr<fe::graph::Tensor_attributes>> io{q, k, v};
+    std::shared_ptr<fe::graph::Tensor_attributes> o;
+    if (s.fp8) {
+      std::vector<std::shared_ptr<fe::graph::Tensor_attributes>> in;
+      for (const char* name :
+           {"descale_q", "descale_k", "descale_v", "descale_s", "scale_s", "scale_o"})
+        in.push_back(g->tensor(scalar(name)));
+      auto out = g->sdpa_fp8(q, k, v, in[0], in[1], in[2], in[3], in[4], in[5], opts);
+      o = out[0];
+      io.push_back(o);
+      io.insert(io.end(), in.begin(), in.end());
+      for (int i : {2, 3}) {  // amax of S and O: the next step's scales, written by the kernel
+        out[static_cast<size_t>(i)]
+            ->set_output(true)
+            .set_dim({1, 1, 1, 1})
+            .set_stride({1, 1, 1, 1});
+        out[static_cast<size_t>(i)]->set_data_type(fe::DataType_t::FLOAT);
+        io.push_back(out[static_cast<size_t>(i)]);
+      }
+    } else {
+      o = g->sdpa(q, k, v, opts)[0];
+      io.push_back(o);
+    }
     o->set_output(true).set_dim(od).set_stride(os);
     std::string err = build_all(*g, handle_, false);
     if (!err.empty()) return {nullptr, err};
     // With V inside K the same pointer serves both; the module passes k twice.
-    auto op = std::make_unique<GraphOperation>(handle_, g, std::vector{q, k, v, o});
+    auto op = std::make_unique<GraphOperation>(handle_, g, std::move(io));
     if (op->plan_count() == 0) return {nullptr, "no engine configuration built"};
     return {std::move(op), ""};
   }

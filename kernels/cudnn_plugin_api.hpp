@@ -14,7 +14,7 @@
 namespace rooflens::kernels::cudnn {
 
 // Bumped whenever anything in this header changes: a plugin of another ABI is refused.
-inline constexpr int kPluginAbi = 1;
+inline constexpr int kPluginAbi = 2;
 
 // A 2-D forward convolution (a 1-D one has h = kh = 1). ONNX lays tensors out NCHW; deployments
 // (TensorRT, PyTorch's channels_last) run convolutions NHWC, where cuDNN's tensor-core engines
@@ -33,11 +33,17 @@ struct ConvSpec {
 
 // Scaled dot-product attention, inference. q and o are [B, Sq, Hq, D] (the projection's layout),
 // k and v [B, Hkv, Skv, D] (the KV cache's layout). v_in_k: V is the first Dv of each K row (MLA).
+// fp8: q, k, v and o in e4m3 with per-tensor scales, cuDNN's fp8 flash attention (what engines
+// run over an fp8 cache: FlashAttention-3 quantizes the queries too); `dtype` is then ignored.
 struct SdpaSpec {
   DType dtype = DType::bf16;
   AttentionDims dims;
   bool v_in_k = false;
+  bool fp8 = false;
 };
+
+// The fp8 graph's tensors after {q, k, v, o}: six fp32 scalars in, two out.
+inline constexpr int kSdpaFp8Scalars = 8;
 
 // One built cuDNN graph with every engine configuration cuDNN's heuristics offered that built.
 class Operation {
@@ -46,7 +52,8 @@ class Operation {
   virtual int plan_count() const = 0;
   virtual std::string plan_name(int plan) const = 0;
   virtual int64_t workspace_bytes(int plan) const = 0;
-  // conv: {x, w, y, b}; sdpa: {q, k, v, o} (v ignored with v_in_k). Returns "" or the error.
+  // conv: {x, w, y, b}; sdpa: {q, k, v, o} (v ignored with v_in_k), fp8 sdpa then {descale q,
+  // k, v, s, scale s, o, amax s, o}, device fp32 scalars. Returns "" or the error.
   virtual std::string execute(int plan, const std::vector<void*>& tensors, void* workspace,
                               void* stream) const = 0;
 };

@@ -74,14 +74,15 @@ ReplayPlan weight_only_plan(int bits, int64_t m, int64_t n, int64_t k) {
   return plan;
 }
 
+// Over an fp8 cache a prefill's queries are fp8 too (the planner's rule).
 ReplayPlan attention_plan(AttentionDims d, DType cache = DType::bf16) {
   ReplayPlan plan;
   plan.precision = Precision::bf16;
-  DType t = DType::bf16;
-  plan.inputs = {buffer(t, {d.batch, d.q_len, d.q_heads, d.head_dim_qk}),
+  DType t = DType::bf16, q = d.q_len > 1 ? cache : t;
+  plan.inputs = {buffer(q, {d.batch, d.q_len, d.q_heads, d.head_dim_qk}),
                  buffer(cache, {d.batch, d.kv_heads, d.kv_len, d.head_dim_qk}),
                  buffer(cache, {d.batch, d.kv_heads, d.kv_len, d.head_dim_v})};
-  plan.outputs = {buffer(t, {d.batch, d.q_len, d.q_heads, d.head_dim_v})};
+  plan.outputs = {buffer(q, {d.batch, d.q_len, d.q_heads, d.head_dim_v})};
   plan.kernel = AttentionPlan{d, false};
   return plan;
 }
@@ -194,7 +195,8 @@ GridPlan plan_for_grid_point(const std::string& table, const std::vector<double>
     g.plan = weight_only_plan(k[1] == "int4" ? 4 : 8, as_int(x[0]), as_int(x[1]), as_int(x[2]));
   } else if (k[0] == "attn_prefill" && x.size() == 3) {
     int64_t d = as_int(x[0]), heads = as_int(x[1]), s = as_int(x[2]);
-    g.plan = attention_plan(AttentionDims{1, heads, heads, s, s, d, d, k[2] == "causal", 0});
+    g.plan = attention_plan(AttentionDims{1, heads, heads, s, s, d, d, k[2] == "causal", 0},
+                            k[1] == "fp8" ? DType::f8e4m3fn : DType::bf16);
   } else if (k[0] == "attn_decode" && x.size() == 4) {
     int64_t d = as_int(x[0]), group = as_int(x[1]), kvh = as_int(x[2]), ctx = as_int(x[3]);
     int64_t per_seq =

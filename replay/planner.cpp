@@ -259,24 +259,26 @@ class Planner {
     if (d.q_heads % d.kv_heads) refuse("query heads are not a multiple of KV heads");
     AttentionPlan ap{d, n_.attr_int("kv_shared", 0) != 0};
     // An fp8 (e4m3) cache, as the analysis found it: the whole cache is read in fp8, the new keys
-    // written in first.
+    // written in first. A prefill over it runs fp8 attention, its queries quantized too.
     bool fp8 = ks.attention_fp8_cache;
-    DType kv = fp8 ? DType::f8e4m3fn : dt;
-    if (fp8 && (!ap.decode() || !decode_group_shape(d, !ap.v_in_k)))
-      refuse("fp8-cache attention: the replay runs decode steps of dim 64/128, up to 8 heads a KV");
+    DType kv = fp8 ? DType::f8e4m3fn : dt, q = fp8 && !ap.decode() ? kv : dt;
+    if (fp8 && ap.v_in_k) refuse("attention over an fp8 latent cache (MLA): no replay kernel");
+    if (fp8 && ap.decode() && !decode_group_shape(d, true))
+      refuse("fp8-cache decode attention: the replay runs dim 64/128, up to 8 heads a KV");
     // A causal window as long as the keys hides none (Mistral's 4096 keys over a cache capped at
     // 4095) is none, which every kernel takes (cuDNN 9.14 refuses non-causal ones over 1,024 keys).
     if (ap.dims.window >= ap.dims.kv_len) ap.dims.window = 0;
-    p_.inputs = {sized(dt, {d.batch, d.q_len, d.q_heads, d.head_dim_qk}),
+    p_.inputs = {sized(q, {d.batch, d.q_len, d.q_heads, d.head_dim_qk}),
                  sized(kv, {d.batch, d.kv_heads, d.kv_len, d.head_dim_qk})};
     if (!ap.v_in_k) p_.inputs.push_back(sized(kv, {d.batch, d.kv_heads, d.kv_len, d.head_dim_v}));
-    p_.outputs = {sized(dt, {d.batch, d.q_len, d.q_heads, d.head_dim_v})};
+    // cuDNN's fp8 attention writes e4m3 on Hopper (TensorRT-LLM's fp8 context attention does too).
+    p_.outputs = {sized(q, {d.batch, d.q_len, d.q_heads, d.head_dim_v})};
     p_.kernel = ap;
     p_.description = ap.decode() ? fmt::format("decode attention, {} q / {} kv heads, {} {}keys",
                                                d.q_heads, d.kv_heads, d.kv_len, fp8 ? "fp8 " : "")
-                                 : fmt::format("{}attention, {} q / {} kv heads, {} x {}",
-                                               d.causal ? "causal " : "", d.q_heads, d.kv_heads,
-                                               d.q_len, d.kv_len);
+                                 : fmt::format("{}{}attention, {} q / {} kv heads, {} x {}",
+                                               fp8 ? "fp8 " : "", d.causal ? "causal " : "",
+                                               d.q_heads, d.kv_heads, d.q_len, d.kv_len);
   }
 
   void moe() {

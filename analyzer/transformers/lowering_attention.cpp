@@ -105,6 +105,10 @@ int Builder::attention_core(int64_t i, const std::string& p, int q, int k, int v
     b_.mark_last(NodeRole::kv_write);
   }
   std::map<std::string, Attribute> attrs;
+  // Engines attend over their cache: a prefill's fresh keys and values are read back from an fp8
+  // one, and the attention runs in fp8 (vLLM's FlashAttention-3 quantizes the queries too). A
+  // step with a past reads the cache's dtype from its inputs.
+  if (P == 0 && S_ > 1 && o_.kv == DType::f8e4m3fn) attrs["kv_fp8"] = int_attr(1);
   if (c_.attn_softcap > 0) attrs["softcap"] = float_attr(c_.attn_softcap);
   if (c_.positions == PositionKind::alibi) attrs["alibi"] = int_attr(1);
   if (l.window > 0 || l.chunk > 0 || c_.sinks) {

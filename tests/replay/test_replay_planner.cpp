@@ -193,7 +193,27 @@ TEST_CASE("an fp8 KV cache is replayed in fp8 under bf16 queries, MLA's latent o
   Planned mla = plan_config("deepseek-v2-lite", Workload::decode, DType::bf16, DType::f8e4m3fn);
   const ReplayDecision& latent = mla.of("model.layers.0.self_attn.attn");
   CHECK_FALSE(latent.plan);
-  CHECK_THAT(latent.reason, Catch::Contains("fp8-cache attention"));
+  CHECK_THAT(latent.reason, Catch::Contains("fp8 latent cache"));
+}
+
+TEST_CASE("a prefill over an fp8 KV cache is replayed as fp8 attention, its queries quantized too",
+          "[replay]") {
+  Planned p = plan_config("llama-3.1-8b", Workload::prefill, DType::bf16, DType::f8e4m3fn);
+  const ReplayDecision& decision = p.of("model.layers.0.self_attn.attn");
+  REQUIRE(decision.plan);
+  const ReplayPlan& attn = *decision.plan;
+  const AttentionDims& d = attn.as<AttentionPlan>().dims;
+  REQUIRE(d.q_len == 128);
+  CHECK(d.causal);
+  // Q: 128 tokens x 32 heads x 128 dims, a byte each; K and V: 8 KV heads, a byte each.
+  CHECK(attn.inputs[0].dtype == DType::f8e4m3fn);
+  CHECK(attn.inputs[0].bytes == 128 * 32 * 128);
+  for (size_t i : {1u, 2u}) {
+    CHECK(attn.inputs[i].dtype == DType::f8e4m3fn);
+    CHECK(attn.inputs[i].bytes == d.batch * 8 * d.kv_len * 128);
+  }
+  CHECK(attn.outputs[0].dtype == DType::f8e4m3fn);  // what cuDNN's fp8 attention writes
+  CHECK_THAT(attn.description, Catch::Contains("fp8 causal attention"));
 }
 
 TEST_CASE("MoE, MLA and what is not replayed, each with its reason", "[replay]") {

@@ -251,6 +251,8 @@ NodeCost cost_attention(const CostContext& ctx, LayoutFn layout) {
   c.tensor_cores = true;
   c.tiled = L.core.q_len > 1;  // flash attention tiles; a decode step streams the cache
   c.kernel.attention = L.core;
+  // Keys or values from an fp8 cache: its inputs' dtype, or a lowered prefill over one (kv_fp8).
+  c.kernel.attention_fp8_cache = ctx.node().attr_int("kv_fp8", 0) != 0;
   for (size_t i = 1; i < ctx.node().inputs.size(); ++i)
     if (ctx.has_input(i) && ctx.run_dtype(ctx.input(i)) == DType::f8e4m3fn)
       c.kernel.attention_fp8_cache = true;
