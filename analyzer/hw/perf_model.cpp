@@ -109,10 +109,12 @@ std::optional<PerfQuery> attention_query(const AttentionDims& d, const KernelSha
     return PerfQuery{"attn_decode." + dt + (ks.attention_fp8_cache ? ".kv_fp8" : ""),
                      {dd, static_cast<double>(d.q_heads / std::max<int64_t>(d.kv_heads, 1)),
                       static_cast<double>(d.batch * d.kv_heads), static_cast<double>(d.kv_len)}};
-  // The square self-attention that executes as many scores per head.
+  // The square self-attention that executes as many scores per head. Over an fp8 cache the
+  // attention itself runs in fp8, the queries quantized too (FlashAttention-3 under vLLM).
   auto pairs = static_cast<double>(attention_pairs(d.q_len, d.kv_len, d.causal, d.window));
   double seq = d.causal ? (std::sqrt(1 + 8 * pairs) - 1) / 2 : std::sqrt(pairs);
-  return PerfQuery{fmt::format("attn_prefill.{}.{}", dt, d.causal ? "causal" : "full"),
+  return PerfQuery{fmt::format("attn_prefill.{}.{}", ks.attention_fp8_cache ? "fp8" : dt,
+                               d.causal ? "causal" : "full"),
                    {dd, static_cast<double>(d.batch * d.q_heads), seq}};
 }
 
@@ -256,8 +258,9 @@ GridWork grid_work(const std::string& table, const std::vector<double>& x) {
     a.q_len = a.kv_len = dim(s);
     a.head_dim_qk = a.head_dim_v = dim(d);
     a.causal = k[2] == "causal";
+    w.precision = k[1] == "fp8" ? Precision::fp8 : Precision::bf16;
     w.flops = static_cast<double>(attention_core(a).flops);
-    w.bytes = 4 * heads * s * d * 2;
+    w.bytes = 4 * heads * s * d * static_cast<double>(element_bytes(w.precision));
     w.tensor_cores = true;
   } else if (k[0] == "attn_decode") {
     double d = x[0], g = x[1], kvh = x[2], ctx = x[3];
@@ -301,15 +304,17 @@ double ideal_seconds(const GridWork& w, const Device& d) {
 
 namespace {
 
-// Prefill (causal and not) and decode attention, the decode over a bf16 and an fp8 (e4m3) KV
-// cache, the one serving engines keep in fp8.
+// Prefill (causal and not) and decode attention, over a bf16 and an fp8 (e4m3) KV cache, the one
+// serving engines keep in fp8. An fp8 cache is a decoder's: its prefill is causal.
 void attention_grids(std::vector<TableGrid>& out, bool quick) {
-  for (const char* mode : {"causal", "full"})
-    out.push_back({fmt::format("attn_prefill.bf16.{}", mode),
-                   {"d", "heads", "seq"},
-                   {{64, 128},
-                    quick ? std::vector<double>{4, 16, 64} : ladder(1, 256, 4),
-                    quick ? std::vector<double>{128, 512, 2048, 8192} : ladder(128, 16384, 2)}});
+  for (const char* table : {"bf16.causal", "bf16.full", "fp8.causal"})
+    out.push_back(
+        {fmt::format("attn_prefill.{}", table),
+         {"d", "heads", "seq"},
+         // Quick: fp8 attention at the head dim of the models that keep fp8 caches.
+         {quick && table[0] == 'f' ? std::vector<double>{128} : std::vector<double>{64, 128},
+          quick ? std::vector<double>{4, 16, 64} : ladder(1, 256, 4),
+          quick ? std::vector<double>{128, 512, 2048, 8192} : ladder(128, 16384, 2)}});
   for (const char* cache : {"", ".kv_fp8"})
     out.push_back({fmt::format("attn_decode.bf16{}", cache),
                    {"d", "group", "kv_heads", "context"},

@@ -15,6 +15,7 @@
 //                                                      activations, weights in groups of 128
 //   attn_prefill.<dtype>.causal d, heads, seq          heads = batch * q_heads; seq: the square
 //   attn_prefill.<dtype>.full                          self-attention with the same executed scores
+//   attn_prefill.fp8.causal     the same                 q, k, v in e4m3 (over an fp8 cache)
 //   attn_decode.<dtype>         d, group, kv_heads, context   kv_heads = batch * kv heads
 //   attn_decode.<dtype>.kv_fp8  the same                 over an fp8 (e4m3) KV cache
 //   conv.<precision>.<k1s1|k1s2|k3s1|k3s2|k7s2|k14s14|k16s16>  pixels, out, in

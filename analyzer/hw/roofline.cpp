@@ -194,6 +194,14 @@ std::optional<double> predict_moe_from_tables(const NodeCost& c, Precision p, co
   return gemms + moved / d.hbm_bandwidth + 4 * d.launch_floor_s;
 }
 
+// The precision a node's math runs in: a prefill over an fp8 cache runs fp8 attention where the
+// GPU has fp8 tensor cores (perf_query's attn_prefill.fp8 table), anything else in `p`.
+Precision math_precision(const NodeCost& c, Precision p, const Device& d) {
+  bool fp8_prefill = c.kernel.attention && c.kernel.attention->q_len > 1 &&
+                     c.kernel.attention_fp8_cache && d.tensor_flops.count("fp8");
+  return fp8_prefill ? Precision::fp8 : p;
+}
+
 }  // namespace
 
 double issue_rate(const Device& d) {
@@ -212,7 +220,7 @@ BoundClass classify(const NodeCost& c, Precision p, double seconds, const Device
     written = std::max(0.0, written - kL2WriteBackShare * static_cast<double>(*peak.l2_bytes));
   out.memory_fraction = (reads + written) / (seconds * peak.hbm_bandwidth);
   auto flops = static_cast<double>(c.flops);
-  ComputeUnit unit = compute_unit(peak, p, c.tensor_cores);
+  ComputeUnit unit = compute_unit(peak, math_precision(c, p, peak), c.tensor_cores);
   if (unit.name.rfind("tensor", 0) == 0) {
     out.compute_fraction = flops / (seconds * unit.flops) * kTensorIssueOverhead;
   } else {
@@ -245,7 +253,7 @@ RooflinePoint place_on_roofline(const NodeCost& c, Precision p, const Device& d)
   int64_t bytes = c.bytes();
   r.intensity = bytes > 0 ? static_cast<double>(c.flops) / static_cast<double>(bytes) : 0;
   if (c.flops == 0 && bytes == 0) return r;  // nothing runs on the GPU
-  ComputeUnit unit = compute_unit(d, p, c.tensor_cores);
+  ComputeUnit unit = compute_unit(d, math_precision(c, p, d), c.tensor_cores);
   r.compute_roof = unit.flops;
   r.unit = unit.name;
   r.t_compute = static_cast<double>(c.flops) / unit.flops;

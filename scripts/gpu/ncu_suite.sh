@@ -14,6 +14,9 @@ onnx="${ONNX_DIR:-$out/onnx}"
 declare -A cases=(
   [gpt2-prefill-b8x512-bf16]="samples/configs/gpt2/config.json --phase prefill --batch 8 --seq 512 --activations bf16 --weights bf16"
   [llama4l-prefill-b1x2048-bf16]="tests/data/reference/training/configs/llama-4l.json --phase prefill --batch 1 --seq 2048"
+  # Over an fp8 KV cache: cuDNN's fp8 prefill attention, our decode kernel over e4m3 bytes.
+  [llama4l-prefill-b1x2048-kvfp8]="tests/data/reference/training/configs/llama-4l.json --phase prefill --batch 1 --seq 2048 --kv-dtype fp8"
+  [llama4l-decode-b32-c1024-kvfp8]="tests/data/reference/training/configs/llama-4l.json --phase decode --batch 32 --context 1024 --kv-dtype fp8"
   [llama4l-decode-b1-c1024]="tests/data/reference/training/configs/llama-4l.json --phase decode --batch 1 --context 1024"
   [llama4l-decode-b32-c1024]="tests/data/reference/training/configs/llama-4l.json --phase decode --batch 32 --context 1024"
   [mixtral4l-decode-b32-c1024]="tests/data/reference/training/configs/mixtral-4l.json --phase decode --batch 32 --context 1024"

@@ -44,6 +44,9 @@ declare -A cases=(
   # weights and activations too (an fp8 deployment).
   [llama31-8b-kvfp8-decode-b16-c4096]="samples/configs/llama-3.1-8b/config.json --phase decode --batch 16 --context 4096 --kv-dtype fp8"
   [llama2-7b-fp8-kvfp8-decode-b8-c2048]="samples/configs/llama-2-7b/config.json --phase decode --batch 8 --context 2048 --weights fp8 --activations fp8 --kv-dtype fp8"
+  # A prefill over an fp8 cache runs fp8 attention (the attn_prefill fp8 table): a long prompt,
+  # where the attention is a quarter of the time.
+  [llama31-8b-kvfp8-prefill-8192]="samples/configs/llama-3.1-8b/config.json --phase prefill --seq 8192 --kv-dtype fp8"
 )
 order=(llama2-7b-decode-b1-c2048 llama2-7b-decode-b8-c512 llama2-7b-prefill-2048 llama31-8b-decode-b1-c2048
        mixtral-decode-b1-c2048 gpt2-prefill-1000 gpt2-decode-c1000 resnet50-fp32 resnet50-bf16 vit-b16-bf16 bert-base-prefill-512)

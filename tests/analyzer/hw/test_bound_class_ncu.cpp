@@ -88,6 +88,12 @@ TEST_CASE("the predicted bound class agrees with Nsight Compute's on at least 90
       {"bert-prefill-b8x512-bf16",
        "samples/configs/bert-base-uncased/config.json --phase prefill --batch 8 --seq 512 "
        "--activations bf16 --weights bf16"},
+      // Over an fp8 KV cache (session k, held out): cuDNN's fp8 prefill attention, our decode
+      // over e4m3 bytes.
+      {"llama4l-prefill-b1x2048-kvfp8",
+       llama + " --phase prefill --batch 1 --seq 2048 --kv-dtype fp8"},
+      {"llama4l-decode-b32-c1024-kvfp8",
+       llama + " --phase decode --batch 32 --context 1024 --kv-dtype fp8"},
   };
   for (const auto& [name, flags] : cases) {
     Agreement a = agreement(name, flags);

@@ -114,6 +114,9 @@ TEST_CASE(
   CHECK(q->table == "attn_prefill.bf16.causal");
   CHECK(q->x[1] == 12);
   CHECK(q->x[2] == Approx(1000));
+  a.kernel.attention_fp8_cache = true;  // over an fp8 cache the prefill runs fp8 attention
+  CHECK(perf_query(a, Precision::bf16)->table == "attn_prefill.fp8.causal");
+  a.kernel.attention_fp8_cache = false;
   // A sliding window of 256 over 4096 tokens executes about as many scores as 1,400 causal ones.
   a.kernel.attention = AttentionDims{1, 8, 8, 4096, 4096, 128, 128, true, 256};
   double pairs = static_cast<double>(attention_pairs(4096, 4096, true, 256));
@@ -414,6 +417,21 @@ TEST_CASE("calibrate's plans for table points are the kernels a node with those 
         CHECK(back->x == x);
       }
     }
+}
+
+TEST_CASE("an fp8 prefill table point is fp8 attention over q, k and v in e4m3", "[perf]") {
+  // q, k, v and the output of 16 heads x 2048 tokens x 128, a byte each; the causal square's
+  // 2048 x 2049 / 2 scores per head, each two products of 2 x 128 FLOPs, the scale and the
+  // softmax's 5 (formulas.hpp).
+  replay::GridPlan fp8_prefill =
+      replay::plan_for_grid_point("attn_prefill.fp8.causal", {128, 16, 2048});
+  for (size_t i : {0u, 1u, 2u}) CHECK(fp8_prefill.plan.inputs[i].dtype == DType::f8e4m3fn);
+  CHECK(fp8_prefill.plan.inputs[0].bytes == 16 * 2048 * 128);
+  GridWork fp8_work = grid_work("attn_prefill.fp8.causal", {128, 16, 2048});
+  CHECK(fp8_work.precision == Precision::fp8);
+  CHECK(fp8_work.bytes == 4.0 * 16 * 2048 * 128);
+  CHECK(fp8_work.flops == Approx(16.0 * 2048 * 2049 / 2 * (4 * 128 + 1 + 5)));
+  CHECK(grid_work("attn_prefill.bf16.causal", {128, 16, 2048}).bytes == 2 * fp8_work.bytes);
 }
 
 namespace {

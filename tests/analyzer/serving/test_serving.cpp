@@ -497,9 +497,10 @@ TEST_CASE("serve against TensorRT-LLM's published maximum throughput, H100, fp8"
   // NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at 258c7540 ("Throughput
   // Measurements", v0.17): output tokens/s on H100 80GB, FP8 engines and KV cache, every request
   // fed at once, fixed lengths, kv fraction 0.95, the stated request counts. docs/serving.md
-  // gives the table; rooflens's median absolute error over the 13 rows is 6.4%, the largest
-  // +20.3% (Llama-3.3-70B TP 2, 500/2000): with the fp8 cache's decode attention from its measured
-  // table (7.4% and +28.3% before it) and the MoE experts priced as the grouped kernels engines
+  // gives the table; rooflens's median absolute error over the 13 rows is 5.1%, the largest
+  // +20.3% (Llama-3.3-70B TP 2, 500/2000): with the prompts' fp8 attention from its table (6.4%
+  // before it), the fp8 cache's decode attention from its measured table (7.4% and +28.3% before
+  // it) and the MoE experts priced as the grouped kernels engines
   // run (the H100 profile's moe_grouped tables); 10.0% before them, Mixtral TP 2 500/2000 then
   // +28.8%.
   struct Row {
