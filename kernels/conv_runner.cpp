@@ -146,42 +146,36 @@ std::vector<Runner> depthwise_runners(const replay::ReplayPlan& p, const LayerBu
   return out;
 }
 
-// cuDNN's NCHW depthwise engines with the bias fused are runtime-compiled kernels, several times
-// slower than its plain ones (ConvNeXt's 7x7: none under 390 us where ours takes 128, H100): the
-// plain engines with a bias add after them are candidates.
-void add_unfused_bias_candidates(const replay::ReplayPlan& p, const LayerBuffers& b,
-                                 const ReplayContext& ctx, cudnn::ConvSpec spec,
-                                 std::vector<Runner>& candidates) {
+// A depthwise convolution with a bias as PyTorch's channels_last runs it: cuDNN's NHWC engines
+// without the bias (one is its specialised depthwise kernel), then a bias add.
+void add_nhwc_then_bias_candidates(const replay::ReplayPlan& p, const LayerBuffers& b,
+                                   const ReplayContext& ctx, cudnn::ConvSpec spec,
+                                   std::vector<Runner>& candidates) {
   spec.bias = false;
+  spec.nhwc = true;
   const Shape& nchw = p.outputs[0].shape;
   if (nchw.size() != 4) return;
+  cudnn::Built built = ctx.cudnn->conv(spec);
+  if (!built.op) return;
   DType dt = p.inputs[0].dtype;
   void* y = b.out(0);
   const void* bias = b.in(2);
   std::vector<void*> tensors{b.in(0), b.in(1), y, nullptr};
-  for (bool nhwc : {false, true}) {
-    spec.nhwc = nhwc;
-    cudnn::Built built = ctx.cudnn->conv(spec);
-    if (!built.op) continue;
-    std::shared_ptr<cudnn::Operation> op(std::move(built.op));
-    // The bias along the channels: innermost in NHWC, over each image's planes in NCHW.
-    Shape out = nhwc ? Shape{nchw[0], nchw[2], nchw[3], nchw[1]} : nchw;
-    Shape along = nhwc ? Shape{nchw[1]} : Shape{nchw[1], 1, 1};
-    for (int i = 0; i < op->plan_count(); ++i) {
-      auto ws = std::make_shared<DeviceBuffer>(static_cast<size_t>(op->workspace_bytes(i)));
-      auto state = std::make_shared<
-          std::pair<std::shared_ptr<cudnn::Operation>, std::shared_ptr<DeviceBuffer>>>(op, ws);
-      candidates.emplace_back(
-          ReplayLabel{"cuDNN",
-                      fmt::format("{} {} + bias kernel", nhwc ? "NHWC" : "NCHW", op->plan_name(i)),
-                      ""},
-          [op, ws, i, tensors, y, bias, dt, out, along](cudaStream_t st) {
-            std::string err = op->execute(i, tensors, ws->get(), st);
-            if (!err.empty()) throw CudaError("cuDNN convolution: " + err);
-            elementwise(EwOp::add, {{y, dt, out}, {bias, dt, along}}, y, dt, out, st);
-          },
-          state);
-    }
+  std::shared_ptr<cudnn::Operation> op(std::move(built.op));
+  // The bias along the channels, innermost in NHWC.
+  Shape out{nchw[0], nchw[2], nchw[3], nchw[1]}, along{nchw[1]};
+  for (int i = 0; i < op->plan_count(); ++i) {
+    auto ws = std::make_shared<DeviceBuffer>(static_cast<size_t>(op->workspace_bytes(i)));
+    auto state = std::make_shared<
+        std::pair<std::shared_ptr<cudnn::Operation>, std::shared_ptr<DeviceBuffer>>>(op, ws);
+    candidates.emplace_back(
+        ReplayLabel{"cuDNN", fmt::format("NHWC {} + bias kernel", op->plan_name(i)), ""},
+        [op, ws, i, tensors, y, bias, dt, out, along](cudaStream_t st) {
+          std::string err = op->execute(i, tensors, ws->get(), st);
+          if (!err.empty()) throw CudaError("cuDNN convolution: " + err);
+          elementwise(EwOp::add, {{y, dt, out}, {bias, dt, along}}, y, dt, out, st);
+        },
+        state);
   }
 }
 
@@ -202,12 +196,13 @@ Runner conv_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const Rep
     std::vector<void*> tensors{b.in(0), b.in(1), b.out(0), spec.bias ? b.in(2) : nullptr};
     std::vector<Runner> candidates;
     std::vector<std::string> errors;
-    // A depthwise convolution's bias: fused only into the NHWC engines (one of them is cuDNN's
-    // specialised depthwise kernel, PyTorch's channels_last choice); the plain engines of both
-    // layouts with a bias add after them are candidates too (below).
-    bool unfused_bias = depthwise(c) && spec.bias;
+    // A depthwise convolution with a bias: cuDNN's NHWC engines then a bias add, and our window
+    // kernels with the bias in them (below). cuDNN's engines with the bias fused and its NCHW ones
+    // never won on the depthwise layers of MobileNetV3, EfficientNet-B0 and ConvNeXt-T (several to
+    // a hundred times slower, H100, docs/profile.md), and each took a quarter of a second to build.
+    bool depthwise_bias = depthwise(c) && spec.bias;
     for (bool nhwc : {false, true}) {
-      if (unfused_bias && !nhwc) continue;
+      if (depthwise_bias) break;
       spec.nhwc = nhwc;
       cudnn::Built built = ctx.cudnn->conv(spec);
       if (!built.op) {
@@ -231,7 +226,7 @@ Runner conv_runner(const replay::ReplayPlan& p, const LayerBuffers& b, const Rep
     }
     if (depthwise(c)) {
       for (Runner& r : depthwise_runners(p, b, "")) candidates.push_back(std::move(r));
-      if (spec.bias) add_unfused_bias_candidates(p, b, ctx, spec, candidates);
+      if (spec.bias) add_nhwc_then_bias_candidates(p, b, ctx, spec, candidates);
     }
     if (!candidates.empty()) {
       std::string key =

@@ -197,14 +197,18 @@ def run_mobilenet(results, flush_buf):
         convs = model_convs(batch, model)
         for layout in ("nchw", "channels_last"):
             depthwise_layout(results, flush_buf, model, batch, convs, layout)
+        # As the exported graphs have them, and the replay runs them: BatchNorm folded into a bias
+        # on every convolution (PyTorch adds it with a kernel of its own after cuDNN's).
+        depthwise_layout(results, flush_buf, model, batch, convs, "channels_last", bias=True)
 
 
-def conv_rows(convs, dt, layout, flush_buf):
-    """Each convolution of `convs` (module, input shape) rebuilt in `dt` and `layout`, timed hot and cold."""
+def conv_rows(convs, dt, layout, flush_buf, bias=False):
+    """Each convolution of `convs` (module, input shape) rebuilt in `dt` and `layout`, timed hot and
+    cold; with `bias`, every one with a bias (else as the module has it)."""
     rows = []
     for mod, shape in convs:
         conv = torch.nn.Conv2d(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
-                               mod.dilation, mod.groups, bias=mod.bias is not None).cuda().to(dt).eval()
+                               mod.dilation, mod.groups, bias=bias or mod.bias is not None).cuda().to(dt).eval()
         x = torch.randn(*shape, device="cuda", dtype=dt)
         if layout == "channels_last":
             conv = conv.to(memory_format=torch.channels_last)
@@ -219,10 +223,11 @@ def conv_rows(convs, dt, layout, flush_buf):
     return rows
 
 
-def depthwise_layout(results, flush_buf, model, batch, convs, layout):
+def depthwise_layout(results, flush_buf, model, batch, convs, layout, bias=False):
     """A model's convolutions in one layout, bf16, into results["depthwise_models"]."""
-    rows = conv_rows(convs, torch.bfloat16, layout, flush_buf)
-    results["depthwise_models"].append({"model": model, "batch": batch, "dtype": "bf16", "layout": layout, "convs": rows})
+    rows = conv_rows(convs, torch.bfloat16, layout, flush_buf, bias)
+    results["depthwise_models"].append({"model": model, "batch": batch, "dtype": "bf16", "layout": layout,
+                                        "bias": bias, "convs": rows})
     print(model, "convs", layout, sum(r["cold_s"] for r in rows), flush=True)
 
 
