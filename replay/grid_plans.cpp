@@ -213,6 +213,9 @@ GridPlan plan_for_grid_point(const std::string& table, const std::vector<double>
     if (is_depthwise_class(k[2]))
       g.plan = conv_plan(*p, cls->first, cls->second, as_int(x[0]), ch, ch, ch,
                          depthwise_image_side(ch));
+    else if (is_grouped_class(k[2]))  // x[2]: channels a group, at most all of them
+      g.plan = conv_plan(*p, cls->first, cls->second, as_int(x[0]), ch, ch,
+                         ch / std::clamp<int64_t>(as_int(x[2]), 1, ch), grouped_image_side(ch));
     else
       g.plan = conv_plan(*p, cls->first, cls->second, as_int(x[0]), as_int(x[1]), as_int(x[2]));
   } else if (k[0] == "mem" && k.size() == 2) {

@@ -43,7 +43,11 @@ std::optional<std::string> conv_class(const ConvDims& c) {
     if (k == 7 && s == 1) return std::string("dw7s1");  // ConvNeXt's
     return std::nullopt;
   }
-  if (c.groups != 1) return std::nullopt;
+  if (c.groups != 1) {
+    bool square = c.in_channels == c.out_channels;
+    if (square && k == 3 && (s == 1 || s == 2)) return fmt::format("g3s{}", s);
+    return std::nullopt;
+  }
   // Patch embeddings: ViT's 14 and 16, ConvNeXt's and Swin's 4; downsampling by 2x2 stride 2.
   bool unpadded = c.pads == std::vector<int64_t>(c.pads.size(), 0);
   bool patch = k == s && (k == 2 || k == 4 || k == 14 || k == 16) && unpadded;
@@ -70,6 +74,17 @@ bool is_depthwise_class(const std::string& cls) {
   return cls.rfind("dw", 0) == 0;
 }
 
+bool is_grouped_class(const std::string& cls) {
+  return cls.rfind('g', 0) == 0;
+}
+
+int64_t grouped_image_side(int64_t channels) {
+  if (channels <= 128) return 56;
+  if (channels <= 256) return 28;
+  if (channels <= 512) return 14;
+  return 7;
+}
+
 int64_t depthwise_image_side(int64_t channels) {
   if (channels <= 48) return 112;
   if (channels <= 160) return 56;
@@ -79,7 +94,9 @@ int64_t depthwise_image_side(int64_t channels) {
 }
 
 std::optional<std::pair<int64_t, int64_t>> conv_kernel_stride(const std::string& cls) {
-  size_t k = is_depthwise_class(cls) ? 2 : cls.rfind('k', 0) == 0 ? 1 : std::string::npos;
+  size_t k = is_depthwise_class(cls)                           ? 2
+             : cls.rfind('k', 0) == 0 || is_grouped_class(cls) ? 1
+                                                               : std::string::npos;
   auto s = cls.find('s', k == std::string::npos ? 0 : k);
   if (k == std::string::npos || s == std::string::npos || s == k || s + 1 >= cls.size())
     return std::nullopt;
@@ -128,6 +145,10 @@ std::optional<PerfQuery> conv_query(const ConvDims& cv, Precision p) {
     return PerfQuery{
         fmt::format("conv.{}.{}", p == Precision::tf32 ? "fp32" : tensor_dtype_key(p), *cls),
         {pixels, static_cast<double>(cv.out_channels)}};
+  if (is_grouped_class(*cls))
+    return PerfQuery{fmt::format("conv.{}.{}", tensor_dtype_key(p), *cls),
+                     {pixels, static_cast<double>(cv.out_channels),
+                      static_cast<double>(cv.in_channels / cv.groups)}};
   // A 3x3 stride-2 stem on RGB is its own kernel: a few input channels over whole images.
   std::string stem = *cls == "k3s2" && cv.in_channels <= kStemMaxInputChannels ? ".stem" : "";
   return PerfQuery{
@@ -281,6 +302,15 @@ GridWork grid_work(const std::string& table, const std::vector<double>& x) {
     w.flops = 2 * pix * ch * kk;
     w.bytes = (pix * ss * ch + pix * ch + ch * kk) * eb;
     w.tensor_cores = false;
+  } else if (k[0] == "conv" && is_grouped_class(k[2])) {  // channels in and out, width a group
+    w.precision = *precision_from_name(k[1]);
+    auto [kernel, stride] = conv_kernel_stride(k[2]).value_or(std::pair<int64_t, int64_t>{1, 1});
+    double pix = x[0], ch = x[1], width = x[2],
+           eb = static_cast<double>(element_bytes(w.precision));
+    auto kk = static_cast<double>(kernel * kernel), ss = static_cast<double>(stride * stride);
+    w.flops = 2 * pix * ch * width * kk;
+    w.bytes = (pix * ss * ch + pix * ch + ch * width * kk) * eb;
+    w.tensor_cores = w.precision != Precision::fp32;
   } else if (k[0] == "conv") {
     w.precision = *precision_from_name(k[1]);
     auto [kernel, stride] = conv_kernel_stride(k[2]).value_or(std::pair<int64_t, int64_t>{1, 1});
@@ -374,6 +404,10 @@ std::vector<TableGrid> quick_grids() {
   // 2x2 stride-2 downsampling between stages (ConvNeXt, Swin).
   out.push_back(
       {"conv.bf16.k2s2", {"pixels", "out", "in"}, {{196, 3136, 50176}, {128, 1024}, {128, 1024}}});
+  for (const char* cls : {"g3s1", "g3s2"})  // grouped 3x3 (ResNeXt, RegNet)
+    out.push_back({fmt::format("conv.bf16.{}", cls),
+                   {"pixels", "channels", "width"},
+                   {{196, 12544, 200704}, {128, 1024}, {8}}});
   // Steps of 4 as the element-wise ladder's: the knee where the bytes leave L2 is sharp.
   for (const char* cls : {"broadcast", "transpose", "copy", "gather"})
     out.push_back({fmt::format("mem.{}", cls), {"bytes"}, {ladder(4096, 1 << 30, 4)}});
@@ -423,12 +457,18 @@ void conv_grids(std::vector<TableGrid>& out, const char* p, bool patches, bool d
   out.push_back({fmt::format("conv.{}.k7s2", p),
                  {"pixels", "out", "in"},
                  {image_pixels, channels, {3, 16, 64}}});
-  // Depthwise: one filter per channel, the CUDA cores' work (TF32 nodes read fp32's).
-  if (depthwise)
+  // Depthwise: one filter per channel, the CUDA cores' work (TF32 nodes read fp32's). Grouped
+  // 3x3 (ResNeXt, RegNet): 64 to 4,096 channels, 4 to 64 a group.
+  if (depthwise) {
     for (const char* cls : {"dw3s1", "dw3s2", "dw5s1", "dw5s2", "dw7s1"})
       out.push_back({fmt::format("conv.{}.{}", p, cls),
                      {"pixels", "channels"},
                      {image_pixels, pow2(16, 1024)}});
+    for (const char* cls : {"g3s1", "g3s2"})
+      out.push_back({fmt::format("conv.{}.{}", p, cls),
+                     {"pixels", "channels", "width"},
+                     {ladder(49, 802816, 4), ladder(64, 4096, 4), {4, 16, 64}}});
+  }
   // 2x2 stride 2 downsampling between stages (ConvNeXt, Swin).
   out.push_back(
       {fmt::format("conv.{}.k2s2", p), {"pixels", "out", "in"}, {pixels, channels, channels}});

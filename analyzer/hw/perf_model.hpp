@@ -20,6 +20,7 @@
 //   attn_decode.<dtype>.kv_fp8  the same                 over an fp8 (e4m3) KV cache
 //   conv.<precision>.<k1s1|k1s2|k3s1|k3s2|k7s2|k14s14|k16s16>  pixels, out, in
 //                                                      pixels = batch * output pixels
+//   conv.<precision>.<g3s1|g3s2>  pixels, channels, width   grouped: width channels a group
 //   mem.<elementwise|broadcast|transpose|copy|gather>  bytes
 //   mem.<norm|softmax|reduce>   align, rows, cols      cols in bf16 elements (wider dtypes scaled);
 //                                                      align 8: rows of whole 16-byte vectors, else
@@ -58,11 +59,17 @@ std::shared_ptr<const PerfDatabase> with_grouped_experts(std::shared_ptr<const P
 // product as deployments lay it out ([m, k] activations, [n, k] weights, [m, n] output).
 int64_t gemm_alignment(int64_t n, int64_t k);
 
-// "k3s2" -> {3, 2}, and a depthwise class "dw5s1" -> {5, 1}; nullopt for a name that is not a
-// convolution class.
+// "k3s2" -> {3, 2}, a depthwise class "dw5s1" -> {5, 1}, a grouped one "g3s2" -> {3, 2}; nullopt
+// for a name that is not a convolution class.
 std::optional<std::pair<int64_t, int64_t>> conv_kernel_stride(const std::string& cls);
 // Depthwise classes ("dw3s1") have the axes pixels and channels, the dense ones pixels, out, in.
 bool is_depthwise_class(const std::string& cls);
+// Grouped classes ("g3s1": ResNeXt's and RegNet's 3x3 convolutions, 1 < groups < channels, as
+// many channels out as in) have the axes pixels, channels and width (channels a group).
+bool is_grouped_class(const std::string& cls);
+// The output image side a grouped layer with this many channels has in ResNeXt-50: 128 at 56,
+// 256 at 28, 512 at 14, 1,024 and more at 7 (calibrate times each point on images of that side).
+int64_t grouped_image_side(int64_t channels);
 // The output image side a depthwise layer with this many channels has in the networks built of
 // them (MobileNetV2/V3, EfficientNet, ConvNeXt): 16-32 channels at 112, 72-144 at 56, 192-240 at
 // 28, 384-672 at 14, 960 and more at 7. A depthwise kernel's speed depends on the image's shape,

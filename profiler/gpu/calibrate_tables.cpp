@@ -52,13 +52,15 @@ void for_each_point(const TableGrid& g, F&& f) {
 
 // A random shape inside the grid's range, log-uniform per axis, rounded as layers' dims are:
 // GEMM widths to multiples of 128 (the table's alignment class then shifts N off it), channels to
-// 16, rows to whole vectors, KV heads to sequences of 8; alignment classes, head dims and groups
+// 16, a grouped convolution's channels a group to 4 (and its channels to whole groups, below),
+// rows to whole vectors, KV heads to sequences of 8; alignment classes, head dims and groups
 // drawn from the grid's own values.
 double round_as_layers_do(const std::string& axis, double v) {
   double step = axis == "n" || axis == "k"                            ? 128
                 : axis == "out" || axis == "in" || axis == "channels" ? 16
                 : axis == "cols"                                      ? 8
                 : axis == "kv_heads" && v >= 8                        ? 8
+                : axis == "width"                                     ? 4
                                                                       : 1;
   return std::max(step, std::round(v / step) * step);
 }
@@ -74,6 +76,12 @@ std::vector<double> held_out_point(const TableGrid& g, std::mt19937& rng) {
     double lo = std::log(v.front()), hi = std::log(v.back());
     double u = std::exp(std::uniform_real_distribution<double>(lo, hi)(rng));
     x.push_back(std::clamp(round_as_layers_do(g.axes[a], u), v.front(), v.back()));
+  }
+  // A grouped convolution's channels are whole groups of `width` (ResNeXt's 32 x 4, RegNet's
+  // n x 8): 300 channels of 13 a group would time cuDNN's unaligned kernels, no layer's.
+  if (g.axes.size() == 3 && g.axes[1] == "channels" && g.axes[2] == "width") {
+    x[2] = std::min(x[2], x[1]);
+    x[1] = std::max(x[2], std::round(x[1] / x[2]) * x[2]);
   }
   return x;
 }

@@ -193,7 +193,9 @@ def run_mobilenet(results, flush_buf):
     ones are what the replay's cuDNN NCHW engines ran 4x slower than PyTorch), ConvNeXt-T's (7x7
     depthwise) at batch 32, NCHW and channels_last."""
     torch.backends.cudnn.benchmark = True
-    for model, batch in (("mobilenet_v3_small", 64), ("efficientnet_b0", 64), ("convnext_tiny", 32)):
+    # ResNeXt-50 for its grouped 3x3 convolutions (32 groups of 4-32 channels).
+    for model, batch in (("mobilenet_v3_small", 64), ("efficientnet_b0", 64), ("convnext_tiny", 32),
+                         ("resnext50_32x4d", 32)):
         convs = model_convs(batch, model)
         for layout in ("nchw", "channels_last"):
             depthwise_layout(results, flush_buf, model, batch, convs, layout)

@@ -589,3 +589,32 @@ TEST_CASE("an expert table point is one batched GEMM of its experts' rows", "[pe
   CHECK(expert_gemm_query(Precision::fp16, 4, 16, 512, 1024)->table == "moe.bf16");
   CHECK_FALSE(expert_gemm_query(Precision::int8, 4, 16, 512, 1024));
 }
+
+TEST_CASE("a grouped 3x3 convolution maps to its table and a table point back to it", "[perf]") {
+  // A ResNeXt-50 stage-2 opening: 256 channels in 32 groups of 8, stride 2, 4 images of 28 x 28
+  // out.
+  replay::GridPlan g = replay::plan_for_grid_point("conv.bf16.g3s2", {3136, 256, 8});
+  const ConvDims& cv = g.plan.as<replay::ConvPlan>().conv;
+  CHECK(cv.groups == 32);
+  CHECK(cv.in_channels == 256);
+  CHECK(cv.out_channels == 256);
+  CHECK(cv.out_spatial == std::vector<int64_t>{28, 28});
+  CHECK(cv.batch == 4);
+  NodeCost conv;
+  conv.kernel.conv = cv;
+  auto q = perf_query(conv, Precision::bf16);
+  REQUIRE(q);
+  CHECK(q->table == "conv.bf16.g3s2");
+  CHECK(q->x == std::vector<double>{3136, 256, 8});
+  // Each output pixel and channel: 8 inputs x 9 taps, a multiply-add each. Bytes: the input at
+  // twice the side, the output, the [256, 8, 3, 3] filters, 2 bytes an element.
+  GridWork w = grid_work("conv.bf16.g3s2", {3136, 256, 8});
+  CHECK(w.flops == 2.0 * 3136 * 256 * 8 * 9);
+  CHECK(w.bytes == (3136.0 * 4 * 256 + 3136.0 * 256 + 256.0 * 8 * 9) * 2);
+  CHECK(w.tensor_cores);
+  // Grouped, but with more channels out than in: no table.
+  ConvDims wide = cv;
+  wide.out_channels = 512;
+  conv.kernel.conv = wide;
+  CHECK_FALSE(perf_query(conv, Precision::bf16));
+}
