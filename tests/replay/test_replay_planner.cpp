@@ -214,6 +214,9 @@ TEST_CASE("a prefill over an fp8 KV cache is replayed as fp8 attention, its quer
   }
   CHECK(attn.outputs[0].dtype == DType::f8e4m3fn);  // what cuDNN's fp8 attention writes
   CHECK_THAT(attn.description, Catch::Contains("fp8 causal attention"));
+  for (const NodeResult& n : p.a.nodes)  // the report says why it is priced as fp8
+    if (n.name == "model.layers.0.self_attn.attn")
+      CHECK_THAT(n.cost.note, Catch::Contains("fp8 attention over an fp8 cache"));
 }
 
 TEST_CASE("MoE, MLA and what is not replayed, each with its reason", "[replay]") {
