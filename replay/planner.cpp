@@ -259,9 +259,9 @@ class Planner {
     if (d.q_heads % d.kv_heads) refuse("query heads are not a multiple of KV heads");
     AttentionPlan ap{d, n_.attr_int("kv_shared", 0) != 0};
     // An fp8 (e4m3) cache, as the analysis found it: the whole cache is read in fp8, the new keys
-    // written in first. A prefill over it runs fp8 attention, its queries quantized too.
+    // written in first; a prefill over it runs fp8 attention (KernelShape::fp8_attention).
     bool fp8 = ks.attention_fp8_cache;
-    DType kv = fp8 ? DType::f8e4m3fn : dt, q = fp8 && !ap.decode() ? kv : dt;
+    DType kv = fp8 ? DType::f8e4m3fn : dt, q = ks.fp8_attention() ? kv : dt;
     if (fp8 && ap.v_in_k) refuse("attention over an fp8 latent cache (MLA): no replay kernel");
     if (fp8 && ap.decode() && !decode_group_shape(d, true))
       refuse("fp8-cache decode attention: the replay runs dim 64/128, up to 8 heads a KV");

@@ -54,6 +54,9 @@ struct KernelShape {
   std::optional<MoeDims> moe;
   MemoryKernel memory = MemoryKernel::none;
   int64_t rows = 0, cols = 0;  // row kernels (norm, softmax, reduce): rows of `cols` elements
+  // A prefill over an fp8 cache runs the attention itself in fp8, its queries quantized too
+  // (vLLM's FlashAttention-3); a decode step only reads the cache in fp8.
+  bool fp8_attention() const { return attention && attention->q_len > 1 && attention_fp8_cache; }
 };
 
 struct NodeCost {

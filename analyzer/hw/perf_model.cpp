@@ -126,11 +126,10 @@ std::optional<PerfQuery> attention_query(const AttentionDims& d, const KernelSha
     return PerfQuery{"attn_decode." + dt + (ks.attention_fp8_cache ? ".kv_fp8" : ""),
                      {dd, static_cast<double>(d.q_heads / std::max<int64_t>(d.kv_heads, 1)),
                       static_cast<double>(d.batch * d.kv_heads), static_cast<double>(d.kv_len)}};
-  // The square self-attention that executes as many scores per head. Over an fp8 cache the
-  // attention itself runs in fp8, the queries quantized too (FlashAttention-3 under vLLM).
+  // The square self-attention that executes as many scores per head.
   auto pairs = static_cast<double>(attention_pairs(d.q_len, d.kv_len, d.causal, d.window));
   double seq = d.causal ? (std::sqrt(1 + 8 * pairs) - 1) / 2 : std::sqrt(pairs);
-  return PerfQuery{fmt::format("attn_prefill.{}.{}", ks.attention_fp8_cache ? "fp8" : dt,
+  return PerfQuery{fmt::format("attn_prefill.{}.{}", ks.fp8_attention() ? "fp8" : dt,
                                d.causal ? "causal" : "full"),
                    {dd, static_cast<double>(d.batch * d.q_heads), seq}};
 }
@@ -294,31 +293,20 @@ GridWork grid_work(const std::string& table, const std::vector<double>& x) {
     double cache = k.size() > 2 && k[2] == "kv_fp8" ? 1 : 2;  // bytes an element of K and V
     w.bytes = 2 * kvh * ctx * d * cache + 2 * kvh * g * d * 2;
     w.tensor_cores = true;
-  } else if (k[0] == "conv" && is_depthwise_class(k[2])) {
-    w.precision = *precision_from_name(k[1]);
-    auto [kernel, stride] = conv_kernel_stride(k[2]).value_or(std::pair<int64_t, int64_t>{1, 1});
-    double pix = x[0], ch = x[1], eb = static_cast<double>(element_bytes(w.precision));
-    auto kk = static_cast<double>(kernel * kernel), ss = static_cast<double>(stride * stride);
-    w.flops = 2 * pix * ch * kk;
-    w.bytes = (pix * ss * ch + pix * ch + ch * kk) * eb;
-    w.tensor_cores = false;
-  } else if (k[0] == "conv" && is_grouped_class(k[2])) {  // channels in and out, width a group
-    w.precision = *precision_from_name(k[1]);
-    auto [kernel, stride] = conv_kernel_stride(k[2]).value_or(std::pair<int64_t, int64_t>{1, 1});
-    double pix = x[0], ch = x[1], width = x[2],
-           eb = static_cast<double>(element_bytes(w.precision));
-    auto kk = static_cast<double>(kernel * kernel), ss = static_cast<double>(stride * stride);
-    w.flops = 2 * pix * ch * width * kk;
-    w.bytes = (pix * ss * ch + pix * ch + ch * width * kk) * eb;
-    w.tensor_cores = w.precision != Precision::fp32;
   } else if (k[0] == "conv") {
+    // Dense: pixels, out, in. Depthwise: pixels, channels, one channel a group. Grouped: pixels,
+    // channels, channels a group. Depthwise kernels run on the CUDA cores.
     w.precision = *precision_from_name(k[1]);
     auto [kernel, stride] = conv_kernel_stride(k[2]).value_or(std::pair<int64_t, int64_t>{1, 1});
-    double pix = x[0], out = x[1], in = x[2], eb = static_cast<double>(element_bytes(w.precision));
+    bool dw = is_depthwise_class(k[2]), grouped = is_grouped_class(k[2]);
+    double pix = x[0], out = x[1], in = dw || grouped ? out : x[2];
+    double per_group = dw ? 1 : grouped ? x[2] : in;  // input channels each output reads
+    double eb = static_cast<double>(element_bytes(w.precision));
     auto kk = static_cast<double>(kernel * kernel), ss = static_cast<double>(stride * stride);
-    w.flops = 2 * static_cast<double>(conv_macs(1, dim(out), dim(pix), dim(in), kernel * kernel));
-    w.bytes = (pix * ss * in + pix * out + out * in * kk) * eb;
-    w.tensor_cores = w.precision != Precision::fp32;
+    w.flops =
+        2 * static_cast<double>(conv_macs(1, dim(out), dim(pix), dim(per_group), kernel * kernel));
+    w.bytes = (pix * ss * in + pix * out + out * per_group * kk) * eb;
+    w.tensor_cores = !dw && w.precision != Precision::fp32;
   } else if (k[0] == "mem" && x.size() == 3) {
     w.bytes = 2 * x[1] * x[2] * 2;
   } else {

@@ -197,9 +197,7 @@ std::optional<double> predict_moe_from_tables(const NodeCost& c, Precision p, co
 // The precision a node's math runs in: a prefill over an fp8 cache runs fp8 attention where the
 // GPU has fp8 tensor cores (perf_query's attn_prefill.fp8 table), anything else in `p`.
 Precision math_precision(const NodeCost& c, Precision p, const Device& d) {
-  bool fp8_prefill = c.kernel.attention && c.kernel.attention->q_len > 1 &&
-                     c.kernel.attention_fp8_cache && d.tensor_flops.count("fp8");
-  return fp8_prefill ? Precision::fp8 : p;
+  return c.kernel.fp8_attention() && d.tensor_flops.count("fp8") ? Precision::fp8 : p;
 }
 
 }  // namespace

@@ -267,7 +267,7 @@ NodeCost cost_attention(const CostContext& ctx, LayoutFn layout) {
   if (L.core.alibi) c.note += "; ALiBi bias";
   if (L.core.sinks) c.note += "; sink logits";
   if (c.kernel.attention_fp8_cache)
-    c.note += L.core.q_len > 1 ? "; fp8 attention over an fp8 cache" : "; fp8 cache";
+    c.note += c.kernel.fp8_attention() ? "; fp8 attention over an fp8 cache" : "; fp8 cache";
   return c;
 }
 
