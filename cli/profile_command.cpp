@@ -238,14 +238,15 @@ int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
 
 namespace {
 
-// Each collective at a few sizes: NCCL's kernel time and bus bandwidth here, beside the link
-// model's figure from published bus bandwidths (what rooflens predicted before this calibration).
+// Each collective at a few sizes: NCCL's kernel time back to back and after an L2 flush (what a
+// model's collective meets), its bus bandwidth and the host call here, beside what rooflens
+// priced before this calibration (the curves it ships for this GPU, else published bandwidths).
 void print_collectives(std::ostream& say, const DeviceProfile& p) {
   Device published = find_device(p.base_device);
   for (const CollectiveCurveSet& set : p.collectives) {
     say << fmt::format("collectives over {} GPUs:\n  {}\n  {}\n", set.gpus, set.topology, set.nccl);
-    say << fmt::format("  {:<15} {:>8} {:>11} {:>10} {:>11} {:>15}\n", "", "size", "kernel",
-                       "bus GB/s", "host call", "published model");
+    say << fmt::format("  {:<15} {:>8} {:>11} {:>12} {:>9} {:>11} {:>13}\n", "", "size", "kernel",
+                       "L2 flushed", "bus GB/s", "host call", "priced before");
     for (Collective c : kCollectives) {
       auto it = set.curves.find(std::string(collective_name(c)));
       if (it == set.curves.end()) continue;
@@ -254,11 +255,12 @@ void print_collectives(std::ostream& say, const DeviceProfile& p) {
             pt.bytes != it->second.front().bytes)
           continue;
         CollectivePrice model = price_collective(c, pt.bytes, set.gpus, published);
-        say << fmt::format("  {:<15} {:>8} {:>8.1f} us {:>10.0f} {:>8.1f} us {:>12.1f} us\n",
-                           collective_name(c), reports::human_bytes(static_cast<double>(pt.bytes)),
-                           pt.kernel_s * 1e6,
-                           pt.bytes / pt.kernel_s * bus_factor(c, set.gpus) / 1e9, pt.wall_s * 1e6,
-                           model.seconds * 1e6);
+        say << fmt::format(
+            "  {:<15} {:>8} {:>8.1f} us {:>9.1f} us {:>9.0f} {:>8.1f} us {:>10.1f} us\n",
+            collective_name(c), reports::human_bytes(static_cast<double>(pt.bytes)),
+            pt.kernel_s * 1e6, pt.kernel_cold_s * 1e6,
+            pt.bytes / pt.kernel_s * bus_factor(c, set.gpus) / 1e9, pt.wall_s * 1e6,
+            model.seconds * 1e6);
       }
     }
   }

@@ -1,3 +1,5 @@
+#include <cuda/atomic>
+
 #include "kernels/calibrate_kernels.hpp"
 #include "kernels/cuda_check.hpp"
 
@@ -39,6 +41,22 @@ __global__ void clock_kernel(unsigned long long* out, uint64_t ns) {
   out[1] = t1 - t0;
 }
 
+// Slot `waits` of the flags is the timeout mark: a GPU that waited 10 s for the others gives up
+// rather than hanging the run, and the host reports it.
+__global__ void barrier_kernel(unsigned* flags, int me, int waits, unsigned epoch) {
+  using Flag = cuda::atomic_ref<unsigned, cuda::thread_scope_system>;
+  Flag(flags[me]).store(epoch, cuda::memory_order_release);
+  const uint64_t t0 = global_ns();
+  for (int j = 0; j < waits; ++j) {
+    Flag other(flags[j]);
+    while (other.load(cuda::memory_order_acquire) < epoch)
+      if (global_ns() - t0 > 10'000'000'000ull) {
+        Flag(flags[waits]).store(1, cuda::memory_order_release);
+        return;
+      }
+  }
+}
+
 }  // namespace
 
 void stream_copy(void* dst, const void* src, int64_t bytes, int sm_count, cudaStream_t s) {
@@ -60,6 +78,11 @@ void empty_kernel(cudaStream_t s) {
 
 void clock_probe(unsigned long long* out, uint64_t ns, cudaStream_t s) {
   clock_kernel<<<1, 1, 0, s>>>(out, ns);
+  ROOFLENS_CUDA_CHECK(cudaGetLastError());
+}
+
+void gpu_barrier(unsigned* flags, int me, int waits, unsigned epoch, cudaStream_t s) {
+  barrier_kernel<<<1, 1, 0, s>>>(flags, me, waits, epoch);
   ROOFLENS_CUDA_CHECK(cudaGetLastError());
 }
 

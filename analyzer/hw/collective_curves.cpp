@@ -59,25 +59,31 @@ CollectiveBuffers collective_buffers(Collective c, int64_t bytes, int64_t ranks,
   return b;
 }
 
-std::optional<double> curve_seconds(const std::vector<CollectivePoint>& curve, int64_t bytes) {
+double point_seconds(const CollectivePoint& p, CollectiveTiming timing) {
+  return timing == CollectiveTiming::after_layers && p.kernel_cold_s > 0 ? p.kernel_cold_s
+                                                                         : p.kernel_s;
+}
+
+std::optional<double> curve_seconds(const std::vector<CollectivePoint>& curve, int64_t bytes,
+                                    CollectiveTiming timing) {
   if (curve.empty()) return std::nullopt;
-  if (bytes <= curve.front().bytes) return curve.front().kernel_s;
+  auto t = [timing](const CollectivePoint& p) { return point_seconds(p, timing); };
+  if (bytes <= curve.front().bytes) return t(curve.front());
   for (size_t i = 1; i < curve.size(); ++i) {
     const CollectivePoint &a = curve[i - 1], &b = curve[i];
     if (bytes > b.bytes) continue;
     double f = static_cast<double>(bytes - a.bytes) / static_cast<double>(b.bytes - a.bytes);
-    return a.kernel_s + f * (b.kernel_s - a.kernel_s);
+    return t(a) + f * (t(b) - t(a));
   }
   const CollectivePoint& last = curve.back();
   // The last segment's marginal bandwidth; a flat or inverted segment (noise) falls back to the
   // largest size's average bandwidth.
-  double bw = static_cast<double>(last.bytes) / last.kernel_s;
+  double bw = static_cast<double>(last.bytes) / t(last);
   if (curve.size() >= 2) {
     const CollectivePoint& prev = curve[curve.size() - 2];
-    if (last.kernel_s > prev.kernel_s)
-      bw = static_cast<double>(last.bytes - prev.bytes) / (last.kernel_s - prev.kernel_s);
+    if (t(last) > t(prev)) bw = static_cast<double>(last.bytes - prev.bytes) / (t(last) - t(prev));
   }
-  return last.kernel_s + static_cast<double>(bytes - last.bytes) / bw;
+  return t(last) + static_cast<double>(bytes - last.bytes) / bw;
 }
 
 nlohmann::json collective_curves_json(const std::vector<CollectiveCurveSet>& sets) {
@@ -86,10 +92,14 @@ nlohmann::json collective_curves_json(const std::vector<CollectiveCurveSet>& set
     nlohmann::json curves = nlohmann::json::object();
     for (const auto& [name, points] : s.curves) {
       nlohmann::json rows = nlohmann::json::array();
-      for (const CollectivePoint& p : points)
-        rows.push_back({{"bytes", p.bytes},
-                        {"kernel_s", std::stod(fmt::format("{:.4g}", p.kernel_s))},
-                        {"wall_s", std::stod(fmt::format("{:.4g}", p.wall_s))}});
+      for (const CollectivePoint& p : points) {
+        auto four_digits = [](double t) { return std::stod(fmt::format("{:.4g}", t)); };
+        nlohmann::json row = {{"bytes", p.bytes},
+                              {"kernel_s", four_digits(p.kernel_s)},
+                              {"wall_s", four_digits(p.wall_s)}};
+        if (p.kernel_cold_s > 0) row["kernel_cold_s"] = four_digits(p.kernel_cold_s);
+        rows.push_back(row);
+      }
       curves[name] = rows;
     }
     out.push_back({{"gpus", s.gpus},
@@ -122,13 +132,17 @@ std::vector<CollectiveCurveSet> collective_curves_from_json(const nlohmann::json
       for (const auto& r : rows) {
         CollectivePoint p{r.at("bytes").get<int64_t>(), r.at("kernel_s").get<double>(),
                           r.at("wall_s").get<double>()};
+        bool has_cold = r.contains("kernel_cold_s");
+        if (has_cold) p.kernel_cold_s = r.at("kernel_cold_s").get<double>();
         auto bad = [&](const char* what) {
           return InputError(
               fmt::format("{}: collectives ({} GPUs) {}: {}", path, set.gpus, name, what));
         };
         if (p.bytes <= 0 || (!points.empty() && p.bytes <= points.back().bytes))
           throw bad("sizes must be positive and ascending");
-        if (!(p.kernel_s > 0) || p.kernel_s > 100 || !(p.wall_s > 0) || p.wall_s > 100)
+        auto measured = [](double t) { return t > 0 && t <= 100; };
+        if (!measured(p.kernel_s) || !measured(p.wall_s) ||
+            (has_cold && !measured(p.kernel_cold_s)))
           throw bad("a time is not a measured time");
         points.push_back(p);
       }

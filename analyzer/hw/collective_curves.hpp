@@ -35,8 +35,11 @@ CollectiveBuffers collective_buffers(Collective c, int64_t bytes, int64_t ranks,
 
 struct CollectivePoint {
   int64_t bytes = 0;    // nccl-tests' size (link_model.hpp)
-  double kernel_s = 0;  // median over samples of the slowest rank's kernel time
+  double kernel_s = 0;  // median over samples of the slowest rank's kernel time, back to back
   double wall_s = 0;    // median host time of the call until every rank's stream finished
+  // The same after every GPU's L2 was flushed, as a model's layers leave it before their
+  // collectives; 0 where a profile predates it.
+  double kernel_cold_s = 0;
 };
 
 struct CollectiveCurveSet {
@@ -49,11 +52,19 @@ struct CollectiveCurveSet {
   std::map<std::string, std::vector<CollectivePoint>> curves;
 };
 
+// Which of a point's kernel times: a collective inside a model meets an L2 its layers have
+// evicted (the replay's and real steps' small collectives take the flushed time, not the
+// back-to-back one); back to back is how NCCL's own benchmarks and profilers time it.
+enum class CollectiveTiming { after_layers, back_to_back };
+// after_layers: kernel_cold_s where the point has one, else kernel_s.
+double point_seconds(const CollectivePoint& p, CollectiveTiming timing);
+
 // The kernel time of `bytes` on a measured curve: linear between the two measured sizes around
 // it (time is affine in size between neighbouring sizes: a fixed latency and a bandwidth);
 // below the smallest, the smallest's time (latency-bound); past the largest, the largest's time
 // plus the rest at the last segment's bandwidth. nullopt for an empty curve.
-std::optional<double> curve_seconds(const std::vector<CollectivePoint>& curve, int64_t bytes);
+std::optional<double> curve_seconds(const std::vector<CollectivePoint>& curve, int64_t bytes,
+                                    CollectiveTiming timing = CollectiveTiming::after_layers);
 
 nlohmann::json collective_curves_json(const std::vector<CollectiveCurveSet>& sets);
 // InputError naming `path` and what is wrong (sizes not ascending, a time not positive).

@@ -204,7 +204,7 @@ double allreduce_busbw(const Device& d, int64_t ranks, std::string* source) {
 }
 
 CollectivePrice price_collective(Collective c, int64_t bytes, int64_t ranks, const Device& d,
-                                 bool engine_kernels) {
+                                 bool engine_kernels, CollectiveTiming timing) {
   CollectivePrice best;
   if (ranks <= 1 || bytes <= 0) return best;
   const LinkData& data = link_data();
@@ -227,7 +227,7 @@ CollectivePrice price_collective(Collective c, int64_t bytes, int64_t ranks, con
   // Measured through NCCL on this machine (calibrate --gpus N): NCCL's own choice of algorithm
   // at each size, in place of the ring and tree modelled from published bus bandwidths.
   if (const std::vector<CollectivePoint>* curve = measured_curve(d, c, ranks)) {
-    best = {*curve_seconds(*curve, bytes), "NCCL, measured", 0};
+    best = {*curve_seconds(*curve, bytes, timing), "NCCL, measured", 0};
     if (engine_kernels && c == Collective::all_reduce && f != Fabric::pcie &&
         bytes <= data.custom_max_bytes) {
       consider("one-shot", 2, (n - 1) * s, link);

@@ -25,8 +25,11 @@ struct CollectivePrice {
 // `bytes`: nccl-tests' size: the all-reduce buffer, all-gather's gathered output,
 // reduce-scatter's input, all-to-all's per-GPU buffer, the message of a send. `engine_kernels`:
 // the one-shot/two-shot all-reduce of serving engines is available (NVLink fabrics).
+// `timing` picks which of a measured curve's times (collective_curves.hpp): a model's
+// collectives are priced after_layers; back_to_back compares with NCCL's own benchmarks.
 CollectivePrice price_collective(Collective c, int64_t bytes, int64_t ranks, const Device& d,
-                                 bool engine_kernels = false);
+                                 bool engine_kernels = false,
+                                 CollectiveTiming timing = CollectiveTiming::after_layers);
 double collective_seconds(Collective c, int64_t bytes, int64_t ranks, const Device& d,
                           bool engine_kernels = false);
 

@@ -11,10 +11,11 @@
 
 #include "analyzer/analysis/measurement.hpp"
 #include "analyzer/core/errors.hpp"
-#include "kernels/calibrate_kernels.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/nccl_runtime.hpp"
 #include "profiler/gpu/cupti_session.hpp"
+#include "profiler/gpu/gpu_barrier.hpp"
+#include "profiler/gpu/gpu_info.hpp"
 #include "profiler/gpu/harness.hpp"
 
 namespace rooflens::profiler {
@@ -45,13 +46,15 @@ float float_of(uint16_t b) {
 struct Rank {
   int device = 0;
   cudaStream_t stream = nullptr;
-  kernels::DeviceBuffer send, recv, probe;
+  kernels::DeviceBuffer send, recv;
   std::unique_ptr<nccl::Communicator> comm;
+  std::unique_ptr<L2Flush> flush;
 };
 
 class Group {
  public:
-  Group(int gpus, int64_t max_bytes, const nccl::Runtime& rt) : rt_(rt), ranks_(gpus) {
+  Group(int gpus, int64_t max_bytes, const nccl::Runtime& rt)
+      : rt_(rt), ranks_(gpus), flags_(GpuBarrier::words(gpus, 1)), barrier_(flags_, gpus, 1) {
     std::vector<ncclComm_t> comms(gpus);
     std::vector<int> devices(gpus);
     for (int r = 0; r < gpus; ++r) devices[r] = r;
@@ -65,8 +68,10 @@ class Group {
       ROOFLENS_CUDA_CHECK(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking));
       k.send = kernels::DeviceBuffer(static_cast<size_t>(max_bytes));
       k.recv = kernels::DeviceBuffer(static_cast<size_t>(max_bytes));
-      k.probe = kernels::DeviceBuffer(2 * sizeof(unsigned long long));
       ROOFLENS_CUDA_CHECK(cudaMemset(k.send.get(), 0, max_bytes));
+      cudaDeviceProp prop{};
+      ROOFLENS_CUDA_CHECK(cudaGetDeviceProperties(&prop, r));
+      k.flush = std::make_unique<L2Flush>(prop.l2CacheSize, prop.multiProcessorCount);
     }
     ROOFLENS_CUDA_CHECK(cudaSetDevice(0));
   }
@@ -90,22 +95,30 @@ class Group {
     nccl::check(api, api.group_end(), "ncclGroupEnd");
     ROOFLENS_CUDA_CHECK(cudaSetDevice(0));
   }
-  // Every GPU busy for `ns` before what is launched next (not under an external id: no sample's).
-  void hold(uint64_t ns) {
+  // One sample's launch held on every GPU until the thread has launched it everywhere
+  // (GpuBarrier): bracket the launch with hold_until_launched() and launched().
+  // With `cold_l2`, each GPU's L2 is flushed first, as a model's layers leave it.
+  void hold_until_launched(bool cold_l2) {
+    barrier_.begin();
     for (Rank& k : ranks_) {
       ROOFLENS_CUDA_CHECK(cudaSetDevice(k.device));
-      kernels::clock_probe(k.probe.as<unsigned long long>(), ns, k.stream);
+      if (cold_l2) k.flush->run(k.stream);
+      barrier_.hold(k.device, k.stream);
     }
     ROOFLENS_CUDA_CHECK(cudaSetDevice(0));
   }
+  void launched() { barrier_.launched(0); }
   void synchronize() {
     for (Rank& k : ranks_) ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(k.stream));
+    barrier_.check();
   }
   std::vector<Rank>& ranks() { return ranks_; }
 
  private:
   const nccl::Runtime& rt_;
   std::vector<Rank> ranks_;
+  HostFlags flags_;
+  GpuBarrier barrier_;
 };
 
 // Checks one collective on known values: rank r's send buffer holds r + 1 in its chunk for
@@ -159,28 +172,69 @@ void verify(Group& g, Collective c) {
   ROOFLENS_CUDA_CHECK(cudaSetDevice(0));
 }
 
+struct SampleTimes {
+  std::vector<double> kernel_s;  // per sample, the slowest device's NCCL kernels summed
+  std::vector<double> skew_s;    // per sample, the latest device's first start less the earliest's
+};
+
 // The kernel time of every sample: per sample, each device's NCCL kernels summed, the slowest
 // device's taken (every rank waits for the others inside the collective). Samples are told apart
 // by the external id pushed around their launch.
-std::vector<double> kernel_times(const Trace& t, int samples) {
+SampleTimes kernel_times(const Trace& t, int samples) {
   std::map<uint32_t, uint64_t> external_of;
   for (const ExternalCorrelation& e : t.externals) external_of[e.correlation_id] = e.external_id;
-  std::map<int, std::map<uint32_t, uint64_t>> ns;  // sample -> device -> ns
+  struct OnDevice {
+    uint64_t ns = 0, first_start = UINT64_MAX;
+  };
+  std::map<int, std::map<uint32_t, OnDevice>> per;  // sample -> device
   for (const GpuActivity& a : t.activities) {
     if (a.kind != GpuActivity::Kind::kernel) continue;
     auto it = external_of.find(a.correlation_id);
     if (it == external_of.end()) continue;
-    ns[sample_of(it->second)][a.device] += a.end_ns - a.start_ns;
+    OnDevice& d = per[sample_of(it->second)][a.device];
+    d.ns += a.end_ns - a.start_ns;
+    d.first_start = std::min<uint64_t>(d.first_start, a.start_ns);
   }
-  std::vector<double> out;
+  SampleTimes out;
   for (int s = 0; s < samples; ++s) {
-    auto it = ns.find(s);
-    if (it == ns.end()) continue;
-    uint64_t slowest = 0;
-    for (const auto& [dev, v] : it->second) slowest = std::max(slowest, v);
-    out.push_back(slowest * 1e-9);
+    auto it = per.find(s);
+    if (it == per.end()) continue;
+    uint64_t slowest = 0, earliest = UINT64_MAX, latest = 0;
+    for (const auto& [dev, d] : it->second) {
+      slowest = std::max(slowest, d.ns);
+      earliest = std::min(earliest, d.first_start);
+      latest = std::max(latest, d.first_start);
+    }
+    out.kernel_s.push_back(slowest * 1e-9);
+    out.skew_s.push_back((latest - earliest) * 1e-9);
   }
   return out;
+}
+
+// `reps` samples of one collective, each held on every GPU until the thread has launched it
+// everywhere, so that it starts on all GPUs together as after a model's layer (launched one at a
+// time, a small collective's kernel would mostly wait for the thread to reach the next GPU).
+// With `cold_l2` every GPU's L2 is flushed before each sample.
+SampleTimes time_kernels(Group& g, CuptiSession& cupti, Collective c, int64_t bytes, int reps,
+                         bool cold_l2) {
+  cupti.flush();
+  for (int i = 0; i < reps; ++i) {
+    g.hold_until_launched(cold_l2);
+    cupti.push_external(external_id(0, i));
+    g.launch(c, bytes);
+    cupti.pop_external();
+    g.launched();
+    if (i % kHarnessBatch == kHarnessBatch - 1 || i == reps - 1) g.synchronize();
+  }
+  Trace t = cupti.flush();
+  if (t.dropped > 0)
+    throw kernels::CudaError(fmt::format("CUPTI dropped {} records timing NCCL", t.dropped));
+  SampleTimes times = kernel_times(t, reps);
+  if (static_cast<int>(times.kernel_s.size()) < reps)
+    throw kernels::CudaError(
+        fmt::format("NCCL {} of {} bytes: CUPTI saw the kernels of {} of {} samples",
+                    collective_name(c), bytes, times.kernel_s.size(), reps));
+  return times;
 }
 
 std::string topology_text(int gpus) {
@@ -243,30 +297,16 @@ CollectiveCurveSet measure_collectives(int gpus, bool quick, const std::string& 
         g.synchronize();
         wall.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
       }
-      // The kernels: batches queued behind a 0.5 ms spin on every GPU, so that the one thread has
-      // launched the whole batch on every GPU before the first collective starts, and the GPUs
-      // run them back to back as a model's layers run (launched one at a time, a small
-      // collective's kernel would mostly wait for the thread to reach the next GPU).
-      cupti.flush();
-      for (int i = 0; i < reps; ++i) {
-        if (i % kHarnessBatch == 0) g.hold(500'000);
-        cupti.push_external(external_id(0, i));
-        g.launch(c, bytes);
-        cupti.pop_external();
-        if (i % kHarnessBatch == kHarnessBatch - 1 || i == reps - 1) g.synchronize();
-      }
-      Trace t = cupti.flush();
-      if (t.dropped > 0)
-        throw kernels::CudaError(fmt::format("CUPTI dropped {} records timing NCCL", t.dropped));
-      std::vector<double> kernel = kernel_times(t, reps);
-      if (static_cast<int>(kernel.size()) < reps)
-        throw kernels::CudaError(
-            fmt::format("NCCL {} of {} bytes: CUPTI saw the kernels of {} of {} samples",
-                        collective_name(c), bytes, kernel.size(), reps));
-      CollectivePoint p{bytes, summarize_samples(kernel).median, summarize_samples(wall).median};
+      SampleTimes warm = time_kernels(g, cupti, c, bytes, reps, false);
+      SampleTimes cold = time_kernels(g, cupti, c, bytes, reps, true);
+      CollectivePoint p{bytes, summarize_samples(warm.kernel_s).median,
+                        summarize_samples(wall).median, summarize_samples(cold.kernel_s).median};
       curve.push_back(p);
-      log << fmt::format("  {:<15} {:>11} B  kernel {:>9.1f} us  call {:>9.1f} us\n",
-                         collective_name(c), bytes, p.kernel_s * 1e6, p.wall_s * 1e6);
+      log << fmt::format(
+          "  {:<15} {:>11} B  kernel {:>9.1f} us  after an L2 flush {:>9.1f} us  call {:>9.1f} us  "
+          "starts within {:.1f} us\n",
+          collective_name(c), bytes, p.kernel_s * 1e6, p.kernel_cold_s * 1e6, p.wall_s * 1e6,
+          summarize_samples(warm.skew_s).median * 1e6);
     }
   }
   return set;

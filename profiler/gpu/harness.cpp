@@ -5,6 +5,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -13,6 +14,7 @@
 #include "kernels/nccl_runtime.hpp"
 #include "kernels/replay.hpp"
 #include "profiler/gpu/cupti_session.hpp"
+#include "profiler/gpu/gpu_barrier.hpp"
 #include "profiler/gpu/gpu_info.hpp"
 #include "profiler/measure/prediction_error.hpp"
 #include "profiler/timeline/attribution.hpp"
@@ -48,7 +50,7 @@ bool is_out_of_memory(const std::string& what) {
 class ProfileRun {
  public:
   ProfileRun(const ProfileOptions& opt, const std::string& roofs, Trace* keep,
-             const kernels::nccl::Communicator* comm);
+             const kernels::nccl::Communicator* comm, GpuBarrier* barrier);
   // The node's measurement, or its reason for having none.
   Measurement measure(const NodeResult& node, const replay::ReplayDecision& d,
                       const Device& device);
@@ -61,8 +63,9 @@ class ProfileRun {
   // nullptr and m skipped when the layer cannot run (memory, an unsupported plan).
   std::unique_ptr<kernels::LayerReplay> initialize(const NodeResult& node,
                                                    const replay::ReplayPlan& plan, Measurement& m);
-  // kHarnessBatch samples back to back; with CUDA events, their times in event_ms.
-  void run_batch(const NodeResult& node, kernels::LayerReplay& replay, int& sample,
+  // kHarnessBatch samples back to back; with CUDA events, their times in event_ms. A collective's
+  // samples (lockstep) each start on every rank together, behind the ranks' barrier.
+  void run_batch(const NodeResult& node, kernels::LayerReplay& replay, bool lockstep, int& sample,
                  std::vector<float>& event_ms);
   // The batch's kernel time per sample from CUPTI's records (kept for --trace).
   void collect_cupti(const NodeResult& node, Measurement& m, std::vector<double>& samples,
@@ -82,11 +85,12 @@ class ProfileRun {
   CudaEvent ev_start_, ev_end_;
   std::map<std::string, int> choices_;
   kernels::ReplayContext ctx_;
+  GpuBarrier* barrier_;
 };
 
 ProfileRun::ProfileRun(const ProfileOptions& opt, const std::string& roofs, Trace* keep,
-                       const kernels::nccl::Communicator* comm)
-    : opt_(opt), keep_(keep) {
+                       const kernels::nccl::Communicator* comm, GpuBarrier* barrier)
+    : opt_(opt), keep_(keep), barrier_(barrier) {
   summary_.gpu = gpu_.name;
   summary_.l2 = opt.cold_l2 ? "cold" : "hot";
   summary_.roofs = roofs;
@@ -153,10 +157,15 @@ std::unique_ptr<kernels::LayerReplay> ProfileRun::initialize(const NodeResult& n
   return replay;
 }
 
-void ProfileRun::run_batch(const NodeResult& node, kernels::LayerReplay& replay, int& sample,
-                           std::vector<float>& event_ms) {
+void ProfileRun::run_batch(const NodeResult& node, kernels::LayerReplay& replay, bool lockstep,
+                           int& sample, std::vector<float>& event_ms) {
+  GpuBarrier* barrier = lockstep ? barrier_ : nullptr;
   for (int b = 0; b < kHarnessBatch; ++b, ++sample) {
     if (opt_.cold_l2) flush_.run(stream_.handle);
+    if (barrier) {
+      barrier->begin();
+      barrier->hold(opt_.rank, stream_.handle);
+    }
     if (cupti_) cupti_->push_external(external_id(node.index, sample));
     nvtx_.push(range_name(node.name, sample));
     ROOFLENS_CUDA_CHECK(cudaEventRecord(ev_start_.handle, stream_.handle));
@@ -168,6 +177,7 @@ void ProfileRun::run_batch(const NodeResult& node, kernels::LayerReplay& replay,
     ROOFLENS_CUDA_CHECK(cudaEventRecord(ev_end_.handle, stream_.handle));
     nvtx_.pop();
     if (cupti_) cupti_->pop_external();
+    if (barrier) barrier->launched(opt_.rank);
     if (!cupti_) {
       ROOFLENS_CUDA_CHECK(cudaEventSynchronize(ev_end_.handle));
       float ms = 0;
@@ -176,6 +186,7 @@ void ProfileRun::run_batch(const NodeResult& node, kernels::LayerReplay& replay,
     }
   }
   ROOFLENS_CUDA_CHECK(cudaStreamSynchronize(stream_.handle));
+  if (barrier) barrier->check();
 }
 
 void ProfileRun::collect_cupti(const NodeResult& node, Measurement& m, std::vector<double>& samples,
@@ -231,14 +242,15 @@ Measurement ProfileRun::measure(const NodeResult& node, const replay::ReplayDeci
   std::vector<std::string> names;
   auto layer_start = Clock::now();
   int sample = 0;
+  const bool lockstep = d.plan->is<replay::CollectivePlan>();
   do {
     std::vector<float> event_ms;
-    run_batch(node, *replay, sample, event_ms);
+    run_batch(node, *replay, lockstep, sample, event_ms);
     if (cupti_)
       collect_cupti(node, m, samples, names, names_seen);
     else
       for (float ms : event_ms) samples.push_back(ms * 1e-3);
-  } while (!enough(samples, sample, layer_start, d.plan->is<replay::CollectivePlan>()));
+  } while (!enough(samples, sample, layer_start, lockstep));
   if (samples.empty()) {
     m.status = ReplayStatus::skipped;
     m.reason = "no kernel of this layer reached the trace";
@@ -270,10 +282,18 @@ ProfileSummary ProfileRun::finish(Clock::time_point wall_start) {
 
 namespace {
 
-// profile --tp N: this rank's GPU and its communicator with the other ranks (blocks until every
-// rank has joined).
-std::unique_ptr<kernels::nccl::Communicator> join_ranks(const ProfileOptions& opt) {
-  if (opt.ranks <= 1) return nullptr;
+// profile --tp N: this rank's GPU, its communicator with the other ranks, and the barrier the
+// ranks' collective samples start behind (host memory shared by name; a rank opens it before
+// joining, so that once every rank has joined rank 0 can remove the name).
+struct RankGroup {
+  std::unique_ptr<HostFlags> flags;
+  std::unique_ptr<GpuBarrier> barrier;
+  std::unique_ptr<kernels::nccl::Communicator> comm;
+};
+
+RankGroup join_ranks(const ProfileOptions& opt) {
+  RankGroup g;
+  if (opt.ranks <= 1) return g;
   int count = 0;
   ROOFLENS_CUDA_CHECK(cudaGetDeviceCount(&count));
   if (opt.rank < 0 || opt.rank >= count)
@@ -282,13 +302,19 @@ std::unique_ptr<kernels::nccl::Communicator> join_ranks(const ProfileOptions& op
   ROOFLENS_CUDA_CHECK(cudaSetDevice(opt.rank));
   const kernels::nccl::Runtime& rt = kernels::nccl::Runtime::load(opt.nccl_dir);
   if (!rt.available()) throw InputError("profile --tp: " + rt.status());
+  const std::string name =
+      fmt::format("/rooflens-ranks-{:016x}", std::hash<std::string>{}(opt.nccl_id));
+  g.flags = std::make_unique<HostFlags>(name, GpuBarrier::words(opt.ranks, opt.ranks));
+  g.barrier = std::make_unique<GpuBarrier>(*g.flags, opt.ranks, opt.ranks);
   ncclComm_t comm = nullptr;
   kernels::nccl::check(
       rt.api(),
       rt.api().comm_init_rank(&comm, opt.ranks, kernels::nccl::unique_id_from_text(opt.nccl_id),
                               opt.rank),
       "ncclCommInitRank");
-  return std::make_unique<kernels::nccl::Communicator>(rt, comm, opt.rank, opt.ranks);
+  g.comm = std::make_unique<kernels::nccl::Communicator>(rt, comm, opt.rank, opt.ranks);
+  if (opt.rank == 0) HostFlags::remove_name(name);
+  return g;
 }
 
 }  // namespace
@@ -298,8 +324,8 @@ ProfileMeasurements run_profile(const Analysis& a, const std::vector<replay::Rep
   if (plans.size() != a.nodes.size())
     throw std::logic_error("run_profile: one plan per node of the analysis");
   auto wall_start = Clock::now();
-  std::unique_ptr<kernels::nccl::Communicator> comm = join_ranks(opt);
-  ProfileRun run(opt, a.device.roofs, keep, comm.get());
+  RankGroup ranks = join_ranks(opt);
+  ProfileRun run(opt, a.device.roofs, keep, ranks.comm.get(), ranks.barrier.get());
   ProfileMeasurements out;
   out.nodes.resize(a.nodes.size());
   for (size_t i = 0; i < a.nodes.size(); ++i) {

@@ -25,6 +25,22 @@ std::vector<CollectivePoint> issue_allreduce() {
           {int64_t{1} << 30, 3.24e-3, 3.3e-3}};
 }
 
+// A measured curve's time back to back, as PyTorch's profiler and torch.distributed timed the
+// references (the link model prices a model's collectives after an L2 flush).
+double back_to_back(Collective c, int64_t bytes, int64_t gpus, const Device& d) {
+  return price_collective(c, bytes, gpus, d, false, CollectiveTiming::back_to_back).seconds;
+}
+
+// The curves rooflens calibrate measured in the session of a PyTorch reference
+// (tests/data/reference/multi_gpu/h200x{2,4}-collectives-rooflens.json, 2026-11-26; the shipped
+// curves were measured on another machine the next day).
+CollectiveCurveSet same_session_curves(int gpus) {
+  std::string path =
+      "tests/data/reference/multi_gpu/h200x" + std::to_string(gpus) + "-collectives-rooflens.json";
+  nlohmann::json set = nlohmann::json::parse(std::ifstream(test::data_path(path)));
+  return collective_curves_from_json(nlohmann::json::array({set}), path).front();
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -39,6 +55,29 @@ TEST_CASE(
   double bw = (1073741824.0 - 134217728.0) / (3.24e-3 - 475e-6);
   CHECK(*curve_seconds(c, int64_t{2} << 30) == Approx(3.24e-3 + 1073741824.0 / bw));
   CHECK_FALSE(curve_seconds({}, 100).has_value());
+}
+
+TEST_CASE("a model's collectives take the curve's times after an L2 flush, where it has them",
+          "[links][curves]") {
+  // Two points, each with both times: 1 MiB 12.6 / 14.5 us, 4 MiB 30.6 / 33.6 us (2 x H200
+  // all-reduce). 2.5 MiB lies half way: 21.6 us back to back, 24.05 us after a flush.
+  std::vector<CollectivePoint> c = {{1 << 20, 12.6e-6, 60e-6, 14.5e-6},
+                                    {4 << 20, 30.6e-6, 70e-6, 33.6e-6}};
+  int64_t mid = (5 << 20) / 2;
+  CHECK(*curve_seconds(c, mid, CollectiveTiming::back_to_back) == Approx(21.6e-6));
+  CHECK(*curve_seconds(c, mid) == Approx(24.05e-6));
+  CHECK(*curve_seconds(c, 1024) == Approx(14.5e-6));
+  // A profile from before the flushed times prices both ways alike.
+  c[0].kernel_cold_s = c[1].kernel_cold_s = 0;
+  CHECK(*curve_seconds(c, mid) == Approx(21.6e-6));
+  // The profile JSON keeps both, and reads a set without them.
+  CollectiveCurveSet set;
+  set.gpus = 2;
+  set.curves["all-reduce"] = {{1 << 20, 12.6e-6, 60e-6, 14.5e-6}};
+  std::vector<CollectiveCurveSet> back =
+      collective_curves_from_json(collective_curves_json({set}), "p.json");
+  CHECK(back.at(0).curves.at("all-reduce").at(0).kernel_cold_s == Approx(14.5e-6));
+  CHECK(back.at(0).curves.at("all-reduce").at(0).kernel_s == Approx(12.6e-6));
 }
 
 TEST_CASE("each collective's buffers follow nccl-tests' size conventions", "[links][curves]") {
@@ -102,8 +141,9 @@ TEST_CASE("a profile with measured collectives prices them from the curve, other
         Approx(collective_seconds(Collective::all_reduce, 64 << 20, 8, spec)));
 }
 
-TEST_CASE("the shipped 2-GPU curves against PyTorch's NCCL kernels and the issue's H100 figures",
-          "[links][curves]") {
+TEST_CASE(
+    "2-GPU curves against PyTorch's NCCL kernels, and the shipped ones against the issue's H100",
+    "[links][curves]") {
   // The same H200 pair in the same session: rooflens's curve (CUPTI) and torch.distributed's NCCL
   // kernels under torch.profiler (scripts/gpu/multi_gpu_references.py collectives). From 16 MiB to
   // 1 GiB every collective within 6%; from 1 MiB the all-reduce and the all-gather too (below
@@ -111,7 +151,7 @@ TEST_CASE("the shipped 2-GPU curves against PyTorch's NCCL kernels and the issue
   // measured 12-49% above two processes' at 1-4 MiB: docs/profile.md).
   nlohmann::json torch = nlohmann::json::parse(std::ifstream(
       test::data_path("tests/data/reference/multi_gpu/h200x2-collectives-torch.json")));
-  Device h200 = calibrated_device(*default_profile("H200"));
+  CollectiveCurveSet same = same_session_curves(2);
   int checked = 0;
   for (const auto& [name, rows] : torch.at("curves").items()) {
     REQUIRE(collective_named(name));
@@ -121,40 +161,40 @@ TEST_CASE("the shipped 2-GPU curves against PyTorch's NCCL kernels and the issue
       bool small_ok = c == Collective::all_reduce || c == Collective::all_gather;
       if (bytes < (small_ok ? (1 << 20) : (16 << 20))) continue;
       INFO(name << " " << bytes << " B");
-      CHECK(collective_seconds(c, bytes, 2, h200) ==
+      CHECK(*curve_seconds(same.curves.at(name), bytes, CollectiveTiming::back_to_back) ==
             Approx(row.at("kernel_s").get<double>()).epsilon(0.06));
       ++checked;
     }
   }
   CHECK(checked == 6 + 6 + 4 + 4 + 4);
-  // The multi-GPU issue's 2 x H100 (NV18) torch.distributed fp16 figures, on the same links.
+  // The multi-GPU issue's 2 x H100 (NV18) torch.distributed fp16 figures, on the same links,
+  // against the shipped curves (another machine): within 6.5% (all-to-all 1 GiB: 1.611 against 1.72
+  // ms).
   Device h100 = find_device("H100-SXM");
-  CHECK(collective_seconds(Collective::all_reduce, 16 << 20, 2, h100) ==
-        Approx(78e-6).epsilon(0.06));
-  CHECK(collective_seconds(Collective::all_reduce, 128 << 20, 2, h100) ==
-        Approx(475e-6).epsilon(0.06));
-  CHECK(collective_seconds(Collective::all_reduce, int64_t{1} << 30, 2, h100) ==
-        Approx(3.24e-3).epsilon(0.06));
-  CHECK(collective_seconds(Collective::all_gather, int64_t{1} << 30, 2, h100) ==
-        Approx(2.03e-3).epsilon(0.06));
-  CHECK(collective_seconds(Collective::reduce_scatter, int64_t{1} << 30, 2, h100) ==
-        Approx(2.08e-3).epsilon(0.06));
-  CHECK(collective_seconds(Collective::all_to_all, int64_t{1} << 30, 2, h100) ==
-        Approx(1.72e-3).epsilon(0.06));
+  CHECK(back_to_back(Collective::all_reduce, 16 << 20, 2, h100) == Approx(78e-6).epsilon(0.07));
+  CHECK(back_to_back(Collective::all_reduce, 128 << 20, 2, h100) == Approx(475e-6).epsilon(0.07));
+  CHECK(back_to_back(Collective::all_reduce, int64_t{1} << 30, 2, h100) ==
+        Approx(3.24e-3).epsilon(0.07));
+  CHECK(back_to_back(Collective::all_gather, int64_t{1} << 30, 2, h100) ==
+        Approx(2.03e-3).epsilon(0.07));
+  CHECK(back_to_back(Collective::reduce_scatter, int64_t{1} << 30, 2, h100) ==
+        Approx(2.08e-3).epsilon(0.07));
+  CHECK(back_to_back(Collective::all_to_all, int64_t{1} << 30, 2, h100) ==
+        Approx(1.72e-3).epsilon(0.07));
 }
 
 TEST_CASE("the shipped 2- and 4-GPU curves against nccl-tests on the same kind of machine",
           "[links][curves]") {
-  // NVIDIA/nccl-tests 2.19.6 on 2 and on 4 H200s (h200x{2,4}-collectives-nccl-tests.json): its
-  // average time per operation, the best of one thread driving every GPU and a thread per GPU,
-  // out of place or in place. At 1 MiB its eager loop is bound by launching (2 GPUs: an
-  // all-reduce 16.3 us against 13.0 us of kernel), so there its CUDA-graph mode (-G 20) is the
-  // reference. On 2 GPUs every collective within 12.5% from 1 MiB (the largest: reduce-scatter
-  // at 4 MiB, -12.0%). On 4, all-reduce, all-gather and reduce-scatter within 12.5%, all-to-all
-  // within 14% (256 MiB +13.4%), send/recv only from 64 MiB (below it the curve is 19-52% above
-  // nccl-tests' ring of sends: docs/multi_gpu.md). Under a graph NCCL registers the user buffers
-  // (NCCL_GRAPH_REGISTER) and the collectives that move data without reducing it run faster from
-  // 4 to 256 MiB (all-gather, all-to-all, send/recv by up to 51% on 2 GPUs): not this curve.
+  // NVIDIA/nccl-tests 2.19.6 on 2 and on 4 H200s, on two machines (h200x{2,4}-collectives-nccl-
+  // tests.json of 2026-11-26, -2.json of 2026-11-27): its average time per operation, the best of
+  // one thread driving every GPU and a thread per GPU, out of place or in place. At 1 MiB its
+  // eager loop is bound by launching (2 GPUs: an all-reduce 16.3 us against 13.0 us of kernel), so
+  // there its CUDA-graph mode (-G 20) is the reference. The curve's times after an L2 flush, the
+  // ones a model's collectives are priced at, hold every point within 10% (the back-to-back
+  // kernel times read 10-15% under nccl-tests' operations at 4 MiB). One exception: a ring of
+  // sends of 1 MiB on 4 GPUs, which in a graph runs on registered buffers (NCCL_GRAPH_REGISTER:
+  // 15.6 us, 18.4 us after a flush on the curve) and eagerly is launch-bound (19.4 us): the curve
+  // must lie between the two.
   Device h200 = calibrated_device(*default_profile("H200"));
   auto best = [](const nlohmann::json& modes, std::initializer_list<std::string> names, size_t i) {
     double t = 1e300;
@@ -164,31 +204,37 @@ TEST_CASE("the shipped 2- and 4-GPU curves against nccl-tests on the same kind o
     }
     return t;
   };
-  for (int gpus : {2, 4}) {
-    nlohmann::json nt = nlohmann::json::parse(
-        std::ifstream(test::data_path("tests/data/reference/multi_gpu/h200x" +
-                                      std::to_string(gpus) + "-collectives-nccl-tests.json")));
-    std::string g = "g" + std::to_string(gpus), t = "t" + std::to_string(gpus);
-    int checked = 0;
-    for (const auto& [name, modes] : nt.at("nccl_tests").items()) {
-      REQUIRE(collective_named(name));
-      Collective c = *collective_named(name);
-      for (size_t i = 0; i < modes.at(g).size(); ++i) {
-        int64_t bytes = modes.at(g).at(i).at("bytes").get<int64_t>();
-        if (gpus == 4 && c == Collective::send_recv && bytes < (64 << 20)) continue;
-        double tolerance = gpus == 4 && c == Collective::all_to_all ? 0.14 : 0.125;
-        double measured = bytes < (4 << 20) ? best(modes, {t + "G"}, i) : best(modes, {g, t}, i);
-        INFO(gpus << " GPUs, " << name << " " << bytes << " B");
-        CHECK(collective_seconds(c, bytes, gpus, h200) == Approx(measured).epsilon(tolerance));
-        ++checked;
+  for (const char* machine : {"", "-2"}) {
+    for (int gpus : {2, 4}) {
+      nlohmann::json nt = nlohmann::json::parse(std::ifstream(
+          test::data_path("tests/data/reference/multi_gpu/h200x" + std::to_string(gpus) +
+                          "-collectives-nccl-tests" + machine + ".json")));
+      std::string g = "g" + std::to_string(gpus), t = "t" + std::to_string(gpus);
+      int checked = 0;
+      for (const auto& [name, modes] : nt.at("nccl_tests").items()) {
+        REQUIRE(collective_named(name));
+        Collective c = *collective_named(name);
+        for (size_t i = 0; i < modes.at(g).size(); ++i) {
+          int64_t bytes = modes.at(g).at(i).at("bytes").get<int64_t>();
+          double priced = collective_seconds(c, bytes, gpus, h200);
+          INFO("machine " << machine << ", " << gpus << " GPUs, " << name << " " << bytes << " B");
+          if (gpus == 4 && c == Collective::send_recv && bytes < (4 << 20)) {
+            CHECK(priced > 0.9 * best(modes, {t + "G"}, i));
+            CHECK(priced < 1.1 * best(modes, {g, t}, i));
+          } else {
+            double measured =
+                bytes < (4 << 20) ? best(modes, {t + "G"}, i) : best(modes, {g, t}, i);
+            CHECK(priced == Approx(measured).epsilon(0.10));
+          }
+          ++checked;
+        }
       }
+      CHECK(checked == 30);
     }
-    CHECK(checked == (gpus == 2 ? 30 : 27));
   }
 }
 
-TEST_CASE("the shipped 4-GPU curves against PyTorch's NCCL kernels on the same machine",
-          "[links][curves]") {
+TEST_CASE("4-GPU curves against PyTorch's NCCL kernels on the same machine", "[links][curves]") {
   // 4 x H200 (NV18 between every pair) in one session: rooflens's curve (CUPTI, one process, every
   // sample queued behind a spin on all GPUs, the slowest GPU's kernel) and torch.distributed's NCCL
   // kernels in four processes, each call behind a host barrier and a 2 ms GPU spin, the fastest
@@ -196,7 +242,7 @@ TEST_CASE("the shipped 4-GPU curves against PyTorch's NCCL kernels on the same m
   nlohmann::json torch = nlohmann::json::parse(std::ifstream(
       test::data_path("tests/data/reference/multi_gpu/h200x4-collectives-torch.json")));
   REQUIRE(torch.at("gpus") == 4);
-  Device h200 = calibrated_device(*default_profile("H200"));
+  CollectiveCurveSet same = same_session_curves(4);
   int checked = 0;
   for (const auto& [name, rows] : torch.at("curves").items()) {
     REQUIRE(collective_named(name));
@@ -211,7 +257,7 @@ TEST_CASE("the shipped 4-GPU curves against PyTorch's NCCL kernels on the same m
       INFO(name << " " << bytes << " B");
       // Within 9% from 1 MiB, but the 1 MiB reduce-scatter (10.4 against 9.4 us).
       double tolerance = c == Collective::reduce_scatter && bytes < (2 << 20) ? 0.12 : 0.09;
-      CHECK(collective_seconds(c, bytes, 4, h200) ==
+      CHECK(*curve_seconds(same.curves.at(name), bytes, CollectiveTiming::back_to_back) ==
             Approx(row.at("kernel_s").get<double>()).epsilon(tolerance));
       ++checked;
     }
@@ -232,6 +278,10 @@ TEST_CASE("a profile's collectives that are not measurements are refused with th
   CHECK_THROWS_WITH(
       parse(
           R"([{"gpus": 2, "curves": {"all-reduce": [{"bytes": 1024, "kernel_s": -1, "wall_s": 2e-5}]}}])"),
+      Catch::Contains("not a measured time"));
+  CHECK_THROWS_WITH(
+      parse(
+          R"([{"gpus": 2, "curves": {"all-reduce": [{"bytes": 1024, "kernel_s": 1e-5, "kernel_cold_s": 0, "wall_s": 2e-5}]}}])"),
       Catch::Contains("not a measured time"));
   CHECK_THROWS_WITH(parse(R"([{"gpus": 2, "curves": {"allreduce": []}}])"),
                     Catch::Contains("unknown collective 'allreduce'"));
