@@ -185,17 +185,17 @@ TEST_CASE(
 
 TEST_CASE("the shipped 2- and 4-GPU curves against nccl-tests on the same kind of machine",
           "[links][curves]") {
-  // NVIDIA/nccl-tests 2.19.6 on H200s (NV18) on three machines: 2 and 4 GPUs on 2026-11-26
-  // (h200x{2,4}-collectives-nccl-tests.json), 2 and 4 on the machine of the shipped curves (-2),
-  // and 2 on a machine measured after the curves were chosen (-3). Its average time per operation
-  // out of place, as rooflens measures, the best of one thread driving every GPU and a thread per
-  // GPU; below 4 MiB, where the eager loop is bound by launching (2 GPUs: an all-reduce 16.3 us
-  // against 13.0 us of kernel), its CUDA-graph mode (-G 20). The curve's times after an L2 flush,
-  // the ones a model's collectives are priced at, hold every point within 10% (8.7% at most; the
-  // back-to-back kernel times read 10-15% under nccl-tests' operations at 4 MiB). One exception: a
-  // ring of sends of 1 MiB on 4 GPUs, which in a graph runs on registered buffers
-  // (NCCL_GRAPH_REGISTER: 15.6 us, 18.5 us after a flush on the curve) and eagerly is bound by
-  // launching (19.4 us): the curve must lie between the two.
+  // NVIDIA/nccl-tests 2.19.6 on H200s (NV18) on four machines: a 2- and a 4-GPU machine of
+  // 2026-11-26 (h200x{2,4}-collectives-nccl-tests.json), 2 and 4 GPUs of a 4-GPU machine of
+  // 2026-11-27 (-2), and a 2-GPU machine measured after the curves were chosen (-3). Its average
+  // time per operation out of place, as rooflens measures, the best of one thread driving every GPU
+  // and a thread per GPU; below 4 MiB, where the eager loop is bound by launching (2 GPUs: an
+  // all-reduce 16.3 us against 13.0 us of kernel), its CUDA-graph mode (-G 20). The curve's times
+  // after an L2 flush, the ones a model's collectives are priced at, hold every point within 10%
+  // (8.7% at most; the back-to-back kernel times read 10-15% under nccl-tests' operations at 4
+  // MiB). One exception: a ring of sends of 1 MiB on 4 GPUs, which in a graph runs on registered
+  // buffers (NCCL_GRAPH_REGISTER: 15.6 us, 18.5 us after a flush on the curve) and eagerly is bound
+  // by launching (19.4 us): the curve must lie between the two.
   Device h200 = calibrated_device(*default_profile("H200"));
   auto best = [](const nlohmann::json& modes, std::initializer_list<std::string> names, size_t i) {
     double t = 1e300;

@@ -164,9 +164,9 @@ TEST_CASE("expert parallel over 4 H200s: Mixtral and Qwen3-MoE steps against the
   CHECK(decode.time_weighted < 0.065);
   CHECK(std::fabs(decode.sum) < 0.03);
   CHECK(std::fabs(decode.selected_sum) < 0.06);  // 128 KiB all-to-alls: 571 us vs 588 replayed
-  // The same step on another 4 x H200 machine the next day, every collective sample started on all
-  // ranks together: the all-to-alls 571 us against 605, the expert layers' replay 4% faster than
-  // on the first machine (5.48 against 5.71 ms; the prediction 5.90 ms).
+  // The same step on another 4 x H200 machine later that day, every collective sample started on
+  // all ranks together: the all-to-alls 571 us against 605, the expert layers' replay 4% faster
+  // than on the first machine (5.48 against 5.71 ms; the prediction 5.90 ms).
   test::LayerErrors again = against_replay(ep4("mixtral-8x7b", Workload::decode, 32, 1024),
                                            reference("h200x4-ep4-mixtral-decode-replay-2.json"));
   CHECK(again.time_weighted < 0.09);
