@@ -13,6 +13,7 @@
 #include "analyzer/hw/link_model.hpp"
 #include "analyzer/hw/perf_model.hpp"
 #include "cli/tensor_parallel.hpp"
+#include "cli/tuning_cache.hpp"
 #include "profiler/gpu/gpu_module.hpp"
 #include "profiler/measure/prediction_error.hpp"
 #include "profiler/trace/trace_io.hpp"
@@ -41,6 +42,10 @@ void add_profile_options(CLI::App& cmd, ProfileArgs& a) {
   cmd.add_option("--layer-time-limit", a.layer_time_limit,
                  "seconds per layer before stopping short of 1% spread")
       ->capture_default_str();
+  cmd.add_option("--tuning-cache", a.tuning_cache,
+                 "JSON file of the kernel picked per problem: read when it exists (those run "
+                 "untimed), written with this run's picks (keep the picks of a CUPTI-timed run "
+                 "for a replay under Nsight Compute)");
   cmd.add_option("--nccl", a.nccl_dir,
                  "directory with libnccl.so.2, for --tp N on N GPUs (else $ROOFLENS_NCCL, the "
                  "loader's path, Python's nvidia/nccl/lib)");
@@ -211,6 +216,15 @@ int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
     o.ranks = rank->ranks;
     o.nccl_id = rank->nccl_id;
   }
+  replay::KernelChoices tuned;
+  std::string gpu_name;
+  gpu::Status st_name;
+  if (!a.tuning_cache.empty()) {
+    gpu.device_name(gpu_name, st_name);
+    raise(st_name);
+    tuned = read_tuning_cache(a.tuning_cache, gpu_name);
+    o.tuning_cache = &tuned;
+  }
   auto previous = std::signal(SIGINT, on_sigint);
   profiler::Trace trace;
   bool want_trace = !a.trace_path.empty() || !a.record_path.empty();
@@ -221,6 +235,8 @@ int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
   gpu.profile(analysis, plans, o, measured, want_trace ? &trace : nullptr, st);
   std::signal(SIGINT, previous);
   raise(st);
+  if (!a.tuning_cache.empty() && (!rank || rank->rank == 0))  // the ranks' shards tune alike
+    write_tuning_cache(a.tuning_cache, gpu_name, tuned);
   analysis = profiler::with_measurements(std::move(analysis), std::move(measured));
   if (rank) return write_rank_files(*rank, analysis, want_trace ? &trace : nullptr);
   reports::OutputSet outputs;

@@ -10,6 +10,7 @@ namespace rooflens::cli {
 struct ProfileArgs {
   ModelArgs model;
   std::string l2 = "cold", timing = "cupti", trace_path, record_path, cudnn_dir, nccl_dir;
+  std::string tuning_cache;  // --tuning-cache FILE
   int min_samples = 10, max_samples = 200;
   double layer_time_limit = 0.5;
 };

@@ -15,6 +15,10 @@ std::string ReplayLabel::text() const {
   return t;
 }
 
+std::string ReplayLabel::kernel() const {
+  return detail.empty() ? library : library + ": " + detail;
+}
+
 Runner pick_fastest(std::vector<Runner> candidates, const ReplayContext& ctx,
                     const std::string& key, cudaStream_t s) {
   if (candidates.empty()) throw ReplayUnsupported("no kernel takes this layer");
@@ -22,10 +26,22 @@ Runner pick_fastest(std::vector<Runner> candidates, const ReplayContext& ctx,
   if (n == 1 || !ctx.time) return std::move(candidates.front());
   if (ctx.choices) {
     auto it = ctx.choices->find(key);
-    if (it != ctx.choices->end() && it->second < static_cast<int>(n)) {
-      Runner r = std::move(candidates[static_cast<size_t>(it->second)]);
-      r.label().note = fmt::format("fastest of {}, tuned on an identical layer", n);
-      return r;
+    if (it != ctx.choices->end()) {
+      const replay::KernelChoice& c = it->second;
+      // The index, if that candidate is still the same kernel; else the first with its name (a
+      // cache from another library version may order them differently).
+      size_t at = n;
+      if (c.index >= 0 && static_cast<size_t>(c.index) < n &&
+          candidates[static_cast<size_t>(c.index)].label().kernel() == c.kernel)
+        at = static_cast<size_t>(c.index);
+      for (size_t i = 0; at == n && i < n; ++i)
+        if (candidates[i].label().kernel() == c.kernel) at = i;
+      if (at < n) {
+        Runner r = std::move(candidates[at]);
+        r.label().note = c.from_file ? fmt::format("fastest of {} in the tuning cache", n)
+                                     : fmt::format("fastest of {}, tuned on an identical layer", n);
+        return r;
+      }
     }
   }
   std::string first_error;
@@ -52,7 +68,9 @@ Runner pick_fastest(std::vector<Runner> candidates, const ReplayContext& ctx,
     round2.emplace_back(time_one(round1[r].second), round1[r].second);
   std::sort(round2.begin(), round2.end());
   size_t best_i = round2.front().second;
-  if (ctx.choices) (*ctx.choices)[key] = static_cast<int>(best_i);
+  if (ctx.choices)
+    (*ctx.choices)[key] = {static_cast<int>(best_i), static_cast<int>(n),
+                           candidates[best_i].label().kernel(), false};
   // The runner-up says how close the choice was (and what the other library reached).
   std::string runner_up;
   if (round2.size() > 1 && std::isfinite(round2[1].first))

@@ -12,6 +12,7 @@
 
 #include "kernels/cuda_check.hpp"
 #include "kernels/gemm.hpp"
+#include "replay/kernel_choice.hpp"
 #include "replay/plan.hpp"
 
 namespace rooflens::kernels {
@@ -34,8 +35,9 @@ struct ReplayContext {
   cudnn::Plugin* cudnn = nullptr;  // null: no cuDNN here
   std::string cudnn_status;        // its version, or why there is none
   CandidateTimer time;             // null: the first candidate is taken untimed
-  // Candidate picked per problem key, so identical layers are tuned once per run.
-  std::map<std::string, int>* choices = nullptr;
+  // Candidate picked per problem key, so identical layers are tuned once per run; entries read
+  // from a tuning cache are taken without timing when the same kernel is among the candidates.
+  replay::KernelChoices* choices = nullptr;
   // profile --tp N: this rank's communicator among the replay's GPUs (null on one GPU).
   const nccl::Api* nccl = nullptr;
   const nccl::Communicator* comm = nullptr;
@@ -47,6 +49,7 @@ struct ReplayLabel {
   std::string detail;   // the algorithm, engine or kernel
   std::string note;     // how it was chosen, or why the vendor library did not run it
   std::string text() const;
+  std::string kernel() const;  // library and detail: what a tuning cache matches on
 };
 
 class Runner {

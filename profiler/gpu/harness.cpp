@@ -83,7 +83,7 @@ class ProfileRun {
   kernels::CublasLt lt_;
   L2Flush flush_{gpu_.l2_bytes, gpu_.sm_count};
   CudaEvent ev_start_, ev_end_;
-  std::map<std::string, int> choices_;
+  replay::KernelChoices choices_;
   kernels::ReplayContext ctx_;
   GpuBarrier* barrier_;
 };
@@ -112,7 +112,7 @@ ProfileRun::ProfileRun(const ProfileOptions& opt, const std::string& roofs, Trac
   ctx_.sm_count = gpu_.sm_count;
   ctx_.cudnn = cudnn.plugin();
   ctx_.cudnn_status = cudnn.status();
-  ctx_.choices = &choices_;
+  ctx_.choices = opt.tuning_cache ? opt.tuning_cache : &choices_;
   if (comm) {
     ctx_.comm = comm;
     ctx_.nccl = &kernels::nccl::Runtime::load(opt.nccl_dir).api();

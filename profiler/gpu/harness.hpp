@@ -7,6 +7,7 @@
 
 #include "analyzer/analysis/analysis.hpp"
 #include "profiler/trace/records.hpp"
+#include "replay/kernel_choice.hpp"
 #include "replay/plan.hpp"
 
 namespace rooflens::profiler {
@@ -30,6 +31,9 @@ struct ProfileOptions {
   int rank = 0, ranks = 1;
   std::string nccl_id, nccl_dir;
   int collective_samples = 50;
+  // --tuning-cache: the kernel picked per problem, read before the run (taken untimed) and
+  // filled with this run's picks; null: tuned afresh, kept for this run only.
+  replay::KernelChoices* tuning_cache = nullptr;
 };
 
 // Replays `a`'s nodes by their plans (replay::plan_replay, one per node) and returns what it

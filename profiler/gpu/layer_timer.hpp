@@ -43,7 +43,7 @@ class LayerTimer {
   kernels::CublasLt lt_;
   L2Flush flush_;
   CuptiSession cupti_;
-  std::map<std::string, int> choices_;
+  replay::KernelChoices choices_;
   std::string cudnn_status_;
   kernels::ReplayContext ctx_;
 };

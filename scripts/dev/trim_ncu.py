@@ -21,7 +21,7 @@ METRICS = {"Duration": "duration_ns", "Compute (SM) Throughput": "sm_pct", "Memo
 
 def main():
     case_dir, case, out, command = sys.argv[1:5]
-    result_path = glob.glob(case_dir + "/*.json")[0]
+    result_path = [p for p in glob.glob(case_dir + "/*.json") if not p.endswith((".tuned.json", ".tuning.json"))][0]
     result = json.load(open(result_path))  # its file time is the run's date
     text = open(glob.glob(case_dir + "/*.ncu.csv")[0], errors="replace").read()
     text = text[text.find('"ID"'):]

@@ -66,7 +66,7 @@ std::vector<std::vector<float>> host_buffers(const LayerReplay& r) {
 struct Context {
   CublasLt lt;
   const cudnn::Runtime& dnn = cudnn::Runtime::load("");
-  std::map<std::string, int> choices;
+  replay::KernelChoices choices;
   ReplayContext ctx;
   explicit Context(bool timed) {
     ctx.lt = &lt;
@@ -415,4 +415,41 @@ TEST_CASE(
     for (int k = 0; k < 32; ++k)
       for (int i = 0; i < 25; ++i) y_nchw[(n * 32 + k) * 25 + i] = hy[(n * 25 + i) * 32 + k];
   CHECK(max_rel_error(y_nchw, host_conv(x_nchw, w_kcrs, &hb, c), 0.5) < 1e-4);
+}
+
+TEST_CASE("a pick from the tuning cache runs untimed when its kernel is among the candidates",
+          "[vendor][tuning]") {
+  int timed = 0, launched = -1;
+  auto candidates = [&] {
+    std::vector<Runner> out;
+    for (int i = 0; i < 3; ++i)
+      out.emplace_back(ReplayLabel{"cuBLASLt", "algo " + std::to_string(i), ""},
+                       [&launched, i](cudaStream_t) { launched = i; });
+    return out;
+  };
+  KernelChoices cache{{"gemm", {2, 3, "cuBLASLt: algo 2", true}},
+                      {"moved", {0, 3, "cuBLASLt: algo 1", true}},  // the index is stale
+                      {"gone", {1, 3, "cuBLASLt: algo 9", true}}};  // no longer a candidate
+  ReplayContext ctx;
+  ctx.choices = &cache;
+  // Candidate 0 times fastest, so a pick other than 0 can only have come from the cache.
+  ctx.time = [&](const std::function<void(cudaStream_t)>& launch) {
+    ++timed;
+    launch(nullptr);
+    return launched == 0 ? 1e-6 : 2e-6;
+  };
+  Runner r = pick_fastest(candidates(), ctx, "gemm", nullptr);
+  CHECK(r.label().detail == "algo 2");
+  CHECK(r.label().note == "fastest of 3 in the tuning cache");
+  CHECK(timed == 0);
+  CHECK(pick_fastest(candidates(), ctx, "moved", nullptr).label().detail == "algo 1");
+  CHECK(timed == 0);
+  // A kernel the cache names but this library no longer offers: timed afresh, the cache mended.
+  CHECK(pick_fastest(candidates(), ctx, "gone", nullptr).label().detail == "algo 0");
+  CHECK(timed > 0);
+  CHECK(cache.at("gone").kernel == "cuBLASLt: algo 0");
+  CHECK_FALSE(cache.at("gone").from_file);
+  // A new problem is timed and added.
+  CHECK(pick_fastest(candidates(), ctx, "new", nullptr).label().detail == "algo 0");
+  CHECK(cache.at("new").index == 0);
 }
