@@ -134,7 +134,9 @@ inline constexpr double kWindowKernelInstructions = 200, kWindowInstructionsPerE
 // A depthwise convolution as frameworks run it (a thread per output pixel, the window unrolled,
 // its weights in registers): 148 + 12.4 per window element, fitted to PyTorch's NCHW depthwise
 // kernels on MobileNetV3-small (b64 bf16, H100, 1.9% time-weighted) and checked on
-// EfficientNet-B0's sixteen (3.5%; tests/data/reference/h100-depthwise-torch.json).
+// EfficientNet-B0's sixteen (3.5%; tests/data/reference/h100-depthwise-torch.json). It prices
+// time where no table does; the replay's fastest (cuDNN's NHWC kernels) issue 33-144 an output,
+// so classify takes one per FLOP where a table's time cannot issue this count.
 inline constexpr double kDepthwiseKernelInstructions = 148, kDepthwiseInstructionsPerElement = 12.4;
 // Elsewhere on the CUDA cores about one instruction per FLOP (an FFMA is two FLOPs, plus its loads
 // and address arithmetic: cuDNN's FFMA convolutions issue 1.2-2.7x the FLOP fraction).

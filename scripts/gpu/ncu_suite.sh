@@ -35,6 +35,8 @@ declare -A cases=(
   [vit-b16-b1-bf16]="tests/data/onnx/vit_b_16-opset17.onnx --batch 1 --dtype bf16"
   # Held out from every constant of the rule (session g): another Llama shape, an encoder.
   [tinyllama-decode-b16-c2048]="samples/configs/tinyllama-1.1b/config.json --phase decode --batch 16 --context 2048"
+  # Held out from the GEMM tile's rule (session m): a Llama-family prefill at 4,096 wide.
+  [mistral7b-prefill-b1x2048-bf16]="samples/configs/mistral-7b/config.json --phase prefill --batch 1 --seq 2048"
   [bert-prefill-b8x512-bf16]="samples/configs/bert-base-uncased/config.json --phase prefill --batch 8 --seq 512 --activations bf16 --weights bf16"
 )
 names=("$@")
