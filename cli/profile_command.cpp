@@ -235,16 +235,25 @@ int run_profile_command(const ProfileArgs& a, const CLI::App& cmd) {
   gpu.profile(analysis, plans, o, measured, want_trace ? &trace : nullptr, st);
   std::signal(SIGINT, previous);
   raise(st);
-  if (!a.tuning_cache.empty() && (!rank || rank->rank == 0))  // the ranks' shards tune alike
-    write_tuning_cache(a.tuning_cache, gpu_name, tuned);
+  // After the run's own outputs, so that a cache that cannot be written loses no measurement;
+  // the ranks' shards tune alike, and rank 0 writes for them.
+  auto keep_picks = [&] {
+    if (!a.tuning_cache.empty() && (!rank || rank->rank == 0))
+      write_tuning_cache(a.tuning_cache, gpu_name, tuned);
+  };
   analysis = profiler::with_measurements(std::move(analysis), std::move(measured));
-  if (rank) return write_rank_files(*rank, analysis, want_trace ? &trace : nullptr);
+  if (rank) {
+    int code = write_rank_files(*rank, analysis, want_trace ? &trace : nullptr);
+    keep_picks();
+    return code;
+  }
   reports::OutputSet outputs;
   outputs.add("--record", a.record_path,
               [&](std::ostream& out) { profiler::write_trace(out, trace); });
   outputs.add("--trace", a.trace_path,
               [&](std::ostream& out) { reports::write_chrome_trace(out, analysis, trace); });
   write_outputs(a.model, analysis, std::move(outputs));
+  keep_picks();
   if (!analysis.profile->complete) {
     std::cerr << "rooflens: interrupted; the outputs are marked incomplete\n";
     return 130;
