@@ -18,7 +18,12 @@ HostFlags::HostFlags(int words) : bytes_(words * sizeof(unsigned)) {
   ROOFLENS_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_), bytes_,
                                     cudaHostAllocMapped | cudaHostAllocPortable));
   std::memset(host_, 0, bytes_);
-  ROOFLENS_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), host_, 0));
+  try {
+    ROOFLENS_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), host_, 0));
+  } catch (...) {
+    cudaFreeHost(host_);  // no destructor runs for a constructor that throws
+    throw;
+  }
 }
 
 HostFlags::HostFlags(const std::string& shared_name, int words)
@@ -37,9 +42,17 @@ HostFlags::HostFlags(const std::string& shared_name, int words)
   if (p == MAP_FAILED)
     throw kernels::CudaError(fmt::format("mapping {}: {}", shared_name, std::strerror(errno)));
   host_ = static_cast<unsigned*>(p);
-  ROOFLENS_CUDA_CHECK(
-      cudaHostRegister(host_, bytes_, cudaHostRegisterMapped | cudaHostRegisterPortable));
-  ROOFLENS_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), host_, 0));
+  bool registered = false;
+  try {
+    ROOFLENS_CUDA_CHECK(
+        cudaHostRegister(host_, bytes_, cudaHostRegisterMapped | cudaHostRegisterPortable));
+    registered = true;
+    ROOFLENS_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), host_, 0));
+  } catch (...) {
+    if (registered) cudaHostUnregister(host_);  // no destructor runs for a constructor that throws
+    munmap(host_, bytes_);
+    throw;
+  }
 }
 
 HostFlags::~HostFlags() {

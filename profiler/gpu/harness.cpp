@@ -302,8 +302,7 @@ RankGroup join_ranks(const ProfileOptions& opt) {
   ROOFLENS_CUDA_CHECK(cudaSetDevice(opt.rank));
   const kernels::nccl::Runtime& rt = kernels::nccl::Runtime::load(opt.nccl_dir);
   if (!rt.available()) throw InputError("profile --tp: " + rt.status());
-  const std::string name =
-      fmt::format("/rooflens-ranks-{:016x}", std::hash<std::string>{}(opt.nccl_id));
+  const std::string name = rank_barrier_name(opt.nccl_id);
   g.flags = std::make_unique<HostFlags>(name, GpuBarrier::words(opt.ranks, opt.ranks));
   g.barrier = std::make_unique<GpuBarrier>(*g.flags, opt.ranks, opt.ranks);
   ncclComm_t comm = nullptr;

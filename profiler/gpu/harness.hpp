@@ -1,7 +1,10 @@
 #pragma once
 // `rooflens profile`: replays every layer of an analysis on the GPU under CUPTI and NVTX and
 // returns the measurements. CUDA-free header; the implementation is in the GPU module.
+#include <fmt/format.h>
+
 #include <atomic>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -35,6 +38,13 @@ struct ProfileOptions {
   // filled with this run's picks; null: tuned afresh, kept for this run only.
   replay::KernelChoices* tuning_cache = nullptr;
 };
+
+// The POSIX shared-memory name of the ranks' barrier flags in one `profile --tp/--ep` run (from
+// its NCCL id): rank 0 removes it once every rank has joined, and the launcher again after the
+// ranks exit, in case rank 0 died before.
+inline std::string rank_barrier_name(const std::string& nccl_id) {
+  return fmt::format("/rooflens-ranks-{:016x}", std::hash<std::string>{}(nccl_id));
+}
 
 // Replays `a`'s nodes by their plans (replay::plan_replay, one per node) and returns what it
 // measured; profiler::with_measurements attaches it. `trace`, when given, receives every record
