@@ -21,4 +21,4 @@ rc=$?; [ $rc -eq 0 ] || [ $rc -eq 3 ] || { cat "$out/$name.tune.log"; exit 1; }
 ncu --clock-control none ${NCU_FLAGS:-} --nvtx --nvtx-include "regex:rooflens@.*#0/" --print-nvtx-rename kernel --section SpeedOfLight --csv \
     "$bin" profile "$@" --device-profile "$profile" --timing events --min-samples 1 --max-samples 10 \
     --tuning-cache "$cache" --json "$out/$name.json" > "$out/$name.ncu.csv" 2> "$out/$name.log"
-python3 scripts/gpu/ncu_classes.py "$out/$name.json" "$out/$name.ncu.csv" --layers
+python3 scripts/gpu/ncu_classes.py "$out/$name.json" "$out/$name.ncu.csv" --layers --measured "$out/$name.tuned.json"

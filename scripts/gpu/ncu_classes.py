@@ -4,10 +4,12 @@ is compute- or memory-bound when the larger reaches 60%, latency-bound otherwise
 predicts with) against rooflens's predicted class. A layer of several kernels is judged by its
 longest kernel.
 
-    python3 scripts/gpu/ncu_classes.py result.json ncu.csv [--layers]
+    python3 scripts/gpu/ncu_classes.py result.json ncu.csv [--layers] [--measured timed.json]
 
 --layers prints each layer's predicted class, the class of its measured time (profile's, by the
-same rule) and the counters' class side by side.
+same rule) and the counters' class side by side. --measured takes the measured class from another
+run's result (ncu_check.sh's CUPTI-timed run): the run under ncu times with CUDA events, which
+there include ncu's work on every launch.
 """
 import csv
 import io
@@ -26,6 +28,9 @@ def layer_of(kernel_name):
 def main():
     result, ncu_csv = sys.argv[1], sys.argv[2]
     nodes = {n["name"]: n for n in json.load(open(result))["nodes"]}
+    timed = nodes
+    if "--measured" in sys.argv:
+        timed = {n["name"]: n for n in json.load(open(sys.argv[sys.argv.index("--measured") + 1]))["nodes"]}
     text = open(ncu_csv, errors="replace").read()
     start = text.find('"ID"')
     if start < 0:
@@ -59,7 +64,7 @@ def main():
         node = nodes[layer]
         predicted = node.get("bound", "-")
         # profile's class of the measured time, by the same rule as the prediction (docs/profile.md)
-        measured = (node.get("measured") or {}).get("bound", "-")
+        measured = (timed.get(layer, {}).get("measured") or {}).get("bound", "-")
         total += 1
         agree += predicted == counters
         agree_measured += measured == counters
