@@ -4,12 +4,13 @@
 # the GPU machine from the checkout, with the bundle of scripts/dev/gpu_bundle.sh unpacked in BUNDLE.
 # Clocks are not locked (--clock-control none): the replay runs at the clocks it times at.
 #   scripts/gpu/ncu_suite.sh BUNDLE OUT_DIR [case ...]   (no case: all of them)
-# CASE_TIMEOUT: seconds one case may take under ncu (default 300).
+# CASE_TIMEOUT: seconds one case may take under ncu (default 300). PROFILE: the device profile
+# (default the H100's; "-" for the one rooflens ships or derives for this GPU).
 set -uo pipefail
 bundle="$1"; out="$2"; shift 2
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$bundle:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-profile=data/profiles/h100-sxm.json
+profile="${PROFILE:-data/profiles/h100-sxm.json}"  # "-": the profile shipped or derived for this GPU
 onnx="${ONNX_DIR:-$out/onnx}"
 declare -A cases=(
   [gpt2-prefill-b8x512-bf16]="samples/configs/gpt2/config.json --phase prefill --batch 8 --seq 512 --activations bf16 --weights bf16"
