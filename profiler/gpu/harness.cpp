@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <set>
 
@@ -101,6 +102,12 @@ ProfileRun::ProfileRun(const ProfileOptions& opt, const std::string& roofs, Trac
       summary_.timing = "cuda-events";
       summary_.timing_note = cupti_->failure();
       cupti_.reset();
+      // CUPTI is taken by a profiler (ncu, nsys), whose work on every launch the event times of
+      // the candidates then include: the picks among near-equal kernels are noise.
+      if (!opt.tuning_cache)
+        std::cerr << "rooflens: CUPTI is taken (a profiler attached?): kernels are picked by CUDA "
+                     "event times, which include its overhead; pass --tuning-cache FILE written "
+                     "by a run without it to replay the kernels that run picks\n";
     }
   } else {
     summary_.timing = "cuda-events";
