@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <sys/mman.h>
 
 #include <atomic>
 #include <csignal>
@@ -117,7 +116,7 @@ int run_tensor_parallel(const ProfileArgs& a, const gpu::ModuleApi& gpu) {
   std::string dir = make_rank_directory();
   const int ranks = static_cast<int>(model_gpus(a.model));
   int code = run_ranks(ranks, id, dir);
-  shm_unlink(profiler::rank_barrier_name(id).c_str());  // gone already unless rank 0 died early
+  profiler::remove_rank_barrier_name(id);  // gone already unless rank 0 died early
   if (code != 0 && code != 3)
     return code;  // the failed rank's log is on stderr; the directory stays for a look
   std::vector<nlohmann::json> results;

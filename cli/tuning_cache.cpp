@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "analyzer/core/errors.hpp"
 #include "reports/atomic_file.hpp"
+#include "reports/saved_result.hpp"
 
 namespace rooflens::cli {
 
@@ -20,14 +20,7 @@ replay::KernelChoices read_tuning_cache(const std::string& path, const std::stri
   replay::KernelChoices out;
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return out;
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("--tuning-cache {}: cannot open", path));
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {
-    throw InputError(fmt::format("--tuning-cache {}: not JSON: {}", path, e.what()));
-  }
+  json j = reports::read_json_file(path, "--tuning-cache " + path);
   auto bad = [&](const std::string& why) {
     return InputError(fmt::format("--tuning-cache {}: {}", path, why));
   };

@@ -12,15 +12,18 @@ namespace rooflens::reports {
 
 using nlohmann::json;
 
-SavedResult read_result(const std::string& path) {
+json read_json_file(const std::string& path, const std::string& name) {
   std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open", path));
-  json j;
+  if (!in) throw InputError(fmt::format("{}: cannot open", name));
   try {
-    j = json::parse(in);
+    return json::parse(in);
   } catch (const json::exception& e) {
-    throw InputError(fmt::format("{}: not JSON: {}", path, e.what()));
+    throw InputError(fmt::format("{}: not JSON: {}", name, e.what()));
   }
+}
+
+SavedResult read_result(const std::string& path) {
+  json j = read_json_file(path, path);
   if (!j.is_object() || !j.contains("schema_version") || !j["schema_version"].is_string() ||
       !j.contains("nodes"))
     throw InputError(fmt::format("{}: not a rooflens result (no schema_version and nodes)", path));

@@ -11,6 +11,10 @@
 
 namespace rooflens::reports {
 
+// A JSON file read whole; InputError, the file called `name` ("PATH", "--flag PATH"), when it
+// cannot be opened or is not JSON.
+nlohmann::json read_json_file(const std::string& path, const std::string& name);
+
 struct SavedResult {
   nlohmann::json json;
 };

@@ -64,10 +64,6 @@ HostFlags::~HostFlags() {
   }
 }
 
-void HostFlags::remove_name(const std::string& shared_name) {
-  shm_unlink(shared_name.c_str());
-}
-
 unsigned HostFlags::read(int i) const {
   return std::atomic_ref<unsigned>(host_[i]).load();
 }

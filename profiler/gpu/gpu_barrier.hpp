@@ -21,8 +21,6 @@ class HostFlags {
   unsigned* device() const { return device_; }
   unsigned read(int i) const;
   void write(int i, unsigned v);
-  // Removes a shared name (the memory stays with those that opened it).
-  static void remove_name(const std::string& shared_name);
 
  private:
   unsigned* host_ = nullptr;

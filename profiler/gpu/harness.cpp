@@ -309,8 +309,8 @@ RankGroup join_ranks(const ProfileOptions& opt) {
   ROOFLENS_CUDA_CHECK(cudaSetDevice(opt.rank));
   const kernels::nccl::Runtime& rt = kernels::nccl::Runtime::load(opt.nccl_dir);
   if (!rt.available()) throw InputError("profile --tp: " + rt.status());
-  const std::string name = rank_barrier_name(opt.nccl_id);
-  g.flags = std::make_unique<HostFlags>(name, GpuBarrier::words(opt.ranks, opt.ranks));
+  g.flags = std::make_unique<HostFlags>(rank_barrier_name(opt.nccl_id),
+                                        GpuBarrier::words(opt.ranks, opt.ranks));
   g.barrier = std::make_unique<GpuBarrier>(*g.flags, opt.ranks, opt.ranks);
   ncclComm_t comm = nullptr;
   kernels::nccl::check(
@@ -319,7 +319,7 @@ RankGroup join_ranks(const ProfileOptions& opt) {
                               opt.rank),
       "ncclCommInitRank");
   g.comm = std::make_unique<kernels::nccl::Communicator>(rt, comm, opt.rank, opt.ranks);
-  if (opt.rank == 0) HostFlags::remove_name(name);
+  if (opt.rank == 0) remove_rank_barrier_name(opt.nccl_id);
   return g;
 }
 

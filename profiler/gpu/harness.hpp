@@ -2,6 +2,7 @@
 // `rooflens profile`: replays every layer of an analysis on the GPU under CUPTI and NVTX and
 // returns the measurements. CUDA-free header; the implementation is in the GPU module.
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <atomic>
 #include <functional>
@@ -44,6 +45,10 @@ struct ProfileOptions {
 // ranks exit, in case rank 0 died before.
 inline std::string rank_barrier_name(const std::string& nccl_id) {
   return fmt::format("/rooflens-ranks-{:016x}", std::hash<std::string>{}(nccl_id));
+}
+// Removes that name (the memory stays with the ranks that opened it); nothing if it is gone.
+inline void remove_rank_barrier_name(const std::string& nccl_id) {
+  shm_unlink(rank_barrier_name(nccl_id).c_str());
 }
 
 // Replays `a`'s nodes by their plans (replay::plan_replay, one per node) and returns what it
