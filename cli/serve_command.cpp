@@ -63,6 +63,8 @@ nlohmann::json result_json(const ServeResult& r, const ServeOptions& o, const st
                  {"reserve_full_output", r.knobs.reserve_full_output},
                  {"cuda_graphs", o.cuda_graphs},
                  {"graph_max_tokens", o.engine.graph_max_tokens},
+                 {"moe_kernel", expert_kernel_name(o.engine.expert_kernel)},
+                 {"moe_kernel_priced", expert_kernel_name(r.expert_kernel_priced)},
                  {"step_overhead_s", o.step_overhead_s},
                  {"sources", o.engine.sources}};
   j["plan"] = {{"tp", o.lowering.tp},
@@ -189,6 +191,9 @@ void add_serve_options(CLI::App& cmd, ServeArgs& a) {
   cmd.add_option("--memory-fraction", a.memory_fraction,
                  "the engine's cache memory fraction (default: the engine's)");
   cmd.add_option("--chunked-prefill", a.chunked_prefill, "on | off (default: the engine's)");
+  cmd.add_option("--moe-kernel", a.moe_kernel,
+                 "fused | grouped | batched: what MoE experts run on (default: the engine's; "
+                 "vLLM's and SGLang's Triton fused MoE, TensorRT-LLM's CUTLASS grouped GEMMs)");
   cmd.add_option("--cuda-graphs", a.cuda_graphs,
                  "on | off: decode (and small) steps replayed as CUDA graphs")
       ->capture_default_str();
@@ -232,6 +237,13 @@ ServeReport serve_run(const ServeArgs& a, const CLI::App& cmd) {
   }
   if (!a.chunked_prefill.empty())
     o.engine.chunked_prefill = on_off("--chunked-prefill", a.chunked_prefill);
+  if (!a.moe_kernel.empty()) {
+    auto k = expert_kernel_from_name(a.moe_kernel);
+    if (!k)
+      throw InputError(
+          fmt::format("--moe-kernel {}: expected fused, grouped or batched", a.moe_kernel));
+    o.engine.expert_kernel = *k;
+  }
   o.cuda_graphs = on_off("--cuda-graphs", a.cuda_graphs);
   if (!(a.step_overhead_us >= 0 && a.step_overhead_us <= 1e9))
     throw InputError(fmt::format("--step-overhead-us {}: expected 0 to 1e9", a.step_overhead_us));

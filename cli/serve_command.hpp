@@ -19,7 +19,7 @@ struct ServeArgs {
   uint64_t seed = 0;
   int64_t max_batched_tokens = 0, max_seqs = 0, block_size = 0;
   double memory_fraction = 0;
-  std::string chunked_prefill, cuda_graphs = "on";
+  std::string chunked_prefill, cuda_graphs = "on", moe_kernel;
   double step_overhead_us = 0;
   std::vector<int64_t> sweep;
   std::string json_path, html_path;

@@ -72,7 +72,8 @@ struct Device {
   bool engine_collectives = false;
   // `serve`: a MoE layer's tokens go to the experts a random top-k routing touches (its expected
   // distinct experts, several rows each at a few tokens), not round-robin as the replay sends
-  // them (every expert with rows once assignments reach the experts).
+  // them (every expert with rows once assignments reach the experts), and a gated layer's gate
+  // and up projections run as one of twice the width.
   bool engine_routing = false;
   // Calibrated with --gpus N: collectives measured through NCCL; the link model prices from them.
   std::shared_ptr<const std::vector<CollectiveCurveSet>> collective_curves;

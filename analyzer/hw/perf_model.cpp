@@ -227,17 +227,38 @@ std::optional<PerfQuery> expert_gemm_query(Precision p, int64_t experts, int64_t
                     static_cast<double>(k)}};
 }
 
-std::shared_ptr<const PerfDatabase> with_grouped_experts(std::shared_ptr<const PerfDatabase> db) {
-  if (!db) return db;
+const char* expert_kernel_name(ExpertKernel k) {
+  switch (k) {
+    case ExpertKernel::batched:
+      return "batched";
+    case ExpertKernel::grouped:
+      return "grouped";
+    case ExpertKernel::fused:
+      return "fused";
+  }
+  return "batched";
+}
+
+std::optional<ExpertKernel> expert_kernel_from_name(const std::string& name) {
+  for (ExpertKernel k : {ExpertKernel::batched, ExpertKernel::grouped, ExpertKernel::fused})
+    if (name == expert_kernel_name(k)) return k;
+  return std::nullopt;
+}
+
+ExpertTables with_expert_kernel(std::shared_ptr<const PerfDatabase> db, ExpertKernel wanted) {
+  if (!db || wanted == ExpertKernel::batched) return {db, ExpertKernel::batched};
+  const char* prefix = wanted == ExpertKernel::fused ? "moe_fused" : "moe_grouped";
   auto out = std::make_shared<PerfDatabase>(*db);
   bool any = false;
   for (const char* p : {"bf16", "fp8"}) {
-    auto grouped = db->tables.find(fmt::format("moe_grouped.{}", p));
-    if (grouped == db->tables.end()) continue;
-    out->tables[fmt::format("moe.{}", p)] = grouped->second;
+    auto own = db->tables.find(fmt::format("{}.{}", prefix, p));
+    if (own == db->tables.end()) continue;
+    out->tables[fmt::format("moe.{}", p)] = own->second;
     any = true;
   }
-  return any ? out : db;
+  if (any) return {out, wanted};
+  return with_expert_kernel(
+      db, wanted == ExpertKernel::fused ? ExpertKernel::grouped : ExpertKernel::batched);
 }
 
 std::optional<PerfQuery> perf_query(const NodeCost& c, Precision p) {
@@ -263,7 +284,7 @@ GridWork grid_work(const std::string& table, const std::vector<double>& x) {
   };
   if (k[0] == "gemm") {
     gemms(1, x[1], x[2], x[3]);
-  } else if (k[0] == "moe" || k[0] == "moe_grouped") {
+  } else if (k[0] == "moe" || k[0] == "moe_grouped" || k[0] == "moe_fused") {
     gemms(x[0], x[1], x[2], x[3]);
   } else if (k[0] == "woq") {  // bf16 activations; packed weights and a bf16 scale per 128
     double m = x[0], n = x[1], kk = x[2], bits = k[1] == "int4" ? 4 : 8;

@@ -8,9 +8,14 @@
 //   moe.<bf16|fp8>              experts, rows, n, k    one projection of a MoE layer: `experts`
 //                                                      GEMMs of `rows` rows each, one batched
 //                                                      kernel, weights [experts, n, k]
-//   moe_grouped.<bf16|fp8>      the same               the grouped kernels engines run (a row
-//                                                      count per expert), through PyTorch
+//   moe_grouped.<bf16|fp8>      the same               the CUTLASS grouped GEMMs TensorRT-LLM
+//                                                      runs (a row count per expert), through
+//                                                      PyTorch's torch._grouped_mm
 //                                                      (scripts/gpu/moe_grouped_gemm.py --table)
+//   moe_fused.<bf16|fp8>        the same               the Triton fused-MoE kernel vLLM and
+//                                                      SGLang run (rows sorted by expert, padded
+//                                                      to the tile), tuned a point
+//                                                      (scripts/gpu/fused_moe_triton.py --table)
 //   woq.<int4|int8>             m, n, k                a weight-only quantized GEMM, bf16
 //                                                      activations, weights in groups of 128
 //   attn_prefill.<dtype>.causal d, heads, seq          heads = batch * q_heads; seq: the square
@@ -51,9 +56,20 @@ std::optional<PerfQuery> perf_query(const NodeCost& c, Precision p);
 std::optional<PerfQuery> expert_gemm_query(Precision p, int64_t experts, int64_t rows, int64_t n,
                                            int64_t k);
 
-// The tables with the grouped expert kernels engines run in place of the replay's batched ones
-// (moe_grouped.* as moe.*), for `serve`; `db` itself where it has none.
-std::shared_ptr<const PerfDatabase> with_grouped_experts(std::shared_ptr<const PerfDatabase> db);
+// The kernel an MoE layer's expert projections run on: the replay's batched GEMM (moe.*), the
+// CUTLASS grouped GEMM (moe_grouped.*) or the Triton fused-MoE kernel (moe_fused.*).
+enum class ExpertKernel { batched, grouped, fused };
+const char* expert_kernel_name(ExpertKernel k);  // "batched", "grouped", "fused"
+std::optional<ExpertKernel> expert_kernel_from_name(const std::string& name);
+
+struct ExpertTables {
+  std::shared_ptr<const PerfDatabase> db;
+  ExpertKernel priced = ExpertKernel::batched;  // whose tables `db` prices experts from
+};
+// `db` with the moe.* tables replaced by those of `wanted`, for `serve`. A profile without any
+// table of `wanted` falls back to the next kernel (fused, then grouped, then batched), the
+// nearest in how it runs; `priced` says which one it got.
+ExpertTables with_expert_kernel(std::shared_ptr<const PerfDatabase> db, ExpertKernel wanted);
 
 // The largest of 128, 64, 16, 8, 4, 2, 1 that divides both n and k: the leading dims of the
 // product as deployments lay it out ([m, k] activations, [n, k] weights, [m, n] output).

@@ -132,9 +132,10 @@ double narrower_cache(const NodeCost& c, Precision p, const Device& d, const std
 
 // A MoE node as the replay runs it (kernels/gemm_runner.cpp, moe_runner): under uniform routing
 // min(E, assignments) experts get ceil(assignments / E) rows each, and each projection is one
-// batched GEMM over them, from the expert table (moe.*) where the profile has one; the routing,
-// dispatch, activation and combine are memory kernels at the measured bandwidth above a launch
-// floor each. nullopt without an expert or GEMM table for the precision.
+// batched GEMM over them (as engines run it, `engine_routing`: the experts a random top-k
+// touches, the gate and up projections as one), from the expert table (moe.*) where the profile has
+// one; the routing, dispatch, activation and combine are memory kernels at the measured bandwidth
+// above a launch floor each. nullopt without an expert or GEMM table for the precision.
 std::optional<double> predict_moe_from_tables(const NodeCost& c, Precision p, const Device& d,
                                               std::string& table, PredictionSource& source) {
   const MoeDims& m = *c.kernel.moe;
@@ -158,9 +159,10 @@ std::optional<double> predict_moe_from_tables(const NodeCost& c, Precision p, co
   // narrower than that (int4/int8 weight-only) are other kernels.
   Precision experts = m.fp8_weights ? Precision::fp8 : p;
   int64_t wb = storage_bytes(storage_dtype(experts), 1);
-  auto projection = [&](int64_t n, int64_t k) -> std::optional<double> {
+  // `weights`: the bytes of one expert's projection as the node stores it.
+  auto projection = [&](int64_t n, int64_t k, double weights) -> std::optional<double> {
     PredictionSource one = PredictionSource::roofline;
-    bool dense_weights = per_projection >= 0.75 * static_cast<double>(n * k * wb);
+    bool dense_weights = weights >= 0.75 * static_cast<double>(n * k * wb);
     auto expert_table =
         dense_weights ? expert_gemm_query(experts, active, rows, n, k) : std::nullopt;
     if (auto seconds = time_from_table(expert_table, true, experts, d, t, one)) {
@@ -172,18 +174,22 @@ std::optional<double> predict_moe_from_tables(const NodeCost& c, Precision p, co
     // table time and the weights at the measured bandwidth.
     NodeCost g = gemm_cost(GemmDims{1, active * rows, n, k}, true);
     g.read_act = active * rows * k * eb;
-    g.read_weight = static_cast<int64_t>(per_projection);
+    g.read_weight = static_cast<int64_t>(weights);
     g.written = active * rows * n * eb;
     auto seconds = predict_from_tables(g, p, d, t, one);
     if (!seconds) return std::nullopt;
     if (one == PredictionSource::fitted) s = one;
     double floor = d.gemm_floor_s > 0 ? d.gemm_floor_s : d.launch_floor_s;
-    return std::max(*seconds,
-                    static_cast<double>(active) * per_projection / d.hbm_bandwidth + floor);
+    return std::max(*seconds, static_cast<double>(active) * weights / d.hbm_bandwidth + floor);
   };
-  auto up = projection(m.inter, m.hidden), down = projection(m.hidden, m.inter);
+  // Engines run a gated layer's gate and up projections as one of twice the width (vLLM's and
+  // SGLang's w13, TensorRT-LLM's fc1); the replay runs them as two.
+  bool fused_gate_up = m.gated && d.engine_routing;
+  auto up = fused_gate_up ? projection(2 * m.inter, m.hidden, 2 * per_projection)
+                          : projection(m.inter, m.hidden, per_projection);
+  auto down = projection(m.hidden, m.inter, per_projection);
   if (!up || !down) return std::nullopt;
-  double gemms = *up * (m.gated ? 2 : 1) + *down;
+  double gemms = *up * (m.gated && !fused_gate_up ? 2 : 1) + *down;
   // Top-k over the router's rows; each token copied to its k rows; the activation (and the gate's
   // product) over the intermediates; the k outputs summed back per token.
   double moved = static_cast<double>(m.tokens * m.experts * eb + 2 * assignments * m.hidden * eb +

@@ -17,6 +17,7 @@ constexpr int64_t kGiB = 1LL << 30;
 EngineDefaults vllm(int64_t memory) {
   EngineDefaults e;
   e.name = "vllm";
+  e.expert_kernel = ExpertKernel::fused;
   bool big = memory >= 70 * kGiB;
   e.max_batched_tokens = big ? 8192 : 2048;
   e.max_seqs = big ? 1024 : 256;
@@ -41,6 +42,9 @@ EngineDefaults vllm(int64_t memory) {
       "https://docs.vllm.ai/en/latest/configuration/optimization.html",
       "CUDA graphs (piecewise) for steps up to 512 tokens: max_capture_size, "
       "vllm/config/compilation.py",
+      "MoE experts on the Triton fused-MoE kernel (TritonExperts, "
+      "vllm/model_executor/layers/fused_moe/fused_moe.py; tuned tiles per GPU in "
+      "fused_moe/configs/)",
   };
   return e;
 }
@@ -53,6 +57,7 @@ EngineDefaults vllm(int64_t memory) {
 EngineDefaults sglang(int64_t tp, int64_t memory) {
   EngineDefaults e;
   e.name = "sglang";
+  e.expert_kernel = ExpertKernel::fused;
   e.max_batched_tokens = memory < 35 * kGiB ? 2048 : memory < 160 * kGiB ? 8192 : 16384;
   e.max_seqs = 0;
   e.block_size = 1;
@@ -72,6 +77,8 @@ EngineDefaults sglang(int64_t tp, int64_t memory) {
                   "https://docs.sglang.ai/advanced_features/hyperparameter_tuning.html",
                   e.memory_fraction, tp),
       fmt::format("cuda_graph_max_bs {} (decode batches): server_args.py", e.graph_max_tokens),
+      "MoE experts on the Triton fused-MoE kernel (python/sglang/srt/layers/moe/"
+      "fused_moe_triton/; tuned tiles per GPU in its configs/)",
   };
   return e;
 }
@@ -94,6 +101,7 @@ EngineDefaults trtllm() {
   e.reserve_full_output = true;
   e.graph_max_tokens = 128;
   e.graph_mixed_steps = false;
+  e.expert_kernel = ExpertKernel::grouped;
   e.sources = {
       "max_num_tokens 8192, max_batch_size 2048: BuildConfig, tensorrt_llm/builder.py; "
       "https://nvidia.github.io/TensorRT-LLM/commands/trtllm-serve.html",
@@ -105,6 +113,9 @@ EngineDefaults trtllm() {
       "https://nvidia.github.io/TensorRT-LLM/torch/scheduler.html",
       "CUDA graphs for generation-only batches up to 128 sequences (PyTorch backend's "
       "CudaGraphConfig when no sizes are given)",
+      "MoE experts on CUTLASS grouped GEMMs (the PyTorch backend's CutlassFusedMoE, "
+      "tensorrt_llm/_torch/modules/fused_moe/create_moe.py, MoeConfig backend CUTLASS; "
+      "cpp/tensorrt_llm/kernels/cutlass_kernels/moe_gemm/)",
   };
   return e;
 }

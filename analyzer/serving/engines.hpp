@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/hw/perf_model.hpp"
+
 namespace rooflens {
 
 // Which memory the cache fraction is a fraction of.
@@ -27,6 +29,7 @@ struct EngineDefaults {
   int64_t graph_max_tokens = 0;  // steps of at most this many tokens replay a CUDA graph
   bool graph_mixed_steps =
       false;  // graphs cover steps with prefill tokens too (vLLM's piecewise graphs)
+  ExpertKernel expert_kernel = ExpertKernel::fused;  // what MoE expert projections run on
   std::vector<std::string> sources;  // one line per knob: value, where it is documented
 };
 

@@ -391,6 +391,27 @@ ServingStats run_point(const ServeOptions& o, const SchedulerKnobs& k, const Ste
   return summarize(runs, r.gpus, concurrency, rate);
 }
 
+std::string expert_kernel_note(ExpertKernel wanted, const ServeResult& r) {
+  auto what = [](ExpertKernel k) -> std::string {
+    switch (k) {
+      case ExpertKernel::fused:
+        return "the Triton fused-MoE kernel (the profile's moe_fused tables, "
+               "scripts/gpu/fused_moe_triton.py)";
+      case ExpertKernel::grouped:
+        return "CUTLASS grouped GEMMs (the profile's moe_grouped tables, PyTorch's "
+               "torch._grouped_mm)";
+      case ExpertKernel::batched:
+        return "the replay's batched GEMMs (the profile's moe tables, or the GEMM table and the "
+               "weights at the measured bandwidth)";
+    }
+    return "";
+  };
+  std::string note = "MoE experts priced as " + what(r.expert_kernel_priced);
+  if (wanted != r.expert_kernel_priced)
+    note += fmt::format(": the engine runs {}, which this profile has no table of", what(wanted));
+  return note;
+}
+
 void add_serve_notes(const TransformerConfig& c, const ServeOptions& o, const Device& device,
                      ServeResult& r) {
   if (o.ep > 1) {
@@ -411,16 +432,7 @@ void add_serve_notes(const TransformerConfig& c, const ServeOptions& o, const De
         "tokens dispatched and combined by all-to-alls; the ranks step together, each step as "
         "long as the slowest rank's",
         o.ep, o.ep, c.experts / o.ep, c.experts));
-  if (c.experts > 0) {
-    bool grouped = device.perf && (device.perf->tables.count("moe_grouped.bf16") ||
-                                   device.perf->tables.count("moe_grouped.fp8"));
-    r.notes.push_back(
-        grouped ? "MoE experts priced as the grouped kernels engines run (the profile's "
-                  "moe_grouped tables, PyTorch's grouped GEMMs)"
-                : "MoE experts priced as batched GEMMs: this profile has no table of the grouped "
-                  "kernels engines run, which took 20-60% longer at a few rows an expert on the "
-                  "H100 and H200 (docs/profile.md)");
-  }
+  if (c.experts > 0) r.notes.push_back(expert_kernel_note(o.engine.expert_kernel, r));
   int64_t group = o.attention_dp() ? o.ep : o.lowering.tp;  // the GPUs one collective spans
   const ScaleOut* so = scale_out_of(device);
   if (so && group > so->gpus_per_node)
@@ -462,9 +474,11 @@ ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
   auto engine_device = std::make_shared<Device>(*device);
   // small all-reduces take the engines' one-shot/two-shot kernels
   engine_device->engine_collectives = true;
-  // MoE experts run grouped kernels (a row count per expert), slower than the replay's batched
-  // ones at a few rows an expert (docs/profile.md): their tables where the profile has them.
-  engine_device->perf = with_grouped_experts(engine_device->perf);
+  // MoE experts run the engine's kernel (a row count per expert, not the replay's equal rows):
+  // its tables where the profile has them.
+  ExpertTables experts = with_expert_kernel(engine_device->perf, o.engine.expert_kernel);
+  engine_device->perf = experts.db;
+  r.expert_kernel_priced = experts.priced;
   engine_device->engine_routing = true;
   LoweringOptions lowering = o.lowering;
   if (o.attention_dp()) lowering.ep = o.ep;  // one GPU's share: its sequences, its experts

@@ -80,6 +80,8 @@ struct ServeResult {
   std::vector<StepRecord> timeline;  // the first scheduler's first steps
   int64_t cost_grid_points = 0;
   double moe_imbalance = 1;  // expected busiest / mean expert GPU load at the mean step (--ep)
+  // The kernel whose tables priced the experts: the engine's, or the nearest the profile has.
+  ExpertKernel expert_kernel_priced = ExpertKernel::batched;
   std::vector<std::string> notes;
 };
 

@@ -148,9 +148,9 @@ def run_case(name):
     }
 
 
-def cuda_event_times(fn, reps, warm=0):
+def cuda_event_times(fn, reps, warm=0, before=None):
     """fn's wall time on the GPU's stream (CUDA events around each call), `reps` calls after
-    `warm` untimed ones, in seconds."""
+    `warm` untimed ones, in seconds; `before` (say, an L2 flush) runs ahead of each, untimed."""
     import torch
 
     for _ in range(warm):
@@ -158,6 +158,8 @@ def cuda_event_times(fn, reps, warm=0):
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):
+        if before is not None:
+            before()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()

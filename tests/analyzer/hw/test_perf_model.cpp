@@ -525,18 +525,37 @@ TEST_CASE("a MoE node's projections come from the expert table where the profile
   fp8_experts.kernel.moe->fp8_weights = true;
   fp8_experts.read_weight = c.read_weight / 2;
   CHECK(place_on_roofline(fp8_experts, Precision::bf16, d).source == PredictionSource::roofline);
-  // serve's engines run grouped kernels: a profile's moe_grouped table stands in for moe's, here
-  // twice as slow.
-  PerfTable grouped = experts;
+  // serve's engines run their own kernels: a profile's moe_grouped table stands in for moe's
+  // (here twice as slow), and moe_fused for the engines that run the fused kernel.
+  PerfTable grouped = experts, fused = experts;
   grouped.seconds.assign(grouped.size(), 40e-6);
+  fused.seconds.assign(fused.size(), 30e-6);
   auto with_grouped = std::make_shared<PerfDatabase>(*db);
   with_grouped->tables["moe_grouped.bf16"] = grouped;
-  d.perf = with_grouped_experts(with_grouped);
+  ExpertTables g = with_expert_kernel(with_grouped, ExpertKernel::grouped);
+  CHECK(g.priced == ExpertKernel::grouped);
+  d.perf = g.db;
   CHECK(d.perf->tables.at("moe.bf16").seconds.front() == 40e-6);
   CHECK(place_on_roofline(c, Precision::bf16, d).predicted ==
         Approx(3 * 40e-6 + moved / d.hbm_bandwidth + 4 * d.launch_floor_s));
-  // Without grouped tables the database is the one given.
-  CHECK(with_grouped_experts(db) == db);
+  // The fused kernel wanted where the profile has only grouped tables: the grouped ones, said so.
+  ExpertTables f = with_expert_kernel(with_grouped, ExpertKernel::fused);
+  CHECK(f.priced == ExpertKernel::grouped);
+  CHECK(f.db->tables.at("moe.bf16").seconds.front() == 40e-6);
+  auto with_both = std::make_shared<PerfDatabase>(*with_grouped);
+  with_both->tables["moe_fused.bf16"] = fused;
+  f = with_expert_kernel(with_both, ExpertKernel::fused);
+  CHECK(f.priced == ExpertKernel::fused);
+  d.perf = f.db;
+  CHECK(place_on_roofline(c, Precision::bf16, d).predicted ==
+        Approx(3 * 30e-6 + moved / d.hbm_bandwidth + 4 * d.launch_floor_s));
+  CHECK(with_expert_kernel(with_both, ExpertKernel::grouped)
+            .db->tables.at("moe.bf16")
+            .seconds.front() == 40e-6);
+  // Without the engines' tables (or asked for the batched kernel) the database is the one given.
+  CHECK(with_expert_kernel(db, ExpertKernel::fused).db == db);
+  CHECK(with_expert_kernel(db, ExpertKernel::fused).priced == ExpertKernel::batched);
+  CHECK(with_expert_kernel(with_both, ExpertKernel::batched).db == with_both);
 }
 
 TEST_CASE("serve's engines route a MoE layer's tokens at random: the experts they touch",
@@ -564,9 +583,11 @@ TEST_CASE("serve's engines route a MoE layer's tokens at random: the experts the
   double floors = 4 * d.launch_floor_s;
   CHECK(place_on_roofline(c, Precision::bf16, d).predicted ==
         Approx(3 * 128e-6 + moved(128) / d.hbm_bandwidth + floors));
+  // Engines also run the gate and up projections as one (1,536 wide, the table's time for 82
+  // experts again: it is constant in n): two projections, not three.
   d.engine_routing = true;
   CHECK(place_on_roofline(c, Precision::bf16, d).predicted ==
-        Approx(3 * 82e-6 + moved(128) / d.hbm_bandwidth + floors));
+        Approx(2 * 82e-6 + moved(128) / d.hbm_bandwidth + floors));
 }
 
 TEST_CASE("an expert table point is one batched GEMM of its experts' rows", "[perf][moe]") {

@@ -1,0 +1,403 @@
+#!/usr/bin/env python3
+"""An MoE projection as vLLM and SGLang run it on Hopper: one Triton kernel over the routed rows
+sorted by expert and padded to the tile's rows, each program a tile of one expert's output
+(vLLM's `fused_moe` and SGLang's `fused_moe_triton` are kernels of this design; this one is
+written here, not taken from them). Each shape is tuned over a small set of tiles, as those
+engines ship per-GPU tuned tiles, and the fastest tile's kernel time is what is recorded.
+
+bf16: bf16 rows and weights, fp32 accumulation. fp8: e4m3 rows and weights with 128 x 128 block
+scales on the weights and 1 x 128 group scales on the rows (DeepSeek-V3's and Qwen3-FP8's
+checkpoints), applied at each 128-deep step of the reduction, bf16 out.
+
+    python3 fused_moe_triton.py --check
+        the kernel against torch.matmul on a few shapes (both precisions)
+    python3 fused_moe_triton.py --table PROFILE.json OUT.json [bf16] [fp8]
+        every point of the profile's expert tables (moe.bf16, moe.fp8: experts, rows an expert,
+        n, k; weights [experts, n, k]) on this kernel, as moe_fused.bf16 and moe_fused.fp8 with
+        the same axes and grid (null where the profile's point is)
+    python3 fused_moe_triton.py --merge OUT.json PROFILE.json
+        those tables into a profile; `rooflens serve --engine vllm|sglang` prices MoE
+        projections from them
+    python3 fused_moe_triton.py --decode OUT.json
+        whole MoE layers of Qwen3-30B-A3B (128 experts, top 8, hidden 2048, width 768) at decode
+        batches 1-64 under uniform random routing: both projections on this kernel and on
+        PyTorch's grouped GEMM, the expert weights touched and the bandwidth reached
+
+Times are kernel times under the profiler (CUPTI), the L2 flushed before each call, as
+`rooflens calibrate` times a table point.
+"""
+import json
+import math
+import sys
+
+try:
+    import torch
+    import triton
+    import triton.language as tl
+except ImportError:  # --merge runs where PyTorch is not installed
+    torch = triton = tl = None
+
+from moe_grouped_gemm import kernel_seconds as cupti_kernel_seconds  # same folder
+from profile_tables import merge_tables  # same folder
+from training_references import cuda_event_times  # same folder
+
+SCALE_BLOCK = 128  # the fp8 checkpoints' scale blocks
+
+if triton is not None:
+
+    @triton.jit
+    def _moe_projection(x_ptr, w_ptr, out_ptr, ids_ptr, block_expert_ptr, xs_ptr, ws_ptr,
+                        valid_rows, padded_rows, N, K, stride_x, stride_we, stride_wn, stride_out,
+                        stride_xs, stride_wse, stride_wsn, num_experts,
+                        BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                        GROUP_M: tl.constexpr, BLOCK_SCALED: tl.constexpr, TOPK: tl.constexpr):
+        # Row r of the output is assignment r; it reads row r // TOPK of x (a token's TOPK
+        # assignments share its row). Blocks past the routed ones (expert == num_experts) exit, so
+        # that a CUDA graph can launch the largest grid a step can need.
+        # Tiles in groups of GROUP_M row blocks, so that neighbouring programs share a weight tile.
+        pid = tl.program_id(0)
+        blocks_m = tl.cdiv(padded_rows, BM)
+        blocks_n = N // BN
+        per_group = GROUP_M * blocks_n
+        first_m = (pid // per_group) * GROUP_M
+        group_m = tl.minimum(blocks_m - first_m, GROUP_M)
+        pid_m = first_m + (pid % per_group) % group_m
+        pid_n = (pid % per_group) // group_m
+
+        rows = pid_m * BM + tl.arange(0, BM)
+        ids = tl.load(ids_ptr + rows)
+        valid = ids < valid_rows  # padding slots hold valid_rows
+        expert = tl.load(block_expert_ptr + pid_m).to(tl.int64)
+        if expert >= num_experts:
+            return
+        cols = pid_n * BN + tl.arange(0, BN)
+        depth = tl.arange(0, BK)
+        a_ptrs = x_ptr + (ids // TOPK)[:, None].to(tl.int64) * stride_x + depth[None, :]
+        b_ptrs = w_ptr + expert * stride_we + cols[None, :].to(tl.int64) * stride_wn + depth[:, None]
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for step in range(0, K // BK):
+            a = tl.load(a_ptrs, mask=valid[:, None], other=0.0)
+            b = tl.load(b_ptrs)
+            if BLOCK_SCALED:  # BK == 128: one row scale and one weight scale a step
+                xs = tl.load(xs_ptr + ids * stride_xs + step, mask=valid, other=0.0)
+                ws = tl.load(ws_ptr + expert * stride_wse + (cols // 128) * stride_wsn + step)
+                acc += tl.dot(a, b) * xs[:, None] * ws[None, :]
+            else:
+                acc = tl.dot(a, b, acc)
+            a_ptrs += BK
+            b_ptrs += BK
+        out_ptrs = out_ptr + ids[:, None].to(tl.int64) * stride_out + cols[None, :]
+        tl.store(out_ptrs, acc.to(tl.bfloat16), mask=valid[:, None])
+
+
+# (BM, BN, BK, warps, stages): few-row tiles for decodes, wide ones for prefills.
+TILES = [(16, 32, 256, 4, 4), (16, 64, 128, 4, 4), (16, 64, 128, 4, 6), (16, 64, 256, 4, 3),
+         (16, 64, 256, 4, 4), (16, 128, 128, 4, 3), (16, 128, 128, 4, 5), (16, 128, 256, 4, 3),
+         (16, 256, 128, 8, 3), (32, 128, 128, 4, 4), (64, 128, 64, 4, 4), (64, 128, 128, 4, 3),
+         (64, 256, 64, 8, 3), (128, 128, 64, 8, 4), (128, 128, 128, 8, 3), (128, 256, 64, 8, 3)]
+
+
+def tiles_for(dtype, rows_per_expert, n, k):
+    out = []
+    for bm, bn, bk, warps, stages in TILES:
+        if dtype == "fp8" and bk != SCALE_BLOCK:
+            continue
+        if n % bn or k % bk or bm > max(16, 4 * rows_per_expert):
+            continue
+        out.append((bm, bn, bk, warps, stages))
+    return out
+
+
+def sort_rows(expert_of_row, experts, bm):
+    """Rows sorted by expert, each expert's padded to a multiple of bm (padding = row count), and
+    each bm-row block's expert: what the engines' alignment step produces."""
+    valid = expert_of_row.numel()
+    ids, block_expert = [], []
+    order = torch.argsort(expert_of_row.cpu(), stable=True)
+    counts = torch.bincount(expert_of_row.cpu(), minlength=experts).tolist()
+    start = 0
+    for e, c in enumerate(counts):
+        if c == 0:
+            continue
+        blocks = math.ceil(c / bm)
+        ids.extend(order[start:start + c].tolist() + [valid] * (blocks * bm - c))
+        block_expert.extend([e] * blocks)
+        start += c
+    dev = expert_of_row.device
+    return (torch.tensor(ids, dtype=torch.int32, device=dev),
+            torch.tensor(block_expert, dtype=torch.int32, device=dev))
+
+
+class Projection:
+    """One MoE projection, out[r] = x[r] @ w[expert_of_row[r]]^T, ready to launch per tile."""
+
+    def __init__(self, dtype, x, w, expert_of_row):
+        self.dtype, self.n, self.k = dtype, w.shape[1], w.shape[2]
+        self.experts = w.shape[0]
+        self.expert_of_row = expert_of_row
+        self.out = torch.empty(x.shape[0], self.n, device="cuda", dtype=torch.bfloat16)
+        if dtype == "bf16":
+            self.x, self.w = x, w
+            self.xs = self.ws = torch.empty(1, device="cuda", dtype=torch.float32)
+        else:  # quantize per 1 x 128 row group and per 128 x 128 weight block
+            g = x.float().view(x.shape[0], -1, SCALE_BLOCK)
+            self.xs = (g.abs().amax(-1) / 448).clamp(min=1e-12)
+            self.x = (g / self.xs[..., None]).view_as(x).to(torch.float8_e4m3fn)
+            wb = w.float().view(self.experts, self.n // SCALE_BLOCK, SCALE_BLOCK, -1, SCALE_BLOCK)
+            self.ws = (wb.abs().amax((2, 4)) / 448).clamp(min=1e-12)
+            self.w = (wb / self.ws[:, :, None, :, None]).view_as(w).to(torch.float8_e4m3fn)
+            del g, wb
+        self.sorted = {}
+
+    def launch(self, tile):
+        bm, bn, bk, warps, stages = tile
+        if bm not in self.sorted:
+            self.sorted[bm] = sort_rows(self.expert_of_row, self.experts, bm)
+        ids, block_expert = self.sorted[bm]
+        grid = (block_expert.numel() * (self.n // bn),)
+        _moe_projection[grid](
+            self.x, self.w, self.out, ids, block_expert, self.xs, self.ws,
+            self.x.shape[0], ids.numel(), self.n, self.k, self.x.stride(0), self.w.stride(0),
+            self.w.stride(1), self.out.stride(0), self.xs.stride(0),
+            self.ws.stride(0) if self.ws.dim() == 3 else 0, self.ws.stride(1) if self.ws.dim() == 3 else 0,
+            self.experts, BM=bm, BN=bn, BK=bk, GROUP_M=8, BLOCK_SCALED=self.dtype == "fp8", TOPK=1,
+            num_warps=warps, num_stages=stages)
+        return self.out
+
+    def reference(self):
+        if self.dtype == "bf16":
+            xf, wf = self.x.float(), self.w.float()
+        else:
+            xf = (self.x.float().view(self.x.shape[0], -1, SCALE_BLOCK) * self.xs[..., None]).view(self.x.shape)
+            wf = (self.w.float().view(self.experts, self.n // SCALE_BLOCK, SCALE_BLOCK, -1, SCALE_BLOCK)
+                  * self.ws[:, :, None, :, None]).view(self.w.shape)
+        out = torch.empty(self.x.shape[0], self.n, device="cuda")
+        for e in range(self.experts):
+            sel = self.expert_of_row == e
+            if sel.any():
+                out[sel] = xf[sel] @ wf[e].t()
+        return out
+
+
+def align_on_gpu(expert_of_row, experts, bm):
+    """sort_rows without leaving the GPU (so a CUDA graph can hold it): the ids of the largest
+    grid a step of these rows can need, padding and the blocks past the routed ones marked."""
+    rows = expert_of_row.numel()
+    dev = expert_of_row.device
+    counts = torch.zeros(experts, dtype=torch.int64, device=dev).scatter_add_(
+        0, expert_of_row, torch.ones_like(expert_of_row))
+    padded = (counts + bm - 1) // bm * bm
+    order = torch.argsort(expert_of_row, stable=True)
+    by_expert = expert_of_row[order]
+    rank = torch.arange(rows, device=dev) - (torch.cumsum(counts, 0) - counts)[by_expert]
+    slot = (torch.cumsum(padded, 0) - padded)[by_expert] + rank
+    blocks = (rows + experts * (bm - 1) + bm - 1) // bm
+    ids = torch.full((blocks * bm,), rows, dtype=torch.int32, device=dev)
+    ids[slot] = order.to(torch.int32)
+    block_expert = torch.searchsorted(torch.cumsum(padded // bm, 0),
+                                      torch.arange(blocks, device=dev), right=True)
+    return ids, block_expert.to(torch.int32)
+
+
+def moe_projection(x, w, ids, block_expert, rows, topk, tile):
+    """out[r] = x[r // topk] @ w[expert of r]^T for the `rows` routed rows (bf16)."""
+    bm, bn, bk, warps, stages = tile
+    n, k = w.shape[1], w.shape[2]
+    out = torch.empty(rows, n, device=x.device, dtype=torch.bfloat16)
+    dummy = torch.empty(1, device=x.device, dtype=torch.float32)
+    grid = (block_expert.numel() * (n // bn),)
+    _moe_projection[grid](x, w, out, ids, block_expert, dummy, dummy, rows, ids.numel(), n, k,
+                          x.stride(0), w.stride(0), w.stride(1), out.stride(0), 1, 0, 0, w.shape[0],
+                          BM=bm, BN=bn, BK=bk, GROUP_M=8, BLOCK_SCALED=False, TOPK=topk,
+                          num_warps=warps, num_stages=stages)
+    return out
+
+
+def decode_tile(rows, experts):
+    """The tile for a step of `rows` routed rows: the few-row tile the --decode runs picked most
+    while the experts get a few rows each, a wide one for prefills."""
+    return (16, 128, 128, 4, 3) if rows <= 16 * experts else (64, 128, 64, 4, 4)
+
+
+def kernel_seconds(fn):
+    """fn's kernel time under CUPTI, the L2 flushed before each call (moe_grouped_gemm.py's)."""
+    return cupti_kernel_seconds(fn)[0]
+
+
+def event_seconds(fn, reps=8):
+    """Quick ranking of tiles: CUDA events around each call, the L2 flushed before it."""
+    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    times = sorted(cuda_event_times(fn, reps, warm=1, before=flush.zero_))
+    return times[len(times) // 2]
+
+
+def tuned_seconds(p, rows_per_expert):
+    """The fastest tile's kernel time, and the tile."""
+    ranked = []
+    for tile in tiles_for(p.dtype, rows_per_expert, p.n, p.k):
+        try:
+            ranked.append((event_seconds(lambda: p.launch(tile)), tile))
+        except Exception as e:  # noqa: BLE001 - a tile this GPU cannot hold (shared memory)
+            if "resource" not in str(e).lower() and "shared" not in str(e).lower():
+                raise
+    ranked.sort()
+    best = [kernel_seconds(lambda: p.launch(t)) for _, t in ranked[:2]]
+    i = min(range(len(best)), key=best.__getitem__)
+    return best[i], ranked[i][1]
+
+
+def even_routing(experts, rows):
+    return torch.arange(experts, device="cuda", dtype=torch.int64).repeat_interleave(rows)
+
+
+def check():
+    torch.manual_seed(0)
+    bad = 0
+    for dtype in ("bf16", "fp8"):
+        for experts, rows, n, k in ((4, 3, 512, 512), (8, 40, 1024, 2048), (3, 130, 768, 1024)):
+            x = torch.randn(experts * rows, k, device="cuda", dtype=torch.bfloat16)
+            w = torch.randn(experts, n, k, device="cuda", dtype=torch.bfloat16) * 0.05
+            route = torch.randint(0, experts, (experts * rows,), device="cuda")
+            p = Projection(dtype, x, w, route)
+            ref = p.reference()
+            for tile in tiles_for(dtype, rows, n, k):
+                got = p.launch(tile).float()
+                err = ((got - ref).abs().max() / ref.abs().max()).item()
+                ok = err < 2e-2
+                bad += not ok
+                print(f"{dtype} e={experts} rows={rows} n={n} k={k} tile={tile}: max rel err {err:.2e}"
+                      f" {'ok' if ok else 'WRONG'}", flush=True)
+    # The serving loop's path: routing on the GPU, a token's top-k rows read from its one row.
+    for tokens, experts, topk, n, k in ((5, 16, 4, 256, 512), (300, 64, 8, 512, 256)):
+        x = torch.randn(tokens, k, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(experts, n, k, device="cuda", dtype=torch.bfloat16) * 0.05
+        routed = torch.stack([torch.randperm(experts, device="cuda")[:topk] for _ in range(tokens)]).flatten()
+        tile = decode_tile(routed.numel(), experts)
+        ids, blocks = align_on_gpu(routed, experts, tile[0])
+        got = moe_projection(x, w, ids, blocks, routed.numel(), topk, tile).float()
+        ref = torch.einsum("rk,rnk->rn", x.float().repeat_interleave(topk, 0), w.float()[routed])
+        err = ((got - ref).abs().max() / ref.abs().max()).item()
+        bad += not err < 2e-2
+        print(f"routed: {tokens} tokens, top {topk} of {experts}, tile {tile}: max rel err {err:.2e} "
+              f"{'ok' if err < 2e-2 else 'WRONG'}", flush=True)
+    print("check:", "all agree" if bad == 0 else f"{bad} disagree")
+    return bad == 0
+
+
+def table_points(src):
+    grid = src["grid"]
+    for flat, measured in enumerate(src["seconds"]):
+        index, rest = [0] * len(grid), flat  # row-major, the last axis fastest
+        for a in reversed(range(len(grid))):
+            index[a] = rest % len(grid[a])
+            rest //= len(grid[a])
+        yield measured, tuple(int(grid[a][index[a]]) for a in range(len(grid)))
+
+
+def main_table(profile_path, out_path, dtypes=("bf16", "fp8")):
+    with open(profile_path) as f:
+        profile = json.load(f)
+    tables, picks = {}, {}
+    for dtype in dtypes:
+        src = profile["tables"][f"moe.{dtype}"]
+        seconds = []
+        for measured, (experts, rows, n, k) in table_points(src):
+            if measured is None:
+                seconds.append(None)
+                continue
+            x = torch.randn(experts * rows, k, device="cuda", dtype=torch.bfloat16)
+            w = torch.randn(experts, n, k, device="cuda", dtype=torch.bfloat16) * 0.02
+            p = Projection(dtype, x, w, even_routing(experts, rows))
+            del x, w
+            t, tile = tuned_seconds(p, rows)
+            seconds.append(t)
+            picks[f"{dtype} {experts} {rows} {n} {k}"] = list(tile)
+            print(json.dumps({"dtype": dtype, "experts": experts, "rows": rows, "n": n, "k": k, "s": t,
+                              "tile": tile, "weight_TBps": experts * n * k * (2 if dtype == "bf16" else 1) / t / 1e12}),
+                  flush=True)
+            del p
+            torch.cuda.empty_cache()
+            # what is measured so far survives a cut-short run (the rest of the grid still absent)
+            partial = seconds + [None] * (len(src["seconds"]) - len(seconds))
+            tables[f"moe_fused.{dtype}"] = {"axes": src["axes"], "grid": src["grid"], "seconds": partial}
+            with open(out_path, "w") as f:
+                json.dump({"script": "scripts/gpu/fused_moe_triton.py --table", "torch": torch.__version__,
+                           "triton": triton.__version__, "gpu": torch.cuda.get_device_name(),
+                           "profile": profile_path, "complete": False, "tables": tables, "tiles": picks},
+                          f, indent=1)
+    with open(out_path) as f:
+        doc = json.load(f)
+    doc["complete"] = True
+    with open(out_path, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+def provenance(arguments):
+    import datetime
+    return {"script": "scripts/gpu/fused_moe_triton.py", "arguments": arguments,
+            "machine": f"{torch.cuda.get_device_name()}, torch {torch.__version__}, Triton {triton.__version__}",
+            "date": datetime.date.today().isoformat()}
+
+
+def main_decode(out_path):
+    experts, topk, hidden, inter = 128, 8, 2048, 768  # Qwen3-30B-A3B
+    torch.manual_seed(0)
+    w_up = torch.randn(experts, 2 * inter, hidden, device="cuda", dtype=torch.bfloat16) * 0.02
+    w_down = torch.randn(experts, hidden, inter, device="cuda", dtype=torch.bfloat16) * 0.02
+    rows_out = []
+    for tokens in (1, 2, 4, 8, 10, 16, 32, 64):
+        route = torch.stack([torch.randperm(experts, device="cuda")[:topk] for _ in range(tokens)]).flatten()
+        touched = int(torch.unique(route).numel())
+        x = torch.randn(tokens * topk, hidden, device="cuda", dtype=torch.bfloat16)
+        h = torch.randn(tokens * topk, inter, device="cuda", dtype=torch.bfloat16)
+        per_expert = max(1, math.ceil(tokens * topk / touched))
+        up = Projection("bf16", x, w_up, route)
+        down = Projection("bf16", h, w_down, route)
+        t_up, tile_up = tuned_seconds(up, per_expert)
+        t_down, tile_down = tuned_seconds(down, per_expert)
+        # PyTorch's grouped GEMM over the same rows (sorted by expert, an offset per expert)
+        order = torch.argsort(route)
+        offs = torch.cumsum(torch.bincount(route, minlength=experts), 0).to(torch.int32)
+        xs, hs = x[order].contiguous(), h[order].contiguous()
+        g_up = kernel_seconds(lambda: torch._grouped_mm(xs, w_up.transpose(-2, -1), offs=offs))
+        g_down = kernel_seconds(lambda: torch._grouped_mm(hs, w_down.transpose(-2, -1), offs=offs))
+        weight_bytes = touched * (2 * inter * hidden + hidden * inter) * 2
+        row = {"tokens": tokens, "experts_touched": touched, "weight_bytes": weight_bytes,
+               "fused_up_s": t_up, "fused_down_s": t_down, "fused_tiles": [tile_up, tile_down],
+               "fused_TBps": weight_bytes / (t_up + t_down) / 1e12,
+               "grouped_mm_up_s": g_up, "grouped_mm_down_s": g_down,
+               "grouped_mm_TBps": weight_bytes / (g_up + g_down) / 1e12}
+        rows_out.append(row)
+        print(json.dumps(row), flush=True)
+        with open(out_path, "w") as f:
+            json.dump({"provenance": provenance(f"--decode {out_path}"),
+                       "script": "scripts/gpu/fused_moe_triton.py --decode", "torch": torch.__version__,
+                       "triton": triton.__version__, "gpu": torch.cuda.get_device_name(),
+                       "model": "Qwen3-30B-A3B MoE layer (128 experts, top 8, 2048 -> 2 x 768 -> 2048), bf16",
+                       "rows": rows_out}, f, indent=1)
+
+
+def merge(measured_path, profile_path):
+    with open(measured_path) as f:
+        if not json.load(f).get("complete"):
+            sys.exit(f"{measured_path}: the run was cut short; its tables are not merged")
+    merge_tables(measured_path, profile_path, lambda m: {f"table {key}": (
+        f"scripts/gpu/fused_moe_triton.py --table on {m['gpu']}: a Triton fused-MoE projection "
+        f"(Triton {m['triton']}; rows sorted by expert and padded to the tile, the fastest of up to "
+        "16 tiles a point; fp8 with 128x128 weight and 1x128 row block scales), kernel time under "
+        "CUPTI, L2 flushed, at the points of the profile's moe table") for key in m["tables"]})
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    if sys.argv[1] == "--check":
+        sys.exit(0 if check() else 1)
+    elif sys.argv[1] == "--table":
+        main_table(sys.argv[2], sys.argv[3], sys.argv[4:] or ("bf16", "fp8"))
+    elif sys.argv[1] == "--merge":
+        merge(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "--decode":
+        main_decode(sys.argv[2])
+    else:
+        sys.exit(__doc__)
