@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A closed-loop continuous-batching run on one GPU, to check `rooflens serve` (docs/serving.md).
 
-A Llama-architecture model built from a Hugging Face config (random weights, no download), a
+A Llama-architecture model built from a Hugging Face config (random weights, no download; an MoE
+config, Qwen3-MoE or Mixtral, gets its routed experts on fused_moe_triton.py's kernel, the design
+vLLM and SGLang run, and Qwen3's per-head q/k norms), a
 static KV cache of max_seqs slots, decode-only steps replayed from CUDA graphs (one per batch
 size), and steps with prefill work run eagerly with the prompts' chunks mixed in: the linear
 layers see the chunks' tokens and the decodes' tokens together, attention runs per prefill chunk
@@ -41,6 +43,8 @@ import time
 import torch
 import torch.nn.functional as F
 
+import fused_moe_triton  # same folder: the MoE projections of an MoE config
+
 
 class Llama:
     def __init__(self, c, max_seqs, max_len, device, dtype=torch.bfloat16, scale=0.02):
@@ -48,8 +52,17 @@ class Llama:
         h, d = c["hidden_size"], c["head_dim"]
         self.h, self.hq, self.hkv, self.d = h, c["num_attention_heads"], c["num_key_value_heads"], d
         self.g = self.hq // self.hkv
-        self.inter = c["intermediate_size"]
+        self.inter = c.get("moe_intermediate_size") or c["intermediate_size"]
+        # An MoE config (Qwen3-MoE, Mixtral): every layer's MLP is `experts` experts of width
+        # `inter`, top `topk` of a softmax router (renormalised where the config says so).
+        self.experts = c.get("num_experts") or c.get("num_local_experts") or 0
+        self.topk = c.get("num_experts_per_tok", 0)
+        self.norm_topk = c.get("norm_topk_prob", c.get("model_type") == "mixtral")
+        self.qk_norm = c.get("model_type", "").startswith("qwen3")  # per-head RMSNorm of q and k
         self.eps = c.get("rms_norm_eps", 1e-5)
+        # The first MoE layer's routing, summed on the GPU (a CUDA graph's replays add to it too):
+        # calls, routed tokens and the experts they touched, to compare with a uniform router's.
+        self.routing = torch.zeros(4, dtype=torch.float64, device=device)
         self.device = device
         bf = dict(device=device, dtype=dtype)
         gen = torch.Generator(device=device).manual_seed(0)
@@ -61,10 +74,16 @@ class Llama:
         self.embed = w(c["vocab_size"], h)
         self.layers = []
         for _ in range(L):
-            self.layers.append(dict(
-                ln1=torch.ones(h, **bf), ln2=torch.ones(h, **bf),
-                qkv=w((self.hq + 2 * self.hkv) * d, h), o=w(h, self.hq * d),
-                gate_up=w(2 * self.inter, h), down=w(h, self.inter)))
+            layer = dict(ln1=torch.ones(h, **bf), ln2=torch.ones(h, **bf),
+                         qkv=w((self.hq + 2 * self.hkv) * d, h), o=w(h, self.hq * d))
+            if self.qk_norm:
+                layer.update(q_norm=torch.ones(d, **bf), k_norm=torch.ones(d, **bf))
+            if self.experts:
+                layer.update(router=w(self.experts, h), gate_up=w(self.experts, 2 * self.inter, h),
+                             down=w(self.experts, h, self.inter))
+            else:
+                layer.update(gate_up=w(2 * self.inter, h), down=w(h, self.inter))
+            self.layers.append(layer)
         self.norm = torch.ones(h, **bf)
         self.lm_head = w(c["vocab_size"], h)
         rp = c.get("rope_parameters") or {}
@@ -77,6 +96,55 @@ class Llama:
         self.v = torch.zeros(L, max_seqs, self.hkv, max_len, d, **bf)
         self.ar = torch.arange(max_len, device=device)
         self.max_len, self.max_seqs = max_len, max_seqs
+
+    def route(self, p, x, key, layer):
+        """Each row's top-k experts and their weights. A router of random weights collapses: from
+        the second layer on, a 512-token prompt's rows pick 20-60 of Qwen3-30B-A3B's 128 experts
+        (measured on the H100), where a trained one spreads them. So the experts come from a hash
+        of the row's token, position and layer (k distinct ones, a uniform router's spread, the
+        same for the loop and --check's recompute), weighted by the router's softmax as usual."""
+        probs = torch.softmax((x @ p["router"].t()).float(), -1)
+        h = key + layer * 15485863
+        stride = 2 * ((h // self.experts) % (self.experts // 2)) + 1  # odd: k distinct experts
+        j = torch.arange(self.topk, device=x.device)
+        chosen = (h[:, None] + j[None, :] * stride[:, None]) % self.experts
+        weights = probs.gather(1, chosen)
+        if self.norm_topk:
+            weights = weights / weights.sum(-1, keepdim=True)
+        return weights, chosen
+
+    def mlp(self, p, x, key=None, layer=0):
+        """The MLP of normed rows x: dense, or the experts each row is routed to (key: [T], the
+        rows' token and position, which the routing hashes)."""
+        if not self.experts:
+            gu = x @ p["gate_up"].t()
+            return (F.silu(gu[:, : self.inter]) * gu[:, self.inter:]) @ p["down"].t()
+        T = x.shape[0]
+        weights, chosen = self.route(p, x, key, layer)
+        first = layer == 0
+        routed = chosen.flatten()
+        if first:
+            hit = torch.zeros(self.experts, device=x.device).index_fill_(0, routed, 1.0)
+            uniform = self.experts * (1 - (1 - self.topk / self.experts) ** T)  # a uniform router's
+            self.routing += torch.stack([torch.ones((), device=x.device), torch.full((), T, device=x.device,
+                                         dtype=torch.float32), hit.sum(),
+                                         torch.full((), uniform, device=x.device)]).double()
+        if x.dtype == torch.bfloat16 and x.is_cuda:  # the engines' kernel (fused_moe_triton.py)
+            rows = routed.numel()
+            tile = fused_moe_triton.decode_tile(rows, self.experts)
+            ids, blocks = fused_moe_triton.align_on_gpu(routed, self.experts, tile[0])
+            gu = fused_moe_triton.moe_projection(x, p["gate_up"], ids, blocks, rows, self.topk, tile)
+            act = F.silu(gu[:, : self.inter]) * gu[:, self.inter:]
+            out = fused_moe_triton.moe_projection(act, p["down"], ids, blocks, rows, 1, tile)
+        else:  # fp32 (--check) or the CPU: each routed row through its expert
+            xr = x.repeat_interleave(self.topk, 0)
+            gu = torch.einsum("rk,rnk->rn", xr, p["gate_up"][routed])
+            act = F.silu(gu[:, : self.inter]) * gu[:, self.inter:]
+            out = torch.einsum("rk,rnk->rn", act, p["down"][routed])
+        return (out.view(T, self.topk, -1).float() * weights[..., None]).sum(1).to(x.dtype)
+
+    def head_norm(self, p, x, which):  # x [T, H, d]: Qwen3's per-head RMSNorm of q or k
+        return F.rms_norm(x, (self.d,), p[which], self.eps) if self.qk_norm else x
 
     def rope(self, x, cos, sin):  # x [T, H, d]; cos, sin [T, 1, d]
         half = self.d // 2
@@ -98,6 +166,7 @@ class Llama:
         None for every row. Returns the greedy tokens of those rows."""
         hq, hkv, g, d = self.hq, self.hkv, self.g, self.d
         x = F.embedding(tokens, self.embed)
+        key = tokens * 7919 + pos * 104729  # what an MoE layer's routing hashes
         cos, sin = self.cos[pos].unsqueeze(1), self.sin[pos].unsqueeze(1)
         if dec is not None:
             nd, dslots = dec
@@ -111,8 +180,9 @@ class Llama:
             hdn = F.rms_norm(x, (self.h,), p["ln1"], self.eps)
             qkv = hdn @ p["qkv"].t()
             T = qkv.shape[0]
-            qk = self.rope(qkv[:, : (hq + hkv) * d].view(T, hq + hkv, d), cos, sin)
-            q, k = qk[:, :hq], qk[:, hq:]
+            q = self.rope(self.head_norm(p, qkv[:, : hq * d].view(T, hq, d), "q_norm"), cos, sin)
+            k = self.rope(self.head_norm(p, qkv[:, hq * d: (hq + hkv) * d].view(T, hkv, d), "k_norm"),
+                          cos, sin)
             v = qkv[:, (hq + hkv) * d:].view(T, hkv, d)
             kc, vc = self.k[i], self.v[i]  # [S, hkv, max_len, d]
             outs = []
@@ -138,8 +208,7 @@ class Llama:
                 outs.append(o.view(hkv, g, n, d).permute(2, 0, 1, 3).reshape(n, hq * d))
             a = outs[0] if len(outs) == 1 else torch.cat(outs, 0)
             x = x + a @ p["o"].t()
-            gu = F.rms_norm(x, (self.h,), p["ln2"], self.eps) @ p["gate_up"].t()
-            x = x + (F.silu(gu[:, : self.inter]) * gu[:, self.inter:]) @ p["down"].t()
+            x = x + self.mlp(p, F.rms_norm(x, (self.h,), p["ln2"], self.eps), key, i)
         if logits_rows is not None:
             x = x.index_select(0, logits_rows)
         return (F.rms_norm(x, (self.h,), self.norm, self.eps) @ self.lm_head.t()).argmax(-1)
@@ -155,19 +224,19 @@ class Llama:
             t = torch.tensor(seq, device=self.device)
             n = len(seq)
             x = F.embedding(t, self.embed)
+            key = t * 7919 + torch.arange(n, device=self.device) * 104729
             cos, sin = self.cos[:n].unsqueeze(1), self.sin[:n].unsqueeze(1)
-            for p in self.layers:
+            for i, p in enumerate(self.layers):
                 hdn = F.rms_norm(x, (self.h,), p["ln1"], self.eps)
                 qkv = hdn @ p["qkv"].t()
                 q, k, v = qkv.split([self.hq * self.d, self.hkv * self.d, self.hkv * self.d], -1)
-                q = self.rope(q.view(n, self.hq, self.d), cos, sin).transpose(0, 1)
-                k = self.rope(k.view(n, self.hkv, self.d), cos, sin).transpose(0, 1)
+                q = self.rope(self.head_norm(p, q.view(n, self.hq, self.d), "q_norm"), cos, sin).transpose(0, 1)
+                k = self.rope(self.head_norm(p, k.view(n, self.hkv, self.d), "k_norm"), cos, sin).transpose(0, 1)
                 v = v.view(n, self.hkv, self.d).transpose(0, 1)
                 o = F.scaled_dot_product_attention(q, k.repeat_interleave(self.g, 0),
                                                    v.repeat_interleave(self.g, 0), is_causal=True)
                 x = x + o.transpose(0, 1).reshape(n, -1) @ p["o"].t()
-                gu = F.rms_norm(x, (self.h,), p["ln2"], self.eps) @ p["gate_up"].t()
-                x = x + (F.silu(gu[:, : self.inter]) * gu[:, self.inter:]) @ p["down"].t()
+                x = x + self.mlp(p, F.rms_norm(x, (self.h,), p["ln2"], self.eps), key, i)
             tok = int((F.rms_norm(x[-1:], (self.h,), self.norm, self.eps) @ self.lm_head.t()).argmax(-1))
             out.append(tok)
             seq.append(tok)
@@ -228,6 +297,7 @@ def run_loop(model, graphs, concurrency, n_requests, isl, osl, budget, device, k
     steps = {k: {"count": 0, "wall_s": 0.0, "host_s": 0.0} for k in kinds}
     moves, decode_rows, n_steps = 0, 0, 0
     torch.cuda.synchronize() if device != "cpu" else None
+    model.routing.zero_()
     t0 = time.perf_counter()
     prev = t0
     while issued < min(concurrency, n_requests):
@@ -321,6 +391,11 @@ def run_loop(model, graphs, concurrency, n_requests, isl, osl, budget, device, k
            "throughput_tokens_per_s": n_requests * osl / makespan, "requests_per_s": n_requests / makespan,
            "wall_s": wall, "steps": n_steps, "mean_step_s": makespan / n_steps,
            "mean_decode_batch": decode_rows / n_steps, "slot_moves": moves, "by_kind": steps}
+    if model.experts:
+        calls, tokens, touched, uniform = model.routing.tolist()
+        res["moe_first_layer"] = {"calls": calls, "mean_tokens": tokens / calls,
+                                  "mean_experts_touched": touched / calls,
+                                  "mean_experts_uniform_router": uniform / calls}
     if keep_tokens:
         res["tokens"] = {r["id"]: r["tokens"] for r in done}
     return res
@@ -328,6 +403,8 @@ def run_loop(model, graphs, concurrency, n_requests, isl, osl, budget, device, k
 
 def kernel_class(name):
     n = name.lower()
+    if "moe_projection" in n:  # fused_moe_triton.py's expert kernel
+        return "moe"
     if any(k in n for k in ("fmha", "attention", "flash", "attn")):
         return "attention"
     if any(k in n for k in ("gemm", "gemv", "nvjet", "cutlass", "sm90_xmma", "cublas", "splitk")):
@@ -348,10 +425,14 @@ def probe(model, device, shapes, reps=5):
     for name, ndec, ctx, chunks in shapes:
         active = ndec + len(chunks)
         toks, pos, pre, lrows, row = [], [], [], [], 0
-        toks += [3] * ndec; pos += [ctx] * ndec; lrows += list(range(ndec)); row = ndec
+        # distinct tokens, so that an MoE router spreads them as a batch of real ones
+        vocab = model.c["vocab_size"]
+        toks += [prompt_token(i, ctx, vocab) for i in range(ndec)]
+        pos += [ctx] * ndec; lrows += list(range(ndec)); row = ndec
         for j, n in enumerate(chunks):
             pre.append((ndec + j, row, n, 0, model.prefill_mask(n, 0)))
-            toks += [5] * n; pos += list(range(n)); row += n; lrows.append(row - 1)
+            toks += [prompt_token(ndec + j, i, vocab) for i in range(n)]
+            pos += list(range(n)); row += n; lrows.append(row - 1)
         tok_t = torch.tensor(toks, device=device); pos_t = torch.tensor(pos, device=device)
         rows_t = torch.tensor(lrows, device=device)
         if ndec and not chunks:
@@ -386,7 +467,7 @@ def probe(model, device, shapes, reps=5):
         del g
         with profile(activities=[ProfilerActivity.CUDA if device != "cpu" else ProfilerActivity.CPU]) as prof:
             step().tolist()
-        by = {}
+        by, launches = {}, {}
         top = []
         for ev in prof.key_averages():
             t = getattr(ev, "device_time_total", 0) / 1e6
@@ -394,11 +475,12 @@ def probe(model, device, shapes, reps=5):
                 continue
             c = kernel_class(ev.key)
             by[c] = by.get(c, 0.0) + t
+            launches[c] = launches.get(c, 0) + ev.count
             top.append((t, ev.key[:90], ev.count))
         top.sort(reverse=True)
         r = {"shape": name, "decodes": ndec, "context": ctx, "chunks": chunks,
              "eager_wall_s": statistics.median(walls), "graph_gpu_s": graph_s,
-             "eager_kernels_s": sum(by.values()), "by_class_s": by,
+             "eager_kernels_s": sum(by.values()), "by_class_s": by, "kernels_by_class": launches,
              "top_kernels": [{"s": t, "name": k, "count": n} for t, k, n in top[:8]]}
         rows.append(r)
         print(json.dumps({k: v for k, v in r.items() if k != "top_kernels"}), flush=True)
@@ -409,23 +491,28 @@ def probe(model, device, shapes, reps=5):
 def check(device):
     """The loop (chunked prompts, mixed steps, slot moves, graphs on a GPU) against a full
     recompute in fp32: every request must produce the reference's greedy tokens."""
-    c = dict(hidden_size=128, head_dim=32, num_attention_heads=4, num_key_value_heads=2,
-             intermediate_size=256, num_hidden_layers=2, vocab_size=257, rope_theta=10000.0)
+    dense = dict(hidden_size=128, head_dim=32, num_attention_heads=4, num_key_value_heads=2,
+                 intermediate_size=256, num_hidden_layers=2, vocab_size=257, rope_theta=10000.0)
+    # Qwen3-MoE's shape in small: q/k norms, 8 experts, top 2 renormalised (fp32: the experts
+    # through PyTorch here; fused_moe_triton.py --check holds the bf16 kernel to the same sums)
+    moe = dict(dense, model_type="qwen3_moe", num_experts=8, num_experts_per_tok=2,
+               moe_intermediate_size=64, norm_topk_prob=True)
     torch.backends.cuda.matmul.allow_tf32 = False
     isl, osl = 20, 6
-    with torch.inference_mode():
-        m = Llama(c, 4, isl + osl + 8, device, dtype=torch.float32, scale=0.3)
-        graphs = DecodeGraphs(m, 4, device) if device != "cpu" else None
-        cases = [(3, 7, 16), (1, 2, 64), (4, 9, 30), (3, 5, 7)]  # concurrency, requests, budget
-        bad = 0
-        for conc, nreq, budget in cases:
-            res = run_loop(m, graphs, conc, nreq, isl, osl, budget, device, keep_tokens=True)
-            wrong = [i for i, t in res["tokens"].items()
-                     if t != m.reference([prompt_token(i, j, c["vocab_size"]) for j in range(isl)], osl)]
-            bad += len(wrong)
-            print(f"check concurrency {conc} requests {nreq} budget {budget}: {nreq - len(wrong)}/{nreq} "
-                  f"match; moves {res['slot_moves']}; steps " +
-                  ", ".join(f"{k} {v['count']}" for k, v in res["by_kind"].items()), flush=True)
+    bad = 0
+    for c in (dense, moe):
+        with torch.inference_mode():
+            m = Llama(c, 4, isl + osl + 8, device, dtype=torch.float32, scale=0.3)
+            graphs = DecodeGraphs(m, 4, device) if device != "cpu" else None
+            cases = [(3, 7, 16), (1, 2, 64), (4, 9, 30), (3, 5, 7)]  # concurrency, requests, budget
+            for conc, nreq, budget in cases:
+                res = run_loop(m, graphs, conc, nreq, isl, osl, budget, device, keep_tokens=True)
+                wrong = [i for i, t in res["tokens"].items()
+                         if t != m.reference([prompt_token(i, j, c["vocab_size"]) for j in range(isl)], osl)]
+                bad += len(wrong)
+                print(f"check {'moe' if c is moe else 'dense'} concurrency {conc} requests {nreq} budget "
+                      f"{budget}: {nreq - len(wrong)}/{nreq} match; moves {res['slot_moves']}; steps " +
+                      ", ".join(f"{k} {v['count']}" for k, v in res["by_kind"].items()), flush=True)
     print("check:", "ok" if bad == 0 else f"{bad} requests differ from the reference", flush=True)
     return bad == 0
 

@@ -375,6 +375,7 @@ TEST_CASE("serve CLI: impossible plans are one line and exit 2", "[serving][cli]
            config("llama-3.1-8b") + " --concurrency 4 --step-overhead-us nan",  // no overhead
            config("bert-base-uncased") + " --concurrency 4",                    // an encoder
            config("mamba-130m") + " --concurrency 4",  // no KV cache to admit by
+           config("mixtral-8x7b") + " --concurrency 4 --moe-kernel triton",  // not a kernel name
        }) {
     Run r = serve(args);
     INFO(args << "\n" << r.err);
@@ -461,6 +462,85 @@ TEST_CASE("serve CLI: expert parallelism with data-parallel attention", "[servin
   CHECK(j.at("memory_per_gpu").at("kv_bytes_per_token") == 131072);
   // Four schedulers of 4 clients each: the ranks' requests are the deployment's.
   CHECK(j.at("serving").at("requests") == 128);  // 8 x concurrency
+}
+
+TEST_CASE("serve CLI: MoE experts run the engine's kernel, or the one --moe-kernel names",
+          "[serving][cli]") {
+  // vLLM and SGLang run Triton's fused MoE kernel, TensorRT-LLM CUTLASS grouped GEMMs; the
+  // shipped H100 profile has tables of both, so each is priced from its own. Faster tables, a
+  // faster step: on the H100 the fused kernel streams Qwen3-30B-A3B's experts at 2.7 TB/s and
+  // torch._grouped_mm at 2.3 (docs/profile.md, "MoE expert GEMMs"), so vLLM's TPOT is the lower.
+  static const std::filesystem::path dir = test::scratch_dir("serve_moe_kernel");
+  auto run = [](const std::string& flags) {
+    std::filesystem::path json = dir / "k.json";
+    Run r = serve(config("qwen3-30b-a3b") + " --isl 512 --osl 64 --concurrency 8 " + flags +
+                  " --json " + json.string());
+    INFO(flags << "\n" << r.err);
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(test::slurp(json));
+  };
+  nlohmann::json vllm = run("--engine vllm"), grouped = run("--engine vllm --moe-kernel grouped"),
+                 trtllm = run("--engine trtllm");
+  CHECK(vllm.at("engine").at("moe_kernel") == "fused");
+  CHECK(vllm.at("engine").at("moe_kernel_priced") == "fused");
+  CHECK(grouped.at("engine").at("moe_kernel_priced") == "grouped");
+  CHECK(trtllm.at("engine").at("moe_kernel") == "grouped");
+  CHECK(vllm.at("serving").at("tpot_mean_s").get<double>() <
+        grouped.at("serving").at("tpot_mean_s").get<double>());
+  // The replay's batched GEMM, named: its own tables (faster again at a few rows an expert).
+  nlohmann::json batched = run("--engine vllm --moe-kernel batched");
+  CHECK(batched.at("engine").at("moe_kernel_priced") == "batched");
+  CHECK(batched.at("serving").at("tpot_mean_s").get<double>() <
+        vllm.at("serving").at("tpot_mean_s").get<double>());
+}
+
+TEST_CASE("serve's scheduler runs the steps the closed loop on the H100 ran", "[serving][cli]") {
+  // tests/data/reference/serving/h100-closed-loop.json (TinyLlama-1.1B, Llama-3.1-8B) and
+  // h100-moe-closed-loop.json (Qwen3-30B-A3B): scripts/gpu/serving_closed_loop.py's continuous
+  // batching on one H100, 512 + 128 tokens, a budget of 8,192 tokens, 64 slots, decode-only steps
+  // from CUDA graphs (SGLang's knobs). Where the loop ran rooflens's request count, both must run
+  // the same steps of each kind and the same mean decode batch: the scheduler is one design.
+  struct Ref {
+    const char* file;
+    const char* model;
+    const char* key;  // under "models", or "" at the top
+  };
+  static const std::filesystem::path dir = test::scratch_dir("serve_closed_loop_steps");
+  for (const Ref& ref : {Ref{"h100-closed-loop", "tinyllama-1.1b", "tinyllama-1.1b"},
+                         Ref{"h100-closed-loop", "llama-3.1-8b", "llama-3.1-8b"},
+                         Ref{"h100-moe-closed-loop", "qwen3-30b-a3b", ""}}) {
+    INFO(ref.model);
+    nlohmann::json file = nlohmann::json::parse(test::slurp(
+        test::data_path("tests/data/reference/serving/" + std::string(ref.file) + ".json")));
+    const nlohmann::json& loop = *ref.key ? file.at("models").at(ref.key) : file;
+    std::filesystem::path json = dir / "sweep.json";
+    Run run = serve(config(ref.model) +
+                    " --engine sglang --max-batched-tokens 8192 --max-seqs 64 --isl 512 --osl 128 "
+                    "--sweep-concurrency 1,2,4,8,16,32,64 --device-profile " +
+                    test::data_path("data/profiles/h100-sxm.json") + " --json " + json.string());
+    REQUIRE(run.code == 0);
+    nlohmann::json sweep = nlohmann::json::parse(test::slurp(json)).at("sweep");
+    int compared = 0;
+    for (const auto& measured : loop.at("results")) {
+      int64_t clients = measured.at("concurrency");
+      for (const auto& point : sweep) {
+        if (point.at("concurrency") != clients || point.at("requests") != measured.at("requests"))
+          continue;
+        INFO(clients << " clients");
+        const auto& kinds = measured.at("by_kind");
+        const auto& mix = point.at("step_mix");
+        CHECK(mix.at("decode_only").get<int64_t>() ==
+              kinds.at("decode_graph").at("count").get<int64_t>() +
+                  kinds.at("decode_eager").at("count").get<int64_t>());
+        CHECK(mix.at("mixed") == kinds.at("mixed").at("count"));
+        CHECK(mix.at("prefill_only") == kinds.at("prefill_only").at("count"));
+        CHECK(mix.at("mean_decode_batch").get<double>() ==
+              Approx(measured.at("mean_decode_batch").get<double>()).epsilon(1e-9));
+        ++compared;
+      }
+    }
+    CHECK(compared >= 5);  // 4-64 clients at least (the MoE loop ran 16 requests at 1 and 2)
+  }
 }
 
 TEST_CASE("an fp8 KV cache's decode attention streams its own bytes, not the bf16 table's",
