@@ -150,18 +150,11 @@ class Projection:
         self.sorted = {}
 
     def launch(self, tile):
-        bm, bn, bk, warps, stages = tile
+        bm = tile[0]
         if bm not in self.sorted:
             self.sorted[bm] = sort_rows(self.expert_of_row, self.experts, bm)
         ids, block_expert = self.sorted[bm]
-        grid = (block_expert.numel() * (self.n // bn),)
-        _moe_projection[grid](
-            self.x, self.w, self.out, ids, block_expert, self.xs, self.ws,
-            self.x.shape[0], ids.numel(), self.n, self.k, self.x.stride(0), self.w.stride(0),
-            self.w.stride(1), self.out.stride(0), self.xs.stride(0),
-            self.ws.stride(0) if self.ws.dim() == 3 else 0, self.ws.stride(1) if self.ws.dim() == 3 else 0,
-            self.experts, BM=bm, BN=bn, BK=bk, GROUP_M=8, BLOCK_SCALED=self.dtype == "fp8", TOPK=1,
-            num_warps=warps, num_stages=stages)
+        launch(self.x, self.w, self.out, ids, block_expert, self.x.shape[0], 1, tile, self.xs, self.ws)
         return self.out
 
     def reference(self):
@@ -199,18 +192,26 @@ def align_on_gpu(expert_of_row, experts, bm):
     return ids, block_expert.to(torch.int32)
 
 
-def moe_projection(x, w, ids, block_expert, rows, topk, tile):
-    """out[r] = x[r // topk] @ w[expert of r]^T for the `rows` routed rows (bf16)."""
+def launch(x, w, out, ids, block_expert, rows, topk, tile, xs=None, ws=None):
+    """The kernel over `rows` routed rows into out; xs, ws: the fp8 block scales (None: bf16)."""
     bm, bn, bk, warps, stages = tile
     n, k = w.shape[1], w.shape[2]
-    out = torch.empty(rows, n, device=x.device, dtype=torch.bfloat16)
-    dummy = torch.empty(1, device=x.device, dtype=torch.float32)
+    scaled = ws is not None and ws.dim() == 3
+    if not scaled:
+        xs = ws = torch.empty(1, device=x.device, dtype=torch.float32)
     grid = (block_expert.numel() * (n // bn),)
-    _moe_projection[grid](x, w, out, ids, block_expert, dummy, dummy, rows, ids.numel(), n, k,
-                          x.stride(0), w.stride(0), w.stride(1), out.stride(0), 1, 0, 0, w.shape[0],
-                          BM=bm, BN=bn, BK=bk, GROUP_M=8, BLOCK_SCALED=False, TOPK=topk,
+    _moe_projection[grid](x, w, out, ids, block_expert, xs, ws, rows, ids.numel(), n, k,
+                          x.stride(0), w.stride(0), w.stride(1), out.stride(0), xs.stride(0),
+                          ws.stride(0) if scaled else 0, ws.stride(1) if scaled else 0, w.shape[0],
+                          BM=bm, BN=bn, BK=bk, GROUP_M=8, BLOCK_SCALED=scaled, TOPK=topk,
                           num_warps=warps, num_stages=stages)
     return out
+
+
+def moe_projection(x, w, ids, block_expert, rows, topk, tile):
+    """out[r] = x[r // topk] @ w[expert of r]^T for the `rows` routed rows (bf16)."""
+    out = torch.empty(rows, w.shape[1], device=x.device, dtype=torch.bfloat16)
+    return launch(x, w, out, ids, block_expert, rows, topk, tile)
 
 
 def decode_tile(rows, experts):
