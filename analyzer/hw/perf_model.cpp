@@ -118,10 +118,14 @@ namespace {
 
 std::optional<PerfQuery> attention_query(const AttentionDims& d, const KernelShape& ks,
                                          Precision p) {
-  if (ks.gemm || d.head_dim_qk != d.head_dim_v || (p != Precision::bf16 && p != Precision::fp16))
-    return std::nullopt;
+  if (ks.gemm || (p != Precision::bf16 && p != Precision::fp16)) return std::nullopt;
+  bool unequal = d.head_dim_qk != d.head_dim_v;
+  if (unequal && d.q_len == 1) return std::nullopt;  // MLA's decode: no table of its kernels
   std::string dt = tensor_dtype_key(p);
-  auto dd = static_cast<double>(d.head_dim_qk);
+  // Unequal depths (MLA's prefill: 192-deep scores, 128-deep values) do the work of both GEMMs at
+  // their mean depth: the table there, beyond its grid scaled as the roofline scales. cuDNN's
+  // kernel for DeepSeek-V3's prefill ran within 1-8% of that on an H200 (docs/profile.md).
+  auto dd = static_cast<double>(d.head_dim_qk + d.head_dim_v) / 2;
   if (d.q_len == 1)
     return PerfQuery{"attn_decode." + dt + (ks.attention_fp8_cache ? ".kv_fp8" : ""),
                      {dd, static_cast<double>(d.q_heads / std::max<int64_t>(d.kv_heads, 1)),
@@ -216,15 +220,35 @@ std::optional<PerfQuery> memory_query(const NodeCost& c, Precision p) {
   return std::nullopt;
 }
 
+// The tables of each kernel's expert GEMMs: "<family>.bf16", "<family>.fp8".
+const char* expert_table_family(ExpertKernel k) {
+  switch (k) {
+    case ExpertKernel::batched:
+      return "moe";
+    case ExpertKernel::grouped:
+      return "moe_grouped";
+    case ExpertKernel::fused:
+      return "moe_fused";
+  }
+  return "moe";
+}
+
+bool is_expert_table_family(const std::string& family) {
+  for (ExpertKernel k : {ExpertKernel::batched, ExpertKernel::grouped, ExpertKernel::fused})
+    if (family == expert_table_family(k)) return true;
+  return false;
+}
+
 }  // namespace
 
 std::optional<PerfQuery> expert_gemm_query(Precision p, int64_t experts, int64_t rows, int64_t n,
                                            int64_t k) {
   if (p != Precision::bf16 && p != Precision::fp16 && p != Precision::fp8) return std::nullopt;
   if (experts <= 0 || rows <= 0 || n <= 0 || k <= 0) return std::nullopt;
-  return PerfQuery{"moe." + tensor_dtype_key(p),
-                   {static_cast<double>(experts), static_cast<double>(rows), static_cast<double>(n),
-                    static_cast<double>(k)}};
+  return PerfQuery{
+      fmt::format("{}.{}", expert_table_family(ExpertKernel::batched), tensor_dtype_key(p)),
+      {static_cast<double>(experts), static_cast<double>(rows), static_cast<double>(n),
+       static_cast<double>(k)}};
 }
 
 const char* expert_kernel_name(ExpertKernel k) {
@@ -247,13 +271,12 @@ std::optional<ExpertKernel> expert_kernel_from_name(const std::string& name) {
 
 ExpertTables with_expert_kernel(std::shared_ptr<const PerfDatabase> db, ExpertKernel wanted) {
   if (!db || wanted == ExpertKernel::batched) return {db, ExpertKernel::batched};
-  const char* prefix = wanted == ExpertKernel::fused ? "moe_fused" : "moe_grouped";
   auto out = std::make_shared<PerfDatabase>(*db);
   bool any = false;
   for (const char* p : {"bf16", "fp8"}) {
-    auto own = db->tables.find(fmt::format("{}.{}", prefix, p));
+    auto own = db->tables.find(fmt::format("{}.{}", expert_table_family(wanted), p));
     if (own == db->tables.end()) continue;
-    out->tables[fmt::format("moe.{}", p)] = own->second;
+    out->tables[fmt::format("{}.{}", expert_table_family(ExpertKernel::batched), p)] = own->second;
     any = true;
   }
   if (any) return {out, wanted};
@@ -284,7 +307,7 @@ GridWork grid_work(const std::string& table, const std::vector<double>& x) {
   };
   if (k[0] == "gemm") {
     gemms(1, x[1], x[2], x[3]);
-  } else if (k[0] == "moe" || k[0] == "moe_grouped" || k[0] == "moe_fused") {
+  } else if (is_expert_table_family(k[0])) {
     gemms(x[0], x[1], x[2], x[3]);
   } else if (k[0] == "woq") {  // bf16 activations; packed weights and a bf16 scale per 128
     double m = x[0], n = x[1], kk = x[2], bits = k[1] == "int4" ? 4 : 8;
