@@ -13,15 +13,17 @@ checkpoints), applied at each 128-deep step of the reduction, bf16 out.
         the kernel against torch.matmul on a few shapes (both precisions)
     python3 fused_moe_triton.py --table PROFILE.json OUT.json [bf16] [fp8]
         every point of the profile's expert tables (moe.bf16, moe.fp8: experts, rows an expert,
-        n, k; weights [experts, n, k]) on this kernel, as moe_fused.bf16 and moe_fused.fp8 with
-        the same axes and grid (null where the profile's point is)
+        n, k; weights [experts, n, k]) on this kernel, and reductions of 128 and 256 besides, as
+        moe_fused.bf16 and moe_fused.fp8 with the same axes (null where the profile's point is)
     python3 fused_moe_triton.py --merge OUT.json PROFILE.json
         those tables into a profile; `rooflens serve --engine vllm|sglang` prices MoE
         projections from them
-    python3 fused_moe_triton.py --decode OUT.json
-        whole MoE layers of Qwen3-30B-A3B (128 experts, top 8, hidden 2048, width 768) at decode
-        batches 1-64 under uniform random routing: both projections on this kernel and on
-        PyTorch's grouped GEMM, the expert weights touched and the bandwidth reached
+    python3 fused_moe_triton.py --layers NAME OUT.json   (--decode OUT.json: qwen3-30b-a3b)
+        whole MoE layers as one GPU of a deployment runs them (NAME: qwen3-30b-a3b, bf16, 1 GPU;
+        deepseek-v3-tp8 and deepseek-v3-ep8, fp8, a GPU of 8 in tensor or expert parallel;
+        deepseek-v3-tp8-prefill, prompts of 1k-8k tokens) at decode batches under uniform random
+        routing: both projections on this kernel (and on
+        PyTorch's grouped GEMM in bf16), the expert weights touched and the bandwidth reached
 
 Times are kernel times under the profiler (CUPTI), the L2 flushed before each call, as
 `rooflens calibrate` times a table point.
@@ -128,10 +130,19 @@ def sort_rows(expert_of_row, experts, bm):
             torch.tensor(block_expert, dtype=torch.int32, device=dev))
 
 
+def quantize_weights(w):
+    """[experts, n, k] weights to e4m3 with a scale per 128 x 128 block."""
+    experts, n = w.shape[0], w.shape[1]
+    wb = w.float().view(experts, n // SCALE_BLOCK, SCALE_BLOCK, -1, SCALE_BLOCK)
+    ws = (wb.abs().amax((2, 4)) / 448).clamp(min=1e-12)
+    return (wb / ws[:, :, None, :, None]).view_as(w).to(torch.float8_e4m3fn), ws
+
+
 class Projection:
     """One MoE projection, out[r] = x[r] @ w[expert_of_row[r]]^T, ready to launch per tile."""
 
-    def __init__(self, dtype, x, w, expert_of_row):
+    def __init__(self, dtype, x, w, expert_of_row, fp8_weights=None):
+        """fp8_weights: (w, scales) already quantized (quantizing large experts takes seconds)."""
         self.dtype, self.n, self.k = dtype, w.shape[1], w.shape[2]
         self.experts = w.shape[0]
         self.expert_of_row = expert_of_row
@@ -143,10 +154,7 @@ class Projection:
             g = x.float().view(x.shape[0], -1, SCALE_BLOCK)
             self.xs = (g.abs().amax(-1) / 448).clamp(min=1e-12)
             self.x = (g / self.xs[..., None]).view_as(x).to(torch.float8_e4m3fn)
-            wb = w.float().view(self.experts, self.n // SCALE_BLOCK, SCALE_BLOCK, -1, SCALE_BLOCK)
-            self.ws = (wb.abs().amax((2, 4)) / 448).clamp(min=1e-12)
-            self.w = (wb / self.ws[:, :, None, :, None]).view_as(w).to(torch.float8_e4m3fn)
-            del g, wb
+            self.w, self.ws = fp8_weights or quantize_weights(w)
         self.sorted = {}
 
     def launch(self, tile):
@@ -295,14 +303,31 @@ def table_points(src):
         yield measured, tuple(int(grid[a][index[a]]) for a in range(len(grid)))
 
 
+# Reductions shorter than the moe tables' 512: a tensor-parallel GPU's slice of an expert's width
+# (DeepSeek-V3's down projection at TP 8 reduces over 256, Qwen3-235B's over 192), where a tile's
+# fixed work (its output) weighs more than the roofline's scaling from 512 allows.
+EXTRA_K = (128.0, 256.0)
+
+
+def fused_grid(src):
+    """The moe table's grid with EXTRA_K on its reduction axis, and each point's source value
+    (None where the moe table skipped the point: too many weights a call)."""
+    grid = [list(axis) for axis in src["grid"]]
+    grid[3] = sorted(set(grid[3]) | set(EXTRA_K))
+    known = {point: measured for measured, point in table_points(src)}
+    table = {"grid": grid, "seconds": [0.0] * math.prod(len(a) for a in grid)}
+    return grid, [(known.get(point, 0.0), point) for _, point in table_points(table)]
+
+
 def main_table(profile_path, out_path, dtypes=("bf16", "fp8")):
     with open(profile_path) as f:
         profile = json.load(f)
     tables, picks = {}, {}
     for dtype in dtypes:
         src = profile["tables"][f"moe.{dtype}"]
+        grid, points = fused_grid(src)
         seconds = []
-        for measured, (experts, rows, n, k) in table_points(src):
+        for measured, (experts, rows, n, k) in points:
             if measured is None:
                 seconds.append(None)
                 continue
@@ -319,8 +344,8 @@ def main_table(profile_path, out_path, dtypes=("bf16", "fp8")):
             del p
             torch.cuda.empty_cache()
             # what is measured so far survives a cut-short run (the rest of the grid still absent)
-            partial = seconds + [None] * (len(src["seconds"]) - len(seconds))
-            tables[f"moe_fused.{dtype}"] = {"axes": src["axes"], "grid": src["grid"], "seconds": partial}
+            partial = seconds + [None] * (len(points) - len(seconds))
+            tables[f"moe_fused.{dtype}"] = {"axes": src["axes"], "grid": grid, "seconds": partial}
             with open(out_path, "w") as f:
                 json.dump({"script": "scripts/gpu/fused_moe_triton.py --table", "torch": torch.__version__,
                            "triton": triton.__version__, "gpu": torch.cuda.get_device_name(),
@@ -340,41 +365,59 @@ def provenance(arguments):
             "date": datetime.date.today().isoformat()}
 
 
-def main_decode(out_path):
-    experts, topk, hidden, inter = 128, 8, 2048, 768  # Qwen3-30B-A3B
+# Whole MoE layers as a deployment's GPU runs them: (experts on the GPU, experts in the model,
+# top k, hidden, the GPU's width of an expert, dtype, token counts). Under tensor parallelism a
+# GPU holds every expert's slice of the width and sees every token; under expert parallelism it
+# holds whole experts and receives the rows routed to them from every GPU's tokens.
+LAYERS = {
+    "qwen3-30b-a3b": (128, 128, 8, 2048, 768, "bf16", (1, 2, 4, 8, 10, 16, 32, 64)),
+    "deepseek-v3-tp8": (256, 256, 8, 7168, 2048 // 8, "fp8", (4, 8, 16, 32, 64, 128)),
+    "deepseek-v3-ep8": (32, 256, 8, 7168, 2048, "fp8", (4, 8, 16, 32, 64, 128, 256, 1024)),
+    "deepseek-v3-tp8-prefill": (256, 256, 8, 7168, 2048 // 8, "fp8", (1024, 2048, 4096, 8192)),
+}
+
+
+def main_layers(out_path, name="qwen3-30b-a3b"):
+    local, experts, topk, hidden, inter, dtype, token_counts = LAYERS[name]
     torch.manual_seed(0)
-    w_up = torch.randn(experts, 2 * inter, hidden, device="cuda", dtype=torch.bfloat16) * 0.02
-    w_down = torch.randn(experts, hidden, inter, device="cuda", dtype=torch.bfloat16) * 0.02
+    w_up = torch.randn(local, 2 * inter, hidden, device="cuda", dtype=torch.bfloat16) * 0.02
+    w_down = torch.randn(local, hidden, inter, device="cuda", dtype=torch.bfloat16) * 0.02
+    # the fp8 weights, quantized once for every batch
+    up_w, down_w = (quantize_weights(w_up), quantize_weights(w_down)) if dtype == "fp8" else (None, None)
     rows_out = []
-    for tokens in (1, 2, 4, 8, 10, 16, 32, 64):
+    for tokens in token_counts:
         route = torch.stack([torch.randperm(experts, device="cuda")[:topk] for _ in range(tokens)]).flatten()
+        route = route[route < local]  # the rows this GPU's experts receive
+        if route.numel() == 0:
+            continue
         touched = int(torch.unique(route).numel())
-        x = torch.randn(tokens * topk, hidden, device="cuda", dtype=torch.bfloat16)
-        h = torch.randn(tokens * topk, inter, device="cuda", dtype=torch.bfloat16)
-        per_expert = max(1, math.ceil(tokens * topk / touched))
-        up = Projection("bf16", x, w_up, route)
-        down = Projection("bf16", h, w_down, route)
+        x = torch.randn(route.numel(), hidden, device="cuda", dtype=torch.bfloat16)
+        h = torch.randn(route.numel(), inter, device="cuda", dtype=torch.bfloat16)
+        per_expert = max(1, math.ceil(route.numel() / touched))
+        up = Projection(dtype, x, w_up, route, up_w)
+        down = Projection(dtype, h, w_down, route, down_w)
         t_up, tile_up = tuned_seconds(up, per_expert)
         t_down, tile_down = tuned_seconds(down, per_expert)
-        # PyTorch's grouped GEMM over the same rows (sorted by expert, an offset per expert)
-        order = torch.argsort(route)
-        offs = torch.cumsum(torch.bincount(route, minlength=experts), 0).to(torch.int32)
-        xs, hs = x[order].contiguous(), h[order].contiguous()
-        g_up = kernel_seconds(lambda: torch._grouped_mm(xs, w_up.transpose(-2, -1), offs=offs))
-        g_down = kernel_seconds(lambda: torch._grouped_mm(hs, w_down.transpose(-2, -1), offs=offs))
-        weight_bytes = touched * (2 * inter * hidden + hidden * inter) * 2
-        row = {"tokens": tokens, "experts_touched": touched, "weight_bytes": weight_bytes,
-               "fused_up_s": t_up, "fused_down_s": t_down, "fused_tiles": [tile_up, tile_down],
-               "fused_TBps": weight_bytes / (t_up + t_down) / 1e12,
-               "grouped_mm_up_s": g_up, "grouped_mm_down_s": g_down,
-               "grouped_mm_TBps": weight_bytes / (g_up + g_down) / 1e12}
+        weight_bytes = touched * 3 * inter * hidden * (2 if dtype == "bf16" else 1)
+        row = {"tokens": tokens, "rows": int(route.numel()), "experts_touched": touched,
+               "weight_bytes": weight_bytes, "fused_up_s": t_up, "fused_down_s": t_down,
+               "fused_tiles": [tile_up, tile_down], "fused_TBps": weight_bytes / (t_up + t_down) / 1e12}
+        if dtype == "bf16":  # PyTorch's grouped GEMM over the same rows, an offset per expert
+            order = torch.argsort(route)
+            offs = torch.cumsum(torch.bincount(route, minlength=local), 0).to(torch.int32)
+            xs, hs = x[order].contiguous(), h[order].contiguous()
+            row["grouped_mm_up_s"] = kernel_seconds(
+                lambda: torch._grouped_mm(xs, w_up.transpose(-2, -1), offs=offs))
+            row["grouped_mm_down_s"] = kernel_seconds(
+                lambda: torch._grouped_mm(hs, w_down.transpose(-2, -1), offs=offs))
+            row["grouped_mm_TBps"] = weight_bytes / (row["grouped_mm_up_s"] + row["grouped_mm_down_s"]) / 1e12
         rows_out.append(row)
         print(json.dumps(row), flush=True)
         with open(out_path, "w") as f:
-            json.dump({"provenance": provenance(f"--decode {out_path}"),
-                       "script": "scripts/gpu/fused_moe_triton.py --decode", "torch": torch.__version__,
-                       "triton": triton.__version__, "gpu": torch.cuda.get_device_name(),
-                       "model": "Qwen3-30B-A3B MoE layer (128 experts, top 8, 2048 -> 2 x 768 -> 2048), bf16",
+            json.dump({"provenance": provenance(f"--layers {name} {out_path}"),
+                       "gpu": torch.cuda.get_device_name(),
+                       "model": f"{name} MoE layer: {local} of {experts} experts on this GPU, top {topk}, "
+                                f"{hidden} -> 2 x {inter} -> {hidden}, {dtype}, uniform random routing",
                        "rows": rows_out}, f, indent=1)
 
 
@@ -398,7 +441,9 @@ if __name__ == "__main__":
         main_table(sys.argv[2], sys.argv[3], sys.argv[4:] or ("bf16", "fp8"))
     elif sys.argv[1] == "--merge":
         merge(sys.argv[2], sys.argv[3])
-    elif sys.argv[1] == "--decode":
-        main_decode(sys.argv[2])
+    elif sys.argv[1] == "--decode":  # the Qwen3-30B-A3B layers of the first run
+        main_layers(sys.argv[2])
+    elif sys.argv[1] == "--layers":
+        main_layers(sys.argv[3], sys.argv[2])
     else:
         sys.exit(__doc__)
