@@ -7,11 +7,14 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "analyzer/core/errors.hpp"
 #include "analyzer/serving/serving.hpp"
 #include "cli/model_args.hpp"
 #include "reports/atomic_file.hpp"
+#include "reports/format.hpp"
 #include "reports/saved_result.hpp"
 
 namespace rooflens::cli {
@@ -105,24 +108,45 @@ std::string ms(double s) {
   return fmt::format("{:.1f} ms", s * 1e3);
 }
 
+// `label`, then `items` joined by ", ", broken only between items into lines of at most 100
+// columns, the lines after the first indented as far as the label reaches.
+std::string wrap_items(const std::string& label, const std::vector<std::string>& items) {
+  std::string out, line = label;
+  for (size_t i = 0; i < items.size(); ++i) {
+    std::string item = items[i] + (i + 1 < items.size() ? "," : "");
+    if (line.size() > label.size() && line.size() + 1 + item.size() > 100) {
+      out += line + "\n";
+      line = std::string(label.size(), ' ');
+    }
+    line += (line.size() > label.size() ? " " : "") + item;
+  }
+  return out + line + "\n";
+}
+
 void write_terminal(std::ostream& out, const ServeResult& r, const ServeOptions& o,
                     const std::string& device) {
-  out << fmt::format("rooflens serve: {} on {} x {} (tp {}, pp {}, dp {}{}), engine {}\n", r.model,
-                     r.gpus, device, o.lowering.tp, o.pp, o.dp,
-                     o.attention_dp() ? fmt::format(", ep {} with data-parallel attention", o.ep)
-                     : o.ep > 1       ? fmt::format(", ep {}", o.ep)
-                                      : "",
-                     o.engine.name);
-  out << fmt::format(
-      "  knobs: {} tokens/step, {} seqs, block {}, cache fraction {:.2f}, chunked prefill {}, CUDA "
-      "graphs {}\n",
-      r.knobs.max_batched_tokens, r.knobs.max_seqs, r.knobs.block_size, o.engine.memory_fraction,
-      r.knobs.chunked_prefill ? "on" : "off", o.cuda_graphs ? "on" : "off");
-  out << fmt::format(
-      "  memory per GPU: weights {:.1f} GB, activations {:.1f} GB, KV cache {:.1f} GB = {} tokens "
-      "({} B/token)\n",
-      r.memory.weight_bytes / 1e9, r.memory.activation_bytes / 1e9, r.memory.kv_bytes / 1e9,
-      r.kv_capacity_tokens, r.memory.kv_bytes_per_token);
+  // Lines wrap at 100 columns, the continuation indented under the label.
+  out << reports::wrap(
+      "rooflens serve: ",
+      fmt::format("{} on {} x {} (tp {}, pp {}, dp {}{}), engine {}", r.model, r.gpus, device,
+                  o.lowering.tp, o.pp, o.dp,
+                  o.attention_dp() ? fmt::format(", ep {} with data-parallel attention", o.ep)
+                  : o.ep > 1       ? fmt::format(", ep {}", o.ep)
+                                   : "",
+                  o.engine.name));
+  out << wrap_items(
+      "  knobs: ",
+      {fmt::format("{} tokens/step", r.knobs.max_batched_tokens),
+       fmt::format("{} seqs", r.knobs.max_seqs), fmt::format("block {}", r.knobs.block_size),
+       fmt::format("cache fraction {:.2f}", o.engine.memory_fraction),
+       fmt::format("chunked prefill {}", r.knobs.chunked_prefill ? "on" : "off"),
+       fmt::format("CUDA graphs {}", o.cuda_graphs ? "on" : "off")});
+  out << wrap_items(
+      "  memory per GPU: ",
+      {fmt::format("weights {:.1f} GB", r.memory.weight_bytes / 1e9),
+       fmt::format("activations {:.1f} GB", r.memory.activation_bytes / 1e9),
+       fmt::format("KV cache {:.1f} GB = {} tokens ({} B/token)", r.memory.kv_bytes / 1e9,
+                   r.kv_capacity_tokens, r.memory.kv_bytes_per_token)});
   out << fmt::format("  largest concurrency without preemption at {:.0f} + {:.0f} tokens: {}\n",
                      o.isl.mean(), o.osl.mean(), r.max_concurrency_without_preemption);
   if (o.concurrency > 0 || o.rate > 0) {
@@ -139,11 +163,12 @@ void write_terminal(std::ostream& out, const ServeResult& r, const ServeOptions&
     out << fmt::format("  throughput {:.0f} output tokens/s ({:.0f} per GPU), {:.2f} requests/s\n",
                        s.throughput_tokens_per_s, s.throughput_tokens_per_s_per_gpu,
                        s.requests_per_s);
-    out << fmt::format(
-        "  steps: {} mixed, {} prefill only, {} decode only; mean {} , mean decode batch {:.1f}; "
-        "{} preemptions\n",
-        s.mixed_steps, s.prefill_only_steps, s.decode_only_steps, ms(s.mean_step_s),
-        s.mean_decode_batch, s.preemptions);
+    out << wrap_items("  steps: ", {fmt::format("{} mixed", s.mixed_steps),
+                                    fmt::format("{} prefill only", s.prefill_only_steps),
+                                    fmt::format("{} decode only", s.decode_only_steps),
+                                    fmt::format("mean step {}", ms(s.mean_step_s)),
+                                    fmt::format("mean decode batch {:.1f}", s.mean_decode_batch),
+                                    fmt::format("{} preemptions", s.preemptions)});
   }
   if (!r.sweep.empty()) {
     out << fmt::format("  {:>11} {:>11} {:>11} {:>13} {:>13} {:>12}\n", "concurrency", "TTFT mean",
@@ -153,7 +178,7 @@ void write_terminal(std::ostream& out, const ServeResult& r, const ServeOptions&
                          ms(s.ttft_mean_s), ms(s.tpot_mean_s), s.throughput_tokens_per_s,
                          s.throughput_tokens_per_s_per_gpu, s.preemptions);
   }
-  for (const std::string& n : r.notes) out << "  note: " << n << '\n';
+  for (const std::string& n : r.notes) out << reports::wrap("  note: ", n);
 }
 
 }  // namespace
