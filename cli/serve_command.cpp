@@ -7,8 +7,6 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <string>
-#include <vector>
 
 #include "analyzer/core/errors.hpp"
 #include "analyzer/serving/serving.hpp"
@@ -108,21 +106,6 @@ std::string ms(double s) {
   return fmt::format("{:.1f} ms", s * 1e3);
 }
 
-// `label`, then `items` joined by ", ", broken only between items into lines of at most 100
-// columns, the lines after the first indented as far as the label reaches.
-std::string wrap_items(const std::string& label, const std::vector<std::string>& items) {
-  std::string out, line = label;
-  for (size_t i = 0; i < items.size(); ++i) {
-    std::string item = items[i] + (i + 1 < items.size() ? "," : "");
-    if (line.size() > label.size() && line.size() + 1 + item.size() > 100) {
-      out += line + "\n";
-      line = std::string(label.size(), ' ');
-    }
-    line += (line.size() > label.size() ? " " : "") + item;
-  }
-  return out + line + "\n";
-}
-
 void write_terminal(std::ostream& out, const ServeResult& r, const ServeOptions& o,
                     const std::string& device) {
   // Lines wrap at 100 columns, the continuation indented under the label.
@@ -134,14 +117,14 @@ void write_terminal(std::ostream& out, const ServeResult& r, const ServeOptions&
                   : o.ep > 1       ? fmt::format(", ep {}", o.ep)
                                    : "",
                   o.engine.name));
-  out << wrap_items(
+  out << reports::wrap_list(
       "  knobs: ",
       {fmt::format("{} tokens/step", r.knobs.max_batched_tokens),
        fmt::format("{} seqs", r.knobs.max_seqs), fmt::format("block {}", r.knobs.block_size),
        fmt::format("cache fraction {:.2f}", o.engine.memory_fraction),
        fmt::format("chunked prefill {}", r.knobs.chunked_prefill ? "on" : "off"),
        fmt::format("CUDA graphs {}", o.cuda_graphs ? "on" : "off")});
-  out << wrap_items(
+  out << reports::wrap_list(
       "  memory per GPU: ",
       {fmt::format("weights {:.1f} GB", r.memory.weight_bytes / 1e9),
        fmt::format("activations {:.1f} GB", r.memory.activation_bytes / 1e9),
@@ -163,12 +146,13 @@ void write_terminal(std::ostream& out, const ServeResult& r, const ServeOptions&
     out << fmt::format("  throughput {:.0f} output tokens/s ({:.0f} per GPU), {:.2f} requests/s\n",
                        s.throughput_tokens_per_s, s.throughput_tokens_per_s_per_gpu,
                        s.requests_per_s);
-    out << wrap_items("  steps: ", {fmt::format("{} mixed", s.mixed_steps),
-                                    fmt::format("{} prefill only", s.prefill_only_steps),
-                                    fmt::format("{} decode only", s.decode_only_steps),
-                                    fmt::format("mean step {}", ms(s.mean_step_s)),
-                                    fmt::format("mean decode batch {:.1f}", s.mean_decode_batch),
-                                    fmt::format("{} preemptions", s.preemptions)});
+    out << reports::wrap_list("  steps: ",
+                              {fmt::format("{} mixed", s.mixed_steps),
+                               fmt::format("{} prefill only", s.prefill_only_steps),
+                               fmt::format("{} decode only", s.decode_only_steps),
+                               fmt::format("mean step {}", ms(s.mean_step_s)),
+                               fmt::format("mean decode batch {:.1f}", s.mean_decode_batch),
+                               fmt::format("{} preemptions", s.preemptions)});
   }
   if (!r.sweep.empty()) {
     out << fmt::format("  {:>11} {:>11} {:>11} {:>13} {:>13} {:>12}\n", "concurrency", "TTFT mean",

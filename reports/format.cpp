@@ -172,4 +172,18 @@ std::string wrap(const std::string& label, const std::string& text, size_t width
   return out + line + "\n";
 }
 
+std::string wrap_list(const std::string& label, const std::vector<std::string>& items,
+                      size_t width) {
+  std::string out, line = label;
+  for (size_t i = 0; i < items.size(); ++i) {
+    std::string item = items[i] + (i + 1 < items.size() ? "," : "");
+    if (line.size() > label.size() && line.size() + 1 + item.size() > width) {
+      out += line + "\n";
+      line = std::string(label.size(), ' ');
+    }
+    line += (line.size() > label.size() ? " " : "") + item;
+  }
+  return out + line + "\n";
+}
+
 }  // namespace rooflens::reports

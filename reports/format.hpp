@@ -3,6 +3,7 @@
 // times in ns/us/ms/s.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace rooflens::reports {
 
@@ -23,5 +24,8 @@ std::string fit_op(const std::string& op, size_t width);
 // `label` then `text`, broken at spaces into lines of at most `width` columns, the lines after the
 // first indented as far as the label reaches; each line ends with '\n'.
 std::string wrap(const std::string& label, const std::string& text, size_t width = 100);
+// `label`, then `items` joined by ", ", broken only between items, as wrap breaks at spaces.
+std::string wrap_list(const std::string& label, const std::vector<std::string>& items,
+                      size_t width = 100);
 
 }  // namespace rooflens::reports
