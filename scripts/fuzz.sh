@@ -8,9 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 limit="-max_total_time=${1:-60}"
 case "${1:-}" in runs=*) limit="-runs=${1#runs=}" ;; esac
-scripts/setup.sh fuzz
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -DROOFLENS_FUZZ=ON -DROOFLENS_CUDA=OFF -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
-cmake --build build-fuzz -j"$(nproc)" --target fuzz_onnx fuzz_config fuzz_timeline
+source scripts/setup.sh fuzz
+configure_sanitized_build  # scripts/sanitize.sh's build: after it, only the targets' own files compile
+cmake --build build-asan -j"$(nproc)" --target fuzz_onnx fuzz_config fuzz_timeline
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/onnx" "$work/config" "$work/timeline" "$work/findings"
@@ -24,7 +24,7 @@ status=0
 for target in onnx config timeline; do
   start=$(date +%s)
   log="$work/$target.log"
-  if ! (cd "$work/findings" && "$OLDPWD/build-fuzz/fuzz/fuzz_$target" "$limit" -max_len=8192 -timeout=10 \
+  if ! (cd "$work/findings" && "$OLDPWD/build-asan/fuzz/fuzz_$target" "$limit" -max_len=8192 -timeout=10 \
           -rss_limit_mb=3072 -print_final_stats=1 "$work/$target" > "$log" 2>&1); then
     status=1
     grep -E "ERROR|SUMMARY|what\(\)" "$log" | head -5 || true

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The whole CPU test suite built with AddressSanitizer and UndefinedBehaviorSanitizer.
+# The whole CPU test suite built with AddressSanitizer and UndefinedBehaviorSanitizer (clang).
+# The build (build-asan/) is the one scripts/fuzz.sh runs its libFuzzer targets from: one
+# instrumented build for both, not two (CI's 2 cores spent an hour on the second).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-# The CUDA harness is left out: nvcc objects are not instrumented, and no GPU runs here.
-cmake -S . -B build-asan -DROOFLENS_SANITIZE=ON -DROOFLENS_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+source scripts/setup.sh fuzz
+configure_sanitized_build
 cmake --build build-asan -j"$(nproc)" --target rooflens rooflens_tests
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan -L cpu --output-on-failure
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan -L cpu -j"$(nproc)" --output-on-failure

@@ -56,3 +56,13 @@ python_flags() {
 cuda_flags() {
   if [ -x /usr/local/cuda/bin/nvcc ]; then echo "-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc"; fi
 }
+
+# The instrumented build in build-asan/ that scripts/sanitize.sh tests and scripts/fuzz.sh fuzzes
+# from: clang with ASan + UBSan and libFuzzer's coverage hooks (which the test binaries ignore),
+# no CUDA. -O1 and line tables only: what ASan recommends for its stack traces, and about half the
+# compile time of -O2 -g on the 2-core CI machine.
+configure_sanitized_build() {
+  CC=clang CXX=clang++ cmake -S "$rooflens_root" -B "$rooflens_root/build-asan" -DROOFLENS_SANITIZE=ON \
+    -DROOFLENS_FUZZ=ON -DROOFLENS_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" > /dev/null
+}

@@ -10,4 +10,4 @@ source scripts/setup.sh
 python_env
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo $(cuda_flags) $(python_flags) > /dev/null
 cmake --build build -j"$(nproc)"
-ctest --test-dir build -L "$label" --output-on-failure
+ctest --test-dir build -L "$label" -j"$(nproc)" --output-on-failure

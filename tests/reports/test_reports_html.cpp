@@ -72,8 +72,11 @@ json browser_selftest(const fs::path& html, const fs::path& screenshot,
                       const std::string& window = "1400,2400") {
   std::string browser = chromium();
   REQUIRE_FALSE(browser.empty());  // scripts/setup.sh installs Debian's chromium
-  std::string flags =
-      " --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=" + window + " ";
+  // A profile folder of its own: ctest -j runs these tests side by side, and two Chromiums on one
+  // profile folder contend for its lock.
+  fs::path profile = scratch() / ("chromium-" + html.stem().string());
+  std::string flags = " --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir=" +
+                      profile.string() + " --window-size=" + window + " ";
   fs::path dom = scratch() / (html.stem().string() + ".dom");
   REQUIRE(sh("timeout 120 " + browser + flags + "--dump-dom 'file://" + html.string() +
              "#selftest' > " + dom.string() + " 2> /dev/null") == 0);
