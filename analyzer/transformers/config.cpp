@@ -434,8 +434,6 @@ void validate(const TransformerConfig& c) {
   for (const LayerSpec& l : c.layer_specs) {
     dense_mlp = dense_mlp || (l.mlp && !l.moe);
     moe = moe || l.moe;
-    if (l.window > 0 && l.window < 1)
-      throw InputError(fmt::format("{}: sliding_window must be positive", p));
   }
   if (dense_mlp && c.intermediate <= 0)
     throw InputError(fmt::format("{}: missing required key 'intermediate_size' (model_type {})", p,
