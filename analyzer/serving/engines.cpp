@@ -29,6 +29,7 @@ EngineDefaults vllm(int64_t memory) {
       512;  // CompilationConfig: capture sizes up to 512 (vllm/config/compilation.py)
   e.graph_mixed_steps =
       true;  // piecewise CUDA graphs: attention runs outside, the rest is captured
+  e.windowed_blocks = true;
   e.sources = {
       fmt::format("max_num_batched_tokens {} (vllm serve, GPU {} 70 GiB): "
                   "EngineArgs.get_batch_defaults, vllm/engine/arg_utils.py; "
@@ -45,6 +46,10 @@ EngineDefaults vllm(int64_t memory) {
       "MoE experts on the Triton fused-MoE kernel (TritonExperts, "
       "vllm/model_executor/layers/fused_moe/fused_moe.py; tuned tiles per GPU in "
       "fused_moe/configs/)",
+      "sliding-window layers keep their last window - 1 tokens' blocks, the rest freed "
+      "(SlidingWindowManager.get_num_skipped_tokens, vllm/v1/core/single_type_kv_cache_manager.py; "
+      "the hybrid KV-cache manager, docs/design/hybrid_kv_cache_manager.md); off for chunked "
+      "attention (Llama 4: VllmConfig, vllm/config/vllm.py), whose layers keep every token",
   };
   return e;
 }

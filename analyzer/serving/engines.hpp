@@ -30,6 +30,9 @@ struct EngineDefaults {
   bool graph_mixed_steps =
       false;  // graphs cover steps with prefill tokens too (vLLM's piecewise graphs)
   ExpertKernel expert_kernel = ExpertKernel::fused;  // what MoE expert projections run on
+  // Sliding-window layers hold only their window's blocks in the shared pool (vLLM V1's hybrid
+  // KV-cache manager); false: every layer's cache is sized at the full context.
+  bool windowed_blocks = false;
   std::vector<std::string> sources;  // one line per knob: value, where it is documented
 };
 

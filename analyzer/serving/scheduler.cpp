@@ -16,6 +16,10 @@ int64_t blocks_for(int64_t tokens, int64_t block_size) {
   return (tokens + block_size - 1) / block_size;
 }
 
+KvFootprint footprint_of(const SchedulerKnobs& k) {
+  return {k.block_size, k.kv_layers};
+}
+
 // A request inside the engine. `computed` tokens have KV in the cache; prompt + generated are
 // known; a step brings computed up to known (the prompt, a chunk of it, or the last sampled
 // token) and samples the next token once they meet.
@@ -27,7 +31,7 @@ struct Sequence {
 class Engine {
  public:
   Engine(const ServingWorkload& w, const SchedulerKnobs& k, const StepSeconds& f)
-      : w_(w), k_(k), step_seconds_(f) {
+      : w_(w), k_(k), footprint_(footprint_of(k)), step_seconds_(f) {
     seqs_.resize(w.requests.size());
     out_.requests.resize(w.requests.size());
   }
@@ -90,7 +94,10 @@ class Engine {
     for (const Request& r : w_.requests) {
       if (r.prompt <= 0 || r.output <= 0)
         throw InputError("serve: every request needs a prompt and an output of at least one token");
-      int64_t need = blocks_for(r.prompt + r.output, k_.block_size);
+      // A preempted sequence is prefilled again with what it generated: up to all but its last
+      // token in one chunk of the budget (vLLM's own worst case for a windowed layer).
+      int64_t total = r.prompt + r.output;
+      int64_t need = footprint_.peak_blocks(total - 1, total, k_.max_batched_tokens);
       if (need > k_.kv_blocks)
         throw InputError(fmt::format(
             "serve: one sequence of {} + {} tokens needs {} KV blocks of {} tokens; the cache "
@@ -154,9 +161,11 @@ class Engine {
         ++i;
         continue;
       }
-      // Reserved blocks (reserve_full_output) already cover the step: nothing more to take.
-      int64_t need = std::max<int64_t>(
-          0, blocks_for(seqs_[id].computed + n, k_.block_size) - seqs_[id].blocks);
+      // Reserved blocks (reserve_full_output) already cover the step: nothing more to take. A
+      // windowed layer's blocks that fell out of its window go back first.
+      int64_t need = footprint_.blocks(seqs_[id].computed + n, n) - seqs_[id].blocks;
+      if (need < 0 && !k_.reserve_full_output) seqs_[id].blocks += need, free_blocks_ -= need;
+      need = std::max<int64_t>(0, need);
       bool self = false;
       while (need > free_blocks_) {  // preempt the newest sequence, this one last
         size_t victim = running_.back();
@@ -183,8 +192,9 @@ class Engine {
       int64_t n = wanted(id, budget);
       if (n == 0) break;
       const Request& r = w_.requests[id];
-      int64_t need = k_.reserve_full_output ? blocks_for(r.prompt + r.output, k_.block_size)
-                                            : blocks_for(seqs_[id].computed + n, k_.block_size);
+      int64_t need = k_.reserve_full_output ? footprint_.peak_blocks(r.prompt, r.prompt + r.output,
+                                                                     k_.max_batched_tokens)
+                                            : footprint_.blocks(seqs_[id].computed + n, n);
       need = std::max<int64_t>(0, need - seqs_[id].blocks);
       if (need > free_blocks_) break;
       waiting_.pop_front();
@@ -249,6 +259,7 @@ class Engine {
  private:
   const ServingWorkload& w_;
   const SchedulerKnobs& k_;
+  const KvFootprint footprint_;
   const StepSeconds& step_seconds_;
   std::vector<Sequence> seqs_;
   std::deque<size_t> waiting_;
@@ -263,6 +274,32 @@ class Engine {
 };
 
 }  // namespace
+
+bool KvFootprint::windowed() const {
+  for (const KvLayerGroup& g : groups)
+    if (g.keep > 0) return true;
+  return false;
+}
+
+int64_t KvFootprint::blocks(int64_t tokens, int64_t step_tokens) const {
+  if (!windowed()) return blocks_for(tokens, block_size);
+  // A windowed layer holds the tokens it keeps plus this step's: a run of r consecutive tokens
+  // spans at most ceil((r - 1) / block) + 1 blocks.
+  int64_t layer_blocks = 0, layers = 0;
+  for (const KvLayerGroup& g : groups) {
+    int64_t b = blocks_for(tokens, block_size);
+    if (g.keep > 0 && g.keep + step_tokens < tokens)
+      b = std::min(b, blocks_for(g.keep + step_tokens - 1, block_size) + 1);
+    layer_blocks += b * g.layers;
+    layers += g.layers;
+  }
+  return layers > 0 ? (layer_blocks + layers - 1) / layers : 0;
+}
+
+int64_t KvFootprint::peak_blocks(int64_t prompt, int64_t total, int64_t chunk) const {
+  if (!windowed()) return blocks_for(total, block_size);
+  return std::max(blocks(prompt, std::min(prompt, std::max<int64_t>(chunk, 1))), blocks(total, 1));
+}
 
 double RequestResult::tpot() const {
   return output > 1 ? (finish_s - first_token_s) / static_cast<double>(output - 1) : 0;

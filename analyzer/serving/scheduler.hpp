@@ -14,12 +14,35 @@
 
 namespace rooflens {
 
+// Layers whose cache keeps only a sequence's last `keep` tokens (a sliding window keeps window - 1,
+// a chunked layer chunk - 1; 0: every token), `layers` of them.
+struct KvLayerGroup {
+  int64_t keep = 0;
+  int64_t layers = 0;
+};
+
+// The blocks a sequence holds. A block is `block_size` tokens of every attention layer's cache, as
+// for a model without windows; a windowed layer holds only the blocks its kept tokens and this
+// step's new ones fall in, and gives the others back (vLLM V1's hybrid KV-cache manager).
+struct KvFootprint {
+  int64_t block_size = 16;
+  std::vector<KvLayerGroup> groups;  // empty: every layer keeps every token
+
+  // After the step that brings the sequence to `tokens`, `step_tokens` of them new this step.
+  int64_t blocks(int64_t tokens, int64_t step_tokens) const;
+  // The most a sequence of `prompt` + output = `total` tokens holds when its prompt is prefilled in
+  // chunks of at most `chunk` tokens (the last chunk, or the last token, whichever holds more).
+  int64_t peak_blocks(int64_t prompt, int64_t total, int64_t chunk) const;
+  bool windowed() const;
+};
+
 struct SchedulerKnobs {
-  int64_t max_batched_tokens = 8192;  // token budget per step
-  int64_t max_seqs = 256;             // sequences running at once
-  int64_t block_size = 16;            // KV-cache tokens per block
-  int64_t kv_blocks = 0;              // blocks the cache holds
-  bool chunked_prefill = true;        // false: a prompt is prefilled whole in one step
+  int64_t max_batched_tokens = 8192;    // token budget per step
+  int64_t max_seqs = 256;               // sequences running at once
+  int64_t block_size = 16;              // KV-cache tokens per block
+  int64_t kv_blocks = 0;                // blocks the cache holds
+  std::vector<KvLayerGroup> kv_layers;  // windowed layers (KvFootprint); empty: none
+  bool chunked_prefill = true;          // false: a prompt is prefilled whole in one step
   // true: admit a request only when blocks for its prompt and all its output are free
   // (TensorRT-LLM's GUARANTEED_NO_EVICT); false: blocks are taken as tokens arrive, and the
   // newest sequence is preempted when none is left (vLLM, SGLang).

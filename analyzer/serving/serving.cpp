@@ -304,9 +304,34 @@ MemoryPlanPerGpu plan_memory(const TransformerConfig& c, const ServeOptions& o,
   return m;
 }
 
+// The attention layers grouped by how many of a sequence's tokens their cache keeps (transformers'
+// caches: cached_tokens), for the scheduler's block count (KvFootprint); empty where the engine
+// sizes every layer at the full context or no layer is windowed. A model with chunked attention
+// keeps every token: vLLM turns its hybrid manager off there.
+std::vector<KvLayerGroup> kv_layer_groups(const TransformerConfig& c, const EngineDefaults& e) {
+  constexpr int64_t kEvery = int64_t{1} << 40;
+  std::vector<KvLayerGroup> groups;
+  bool chunked = std::any_of(c.layer_specs.begin(), c.layer_specs.end(),
+                             [](const LayerSpec& l) { return l.chunk > 0; });
+  if (!e.windowed_blocks || chunked) return groups;
+  for (int64_t i = 0; i < c.layers; ++i) {
+    if (c.layer_specs[static_cast<size_t>(i)].mixer != MixerKind::attention) continue;
+    int64_t kept = cached_tokens(c, i, kEvery);
+    int64_t keep = kept >= kEvery ? 0 : std::max<int64_t>(kept, 1);
+    auto g = std::find_if(groups.begin(), groups.end(),
+                          [&](const KvLayerGroup& x) { return x.keep == keep; });
+    if (g == groups.end())
+      groups.push_back({keep, 1});
+    else
+      ++g->layers;
+  }
+  if (groups.size() == 1 && groups[0].keep == 0) groups.clear();  // no window: blocks as tokens
+  return groups;
+}
+
 // The scheduler's knobs from the engine's and the cache's blocks; each of the pp batches in
 // flight holds its share of them. Fills the result's cache figures.
-SchedulerKnobs scheduler_knobs(const ServeOptions& o, ServeResult& r) {
+SchedulerKnobs scheduler_knobs(const TransformerConfig& c, const ServeOptions& o, ServeResult& r) {
   const MemoryPlanPerGpu& m = r.memory;
   const int64_t engines_per_replica = o.pp;
   SchedulerKnobs k;
@@ -314,19 +339,23 @@ SchedulerKnobs scheduler_knobs(const ServeOptions& o, ServeResult& r) {
   k.block_size = o.engine.block_size;
   k.chunked_prefill = o.engine.chunked_prefill;
   k.reserve_full_output = o.engine.reserve_full_output;
+  k.kv_layers = kv_layer_groups(c, o.engine);
+  KvFootprint footprint{k.block_size, k.kv_layers};
   int64_t blocks_per_gpu = m.kv_bytes / (m.kv_bytes_per_token * k.block_size);
   k.kv_blocks = blocks_per_gpu / engines_per_replica;
   k.max_seqs = o.engine.max_seqs > 0 ? std::max<int64_t>(1, o.engine.max_seqs / engines_per_replica)
                                      : k.kv_blocks * k.block_size;
   r.kv_blocks = k.kv_blocks;
   r.kv_capacity_tokens = blocks_per_gpu * k.block_size;
-  int64_t per_seq_blocks =
-      (static_cast<int64_t>(std::ceil(o.isl.mean() + o.osl.mean())) + k.block_size - 1) /
-      k.block_size;
+  int64_t mean_prompt = static_cast<int64_t>(std::ceil(o.isl.mean()));
+  int64_t per_seq_blocks = footprint.peak_blocks(
+      mean_prompt, static_cast<int64_t>(std::ceil(o.isl.mean() + o.osl.mean())),
+      k.max_batched_tokens);
   r.max_concurrency_without_preemption =
       std::min(k.kv_blocks / std::max<int64_t>(per_seq_blocks, 1), k.max_seqs) *
       engines_per_replica * o.dp * o.lockstep_ranks();
-  int64_t longest_blocks = (o.isl.hi + o.osl.hi + k.block_size - 1) / k.block_size;
+  int64_t longest = o.isl.hi + o.osl.hi;
+  int64_t longest_blocks = footprint.peak_blocks(longest - 1, longest, k.max_batched_tokens);
   if (k.kv_blocks < longest_blocks)
     throw InputError(
         fmt::format("serve: the KV budget is below one sequence: {} tokens of cache per scheduler, "
@@ -412,6 +441,42 @@ std::string expert_kernel_note(ExpertKernel wanted, const ServeResult& r) {
   return note;
 }
 
+// What the cache of a model with windowed layers holds, as the engine allocates it.
+std::string windowed_cache_note(const TransformerConfig& c, const ServeOptions& o,
+                                const ServeResult& r) {
+  int64_t windowed = 0, chunked = 0;
+  for (const LayerSpec& l : c.layer_specs)
+    if (l.mixer == MixerKind::attention) windowed += l.window > 0, chunked += l.chunk > 0;
+  if (windowed == 0 && chunked == 0) return "";
+  int64_t prompt = static_cast<int64_t>(std::ceil(o.isl.mean()));
+  int64_t tokens = static_cast<int64_t>(std::ceil(o.isl.mean() + o.osl.mean()));
+  KvFootprint f{r.knobs.block_size, r.knobs.kv_layers};
+  int64_t held = f.peak_blocks(prompt, tokens, r.knobs.max_batched_tokens);
+  int64_t every = (tokens + r.knobs.block_size - 1) / r.knobs.block_size;
+  if (f.windowed() && held == every)
+    return fmt::format(
+        "{} of {} attention layers keep a sliding window longer than a sequence of {} tokens: "
+        "{} frees none of their blocks",
+        windowed, c.attention_layers(), tokens, o.engine.name);
+  if (f.windowed())
+    return fmt::format(
+        "{} of {} attention layers keep a sliding window: a sequence of {} + {} tokens holds at "
+        "most {} KV blocks of {} tokens, not {} ({} frees the blocks that leave the window)",
+        windowed, c.attention_layers(), prompt, tokens - prompt, held, r.knobs.block_size, every,
+        o.engine.name);
+  if (chunked > 0 && o.engine.windowed_blocks)
+    return fmt::format(
+        "{} of {} attention layers are chunked: vLLM's hybrid KV-cache manager is off for chunked "
+        "attention, so every layer's cache is sized at the full context",
+        chunked, c.attention_layers());
+  return fmt::format(
+      "{} of {} attention layers are windowed; {}'s own pools for them are not modelled "
+      "(SGLang keeps gpt-oss's and Llama 4's windowed layers in a pool of 0.8 x the full "
+      "layers' tokens; TensorRT-LLM gives each window size an equal share of the cache): every "
+      "layer's cache is sized at the full context",
+      windowed + chunked, c.attention_layers(), o.engine.name);
+}
+
 void add_serve_notes(const TransformerConfig& c, const ServeOptions& o, const Device& device,
                      ServeResult& r) {
   if (o.ep > 1) {
@@ -457,6 +522,7 @@ void add_serve_notes(const TransformerConfig& c, const ServeOptions& o, const De
         "--cuda-graphs off: the device has no measured host time per kernel (a device profile with "
         "eager_host adds it); "
         "steps are costed as their kernels");
+  if (std::string w = windowed_cache_note(c, o, r); !w.empty()) r.notes.push_back(w);
   if (int64_t limit = c.context_limit(); limit > 0 && o.isl.hi + o.osl.hi > limit)
     r.notes.push_back(fmt::format(
         "{} + {} tokens exceed the model's context limit {}: an engine would refuse such requests",
@@ -484,7 +550,7 @@ ServeResult run_serve(const TransformerConfig& c, const ServeOptions& o,
   if (o.attention_dp()) lowering.ep = o.ep;  // one GPU's share: its sequences, its experts
   StepCostModel model(c, lowering, engine_device);
   r.memory = plan_memory(c, o, model, *device);
-  SchedulerKnobs knobs = scheduler_knobs(o, r);
+  SchedulerKnobs knobs = scheduler_knobs(c, o, r);
   r.knobs = knobs;
   Deployment d{model, o, c, storage_bytes(o.lowering.activations, 1)};
   StepSeconds f = [&d](const StepShape& s) { return d.step_seconds(s); };

@@ -179,6 +179,36 @@ TEST_CASE("serve scheduler: a sequence larger than the whole cache is refused", 
   CHECK_THROWS_AS(simulate(closed(1, 1, 32, 40), k, one_second), InputError);
 }
 
+TEST_CASE("serve scheduler: a sliding-window layer holds only its window's blocks", "[serving]") {
+  // gpt-oss-20b's cache: 12 layers of window 128 (they keep 127 tokens) and 12 full ones, blocks
+  // of 16 tokens; a block is 16 tokens of all 24 layers, a windowed layer's block half of one.
+  KvFootprint f{16, {{127, 12}, {0, 12}}};
+  // 2048 tokens, one new: the full layers hold 128 blocks; the windowed ones the run of
+  // 127 + 1 = 128 tokens, at most ceil(127 / 16) + 1 = 9 blocks: (12 x 128 + 12 x 9) / 24 = 68.5.
+  CHECK(f.blocks(2048, 1) == 69);
+  // A 1024-token prompt in one step writes every token of every layer: 64 blocks.
+  CHECK(f.blocks(1024, 1024) == 64);
+  // 300 tokens: full 19 blocks, windowed 9: (19 + 9) / 2 = 14.
+  CHECK(f.blocks(300, 1) == 14);
+  // The most a 1024 + 1024 sequence holds: the prompt's step (64) or the last token's (69).
+  CHECK(f.peak_blocks(1024, 2048, 8192) == 69);
+  // Without windows a block is 16 tokens of every layer, as before.
+  CHECK(KvFootprint{16, {}}.blocks(2048, 1) == 128);
+  CHECK(KvFootprint{16, {}}.peak_blocks(1024, 2048, 8192) == 128);
+
+  // In the scheduler: sequences of 32 + 96 tokens, one full layer and one of window 16 (keeps 15).
+  // At the end a sequence holds (8 + ceil(15 / 16) + 1) / 2 = 5 blocks, not 8; its prompt's step
+  // (32 tokens) holds 2. Four of them fit 20 blocks without preemption; with every layer full
+  // they need 4 x 8 = 32 and the newest is preempted.
+  SchedulerKnobs k = roomy();
+  k.kv_blocks = 20;
+  k.kv_layers = {{15, 1}, {0, 1}};
+  SimulationResult windowed = simulate(closed(4, 8, 32, 96), k, one_second);
+  CHECK(windowed.preemptions == 0);
+  k.kv_layers.clear();
+  CHECK(simulate(closed(4, 8, 32, 96), k, one_second).preemptions > 0);
+}
+
 TEST_CASE("serve scheduler: ranks that step together wait for each other's steps", "[serving]") {
   // A step takes 1 s per token of its largest rank. Rank A: one request, a prompt of 100, one
   // output token. Rank B: a prompt of 1 and 3 output tokens. Together, step 1 is A's prefill of
@@ -440,6 +470,31 @@ TEST_CASE("serve CLI: replicas and pipeline stages divide the work as the plan s
   CHECK(one.at("memory_per_gpu").at("kv_bytes_per_token") == 131072);
   CHECK(pp.at("memory_per_gpu").at("kv_bytes_per_token") == 65536);
   CHECK(pp.at("plan").at("schedulers") == 2);
+}
+
+TEST_CASE("serve CLI: vLLM keeps gpt-oss's sliding-window layers to their window",
+          "[serving][cli]") {
+  static const std::filesystem::path dir = test::scratch_dir("serve_windows");
+  auto run_json = [&](const std::string& engine) {
+    std::filesystem::path json = dir / (engine + ".json");
+    Run r = serve(config("gpt-oss-20b") + " --engine " + engine +
+                  " --block-size 16 --max-seqs 100000 --isl 1024 --osl 1024 --concurrency 8"
+                  " --num-requests 16 --json " +
+                  json.string());
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(test::slurp(json)).at("serving");
+  };
+  // 12 of its 24 layers have a window of 128: a 1024 + 1024 sequence ends holding 128 blocks of
+  // 16 tokens in the full layers and 9 in the windowed ones, (12 x 128 + 12 x 9) / 24 = 68.5 -> 69
+  // blocks of every layer (test case "a sliding-window layer holds only its window's blocks").
+  nlohmann::json vllm = run_json("vllm");
+  int64_t blocks = vllm.at("kv_blocks_per_scheduler").get<int64_t>();
+  CHECK(vllm.at("max_concurrency_without_preemption").get<int64_t>() == blocks / 69);
+  // SGLang's own sliding-window pool is not modelled: every layer at the full context, 128 blocks.
+  nlohmann::json sglang = run_json("sglang");
+  CHECK(sglang.at("max_concurrency_without_preemption").get<int64_t>() ==
+        sglang.at("kv_blocks_per_scheduler").get<int64_t>() / 128);
 }
 
 TEST_CASE("serve CLI: expert parallelism with data-parallel attention", "[serving][cli]") {
