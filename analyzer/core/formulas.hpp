@@ -45,7 +45,8 @@ inline bool is_depthwise(const ConvDims& c) {
 struct MoeDims {
   int64_t tokens = 0, hidden = 0, inter = 0, experts = 0, k = 1;
   bool gated = false;
-  bool fp8_weights = false;  // experts stored in fp8: their GEMMs run in fp8
+  bool fp8_weights = false;    // experts stored in fp8: their GEMMs run in fp8
+  bool mxfp4_weights = false;  // experts stored in MXFP4 (e2m1, e8m0 scales): upcast to bf16
 };
 
 // Softmax over one element: max, subtract, exp, sum, divide.

@@ -251,6 +251,13 @@ std::optional<PerfQuery> expert_gemm_query(Precision p, int64_t experts, int64_t
        static_cast<double>(k)}};
 }
 
+std::optional<PerfQuery> mxfp4_expert_query(int64_t experts, int64_t rows, int64_t n, int64_t k) {
+  if (experts <= 0 || rows <= 0 || n <= 0 || k <= 0) return std::nullopt;
+  return PerfQuery{fmt::format("{}.mxfp4", expert_table_family(ExpertKernel::batched)),
+                   {static_cast<double>(experts), static_cast<double>(rows), static_cast<double>(n),
+                    static_cast<double>(k)}};
+}
+
 const char* expert_kernel_name(ExpertKernel k) {
   switch (k) {
     case ExpertKernel::batched:
@@ -273,7 +280,7 @@ ExpertTables with_expert_kernel(std::shared_ptr<const PerfDatabase> db, ExpertKe
   if (!db || wanted == ExpertKernel::batched) return {db, ExpertKernel::batched};
   auto out = std::make_shared<PerfDatabase>(*db);
   bool any = false;
-  for (const char* p : {"bf16", "fp8"}) {
+  for (const char* p : {"bf16", "fp8", "mxfp4"}) {
     auto own = db->tables.find(fmt::format("{}.{}", expert_table_family(wanted), p));
     if (own == db->tables.end()) continue;
     out->tables[fmt::format("{}.{}", expert_table_family(ExpertKernel::batched), p)] = own->second;
@@ -307,6 +314,12 @@ GridWork grid_work(const std::string& table, const std::vector<double>& x) {
   };
   if (k[0] == "gemm") {
     gemms(1, x[1], x[2], x[3]);
+  } else if (is_expert_table_family(k[0]) && k[1] == "mxfp4") {
+    // bf16 rows and outputs; half a byte a weight and one e8m0 scale byte per 32 weights.
+    w.flops = x[0] * static_cast<double>(gemm_flops(GemmDims{1, dim(x[1]), dim(x[2]), dim(x[3])}));
+    w.precision = Precision::bf16;
+    w.bytes = x[0] * (2 * x[1] * x[3] + x[2] * x[3] * (0.5 + 1.0 / kMxfp4Block) + 2 * x[1] * x[2]);
+    w.tensor_cores = true;
   } else if (is_expert_table_family(k[0])) {
     gemms(x[0], x[1], x[2], x[3]);
   } else if (k[0] == "woq") {  // bf16 activations; packed weights and a bf16 scale per 128

@@ -16,6 +16,9 @@
 //                                                      SGLang run (rows sorted by expert, padded
 //                                                      to the tile), tuned a point
 //                                                      (scripts/gpu/fused_moe_triton.py --table)
+//   moe_fused.mxfp4             the same               that kernel over MXFP4 experts (e2m1
+//                                                      weights, an e8m0 scale per 32) and bf16
+//                                                      rows, upcast in the kernel (gpt-oss)
 //   woq.<int4|int8>             m, n, k                a weight-only quantized GEMM, bf16
 //                                                      activations, weights in groups of 128
 //   attn_prefill.<dtype>.causal d, heads, seq          heads = batch * q_heads; seq: the square
@@ -55,6 +58,8 @@ std::optional<PerfQuery> perf_query(const NodeCost& c, Precision p);
 // [n, k] weights; nullopt for a precision without expert tables (the dense GEMM table's then).
 std::optional<PerfQuery> expert_gemm_query(Precision p, int64_t experts, int64_t rows, int64_t n,
                                            int64_t k);
+// The same over MXFP4 experts and bf16 rows (moe.mxfp4).
+std::optional<PerfQuery> mxfp4_expert_query(int64_t experts, int64_t rows, int64_t n, int64_t k);
 
 // The kernel an MoE layer's expert projections run on: the replay's batched GEMM (moe.*), the
 // CUTLASS grouped GEMM (moe_grouped.*) or the Triton fused-MoE kernel (moe_fused.*).

@@ -163,8 +163,11 @@ std::optional<double> predict_moe_from_tables(const NodeCost& c, Precision p, co
   auto projection = [&](int64_t n, int64_t k, double weights) -> std::optional<double> {
     PredictionSource one = PredictionSource::roofline;
     bool dense_weights = weights >= 0.75 * static_cast<double>(n * k * wb);
-    auto expert_table =
-        dense_weights ? expert_gemm_query(experts, active, rows, n, k) : std::nullopt;
+    // MXFP4 experts: the engines' upcasting kernel where the profile measured one (serve's
+    // moe_fused.mxfp4), else the weights' stream below.
+    auto expert_table = dense_weights     ? expert_gemm_query(experts, active, rows, n, k)
+                        : m.mxfp4_weights ? mxfp4_expert_query(active, rows, n, k)
+                                          : std::nullopt;
     if (auto seconds = time_from_table(expert_table, true, experts, d, t, one)) {
       if (one == PredictionSource::fitted) s = one;
       return seconds;

@@ -11,8 +11,6 @@ namespace rooflens {
 namespace {
 
 constexpr int64_t kWidth = limits::kMaxConfigWidth;
-// MXFP4 (OCP microscaling): one e8m0 scale per 32 elements along the input.
-constexpr int64_t kMxBlock = 32;
 // bitsandbytes 4-bit: one absmax per 64 weights; with double quantization the absmax is 8-bit
 // and every 256 of them share one fp32.
 constexpr int64_t kBnbBlock = 64, kBnbDoubleBlock = 256;
@@ -280,7 +278,7 @@ QuantizationSpec read_quantization_config(ConfigReader& r) {
             "modules_in_block_to_quantize"});
   if (q.method == "mxfp4") {
     q.bits = 4;
-    q.group_size = kMxBlock;
+    q.group_size = kMxfp4Block;
     q.experts_only = true;  // transformers' Mxfp4 quantizer replaces the MoE experts only
     q.label = "mxfp4 experts (e8m0 scale per 32)";
   } else if (q.method == "fp8") {
@@ -320,7 +318,7 @@ QuantizedStorage quantized_storage(const QuantizationSpec& q, int64_t in, int64_
   auto groups = [&](int64_t g) { return g > 0 ? ceil_div(in, g) : 1; };
   if (q.method == "mxfp4") {
     s.weight = DType::f4e2m1;
-    s.aux.push_back({".scales", DType::u8, {groups(kMxBlock), out}});
+    s.aux.push_back({".scales", DType::u8, {groups(kMxfp4Block), out}});
   } else if (q.method == "fp8" ||
              (q.method == "flag" && q.bits == 8 && q.label.rfind("fp8", 0) == 0)) {
     s.weight = DType::f8e4m3fn;

@@ -93,6 +93,7 @@ NodeCost cost_moe(const CostContext& ctx) {
   MoeDims d = moe_dims(n, ctx.in_shape(0), ctx.in_shape(2), gated);
   DType w = ctx.run_dtype(ctx.input(2));
   d.fp8_weights = w == DType::f8e4m3fn || w == DType::f8e5m2;
+  d.mxfp4_weights = w == DType::f4e2m1;  // only MXFP4 checkpoints store e2m1 experts
   int64_t assignments = checked_mul(d.tokens, d.k, "MoE size");
   int64_t hi = checked_mul(d.hidden, d.inter, "MoE size");
   int64_t gemms = gated ? 3 : 2;
