@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole CPU test suite built with AddressSanitizer and UndefinedBehaviorSanitizer (clang).
 # The build (build-asan/) is the one scripts/fuzz.sh runs its libFuzzer targets from: one
-# instrumented build for both, not two (CI's 2 cores spent an hour on the second).
+# instrumented build for both, not two (the two took CI's 2 cores over an hour).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh fuzz

@@ -44,11 +44,11 @@ std::optional<DType> dtype_from_onnx(int32_t code);
 // Bytes of `elements` elements, rounded up for sub-byte types; checked.
 int64_t storage_bytes(DType t, int64_t elements);
 
-// The precision a node computes in: picks the compute roof. tf32 stores fp32 but uses the
-// tensor cores' tf32 mode.
 // OCP microscaling (MXFP4): one e8m0 scale per this many elements along the reduction.
 inline constexpr int64_t kMxfp4Block = 32;
 
+// The precision a node computes in: picks the compute roof. tf32 stores fp32 but uses the
+// tensor cores' tf32 mode.
 enum class Precision { fp32, tf32, bf16, fp16, fp8, int8 };
 std::string_view precision_name(Precision p);
 std::optional<Precision> precision_from_name(std::string_view name);

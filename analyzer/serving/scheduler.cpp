@@ -16,10 +16,6 @@ int64_t blocks_for(int64_t tokens, int64_t block_size) {
   return (tokens + block_size - 1) / block_size;
 }
 
-KvFootprint footprint_of(const SchedulerKnobs& k) {
-  return {k.block_size, k.kv_layers};
-}
-
 // A request inside the engine. `computed` tokens have KV in the cache; prompt + generated are
 // known; a step brings computed up to known (the prompt, a chunk of it, or the last sampled
 // token) and samples the next token once they meet.
@@ -31,7 +27,7 @@ struct Sequence {
 class Engine {
  public:
   Engine(const ServingWorkload& w, const SchedulerKnobs& k, const StepSeconds& f)
-      : w_(w), k_(k), footprint_(footprint_of(k)), step_seconds_(f) {
+      : w_(w), k_(k), footprint_{k.block_size, k.kv_layers}, step_seconds_(f) {
     seqs_.resize(w.requests.size());
     out_.requests.resize(w.requests.size());
   }

@@ -452,7 +452,7 @@ std::string windowed_cache_note(const TransformerConfig& c, const ServeOptions& 
   int64_t tokens = static_cast<int64_t>(std::ceil(o.isl.mean() + o.osl.mean()));
   KvFootprint f{r.knobs.block_size, r.knobs.kv_layers};
   int64_t held = f.peak_blocks(prompt, tokens, r.knobs.max_batched_tokens);
-  int64_t every = (tokens + r.knobs.block_size - 1) / r.knobs.block_size;
+  int64_t every = KvFootprint{r.knobs.block_size, {}}.peak_blocks(prompt, tokens, 1);
   if (f.windowed() && held == every)
     return fmt::format(
         "{} of {} attention layers keep a sliding window longer than a sequence of {} tokens: "
